@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+#include <errno.h>
+#include <string.h>
+
+#include <corevia/cvia_errno.h>
+
+const char *cvia_strerror(int err)
+{
+    err = err < 0 ? -err : err;
+    if (err == 0)
+        return "success";
+    if (err < CVIA_ERRNO_BASE)
+        return strerror(err);
+    switch (err) {
+#define X(name, val, msg) case (val): return (msg);
+    CVIA_ERRNO_MAP(X)
+#undef X
+    }
+    return "unknown error";
+}
+
+const char *cvia_err_name(int err)
+{
+    err = err < 0 ? -err : err;
+    if (err == 0)
+        return "OK";
+    if (err < CVIA_ERRNO_BASE) {
+        const char *n = strerrorname_np(err);
+        return n ? n : "unknown errno";
+    }
+    switch (err) {
+#define X(name, val, msg) case (val): return "CVIA_" #name;
+    CVIA_ERRNO_MAP(X)
+#undef X
+    }
+    return "unknown error";
+}

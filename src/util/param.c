@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <corevia/cvia_errno.h>
+#include "util/log.h"
+#include "util/param.h"
+
+extern char **environ;
+
+int cvia__parse_long(const char *text, long *out)
+{
+    char *end;
+    long v;
+
+    if (!text || !*text || isspace((unsigned char)*text))
+        return -EINVAL;
+    errno = 0;
+    v = strtol(text, &end, 0);
+    if (errno == ERANGE)
+        return -ERANGE;
+    if (*end)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int cvia__parse_size(const char *text, size_t *out)
+{
+    char *end;
+    double v;
+    unsigned shift = 0;
+
+    if (!text || !*text || !isdigit((unsigned char)*text))
+        return -EINVAL;
+    errno = 0;
+    v = strtod(text, &end);
+    if (errno == ERANGE)
+        return -ERANGE;
+    switch (tolower((unsigned char)*end)) {
+    case '\0':                       break;
+    case 'b': shift = 0;  end++;     break;
+    case 'k': shift = 10; end++;     break;
+    case 'm': shift = 20; end++;     break;
+    case 'g': shift = 30; end++;     break;
+    case 't': shift = 40; end++;     break;
+    default:  return -EINVAL;
+    }
+    if (shift && (*end == 'b' || *end == 'B'))   /* "4kb", "4KB" */
+        end++;
+    else if (shift && (*end == 'i' || *end == 'I') && (end[1] == 'b' || end[1] == 'B'))
+        end += 2;                                  /* "4KiB" */
+    if (*end)
+        return -EINVAL;
+    v *= (double)(1ull << shift);
+    if (v >= 18446744073709551615.0 || v != floor(v))
+        return v != floor(v) ? -EINVAL : -ERANGE;
+    *out = (size_t)v;
+    return 0;
+}
+
+int cvia__parse_time(const char *text, double *out)
+{
+    char *end;
+    double v, scale = 1.0;
+
+    if (!text || !*text || !(isdigit((unsigned char)*text) || *text == '.'))
+        return -EINVAL;
+    errno = 0;
+    v = strtod(text, &end);
+    if (errno == ERANGE || !isfinite(v))
+        return -ERANGE;
+    if (!*end || !strcmp(end, "s"))
+        scale = 1.0;
+    else if (!strcmp(end, "ms"))
+        scale = 1e-3;
+    else if (!strcmp(end, "us"))
+        scale = 1e-6;
+    else if (!strcmp(end, "ns"))
+        scale = 1e-9;
+    else if (!strcmp(end, "m") || !strcmp(end, "min"))
+        scale = 60.0;
+    else if (!strcmp(end, "h"))
+        scale = 3600.0;
+    else
+        return -EINVAL;
+    *out = v * scale;
+    return 0;
+}
+
+int cvia__parse_bool(const char *text, int *out)
+{
+    static const char *const yes[] = { "y", "yes", "1", "on", "true", NULL };
+    static const char *const no[]  = { "n", "no", "0", "off", "false", NULL };
+
+    if (!text)
+        return -EINVAL;
+    for (int i = 0; yes[i]; i++)
+        if (!strcasecmp(text, yes[i])) { *out = 1; return 0; }
+    for (int i = 0; no[i]; i++)
+        if (!strcasecmp(text, no[i])) { *out = 0; return 0; }
+    if (!strcasecmp(text, "auto") || !strcasecmp(text, "try")) {
+        *out = -1;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int cvia__param_parse(const struct cvia_param *p, const char *text, void *out)
+{
+    int rc, b;
+    long l;
+    size_t s;
+    double t;
+
+    switch (p->type) {
+    case CVIA_PARAM_STRING:
+        if (strlen(text) >= CVIA_PARAM_STRLEN)
+            return -ERANGE;
+        strcpy(out, text);
+        return 0;
+    case CVIA_PARAM_INT:
+        if ((rc = cvia__parse_long(text, &l)))
+            return rc;
+        if ((p->min || p->max) && (l < p->min || l > p->max))
+            return -ERANGE;
+        *(long *)out = l;
+        return 0;
+    case CVIA_PARAM_SIZE:
+        if ((rc = cvia__parse_size(text, &s)))
+            return rc;
+        if ((p->min || p->max) && (s < (size_t)p->min || s > (size_t)p->max))
+            return -ERANGE;
+        *(size_t *)out = s;
+        return 0;
+    case CVIA_PARAM_TIME:
+        if ((rc = cvia__parse_time(text, &t)))
+            return rc;
+        if (t < 0)
+            return -ERANGE;
+        *(double *)out = t;
+        return 0;
+    case CVIA_PARAM_BOOL:
+    case CVIA_PARAM_TRI:
+        if ((rc = cvia__parse_bool(text, &b)))
+            return rc;
+        if (b < 0 && p->type == CVIA_PARAM_BOOL)
+            return -EINVAL;
+        *(int *)out = b;
+        return 0;
+    case CVIA_PARAM_ENUM:
+        for (int i = 0; p->values && p->values[i]; i++) {
+            if (!strcasecmp(text, p->values[i])) {
+                *(int *)out = i;
+                return 0;
+            }
+        }
+        return -EINVAL;
+    }
+    return -EINVAL;
+}
+
+void cvia__param_format(const struct cvia_param *p, const void *field,
+                        char *buf, size_t cap)
+{
+    switch (p->type) {
+    case CVIA_PARAM_STRING:
+        snprintf(buf, cap, "%s", (const char *)field);
+        break;
+    case CVIA_PARAM_INT:
+        snprintf(buf, cap, "%ld", *(const long *)field);
+        break;
+    case CVIA_PARAM_SIZE: {
+        size_t v = *(const size_t *)field;
+        static const char units[] = "kmgt";
+        int u = -1;
+        while (v && !(v & 1023) && u < 3) {
+            v >>= 10;
+            u++;
+        }
+        if (u >= 0)
+            snprintf(buf, cap, "%zu%c", v, units[u]);
+        else
+            snprintf(buf, cap, "%zu", v);
+        break;
+    }
+    case CVIA_PARAM_TIME: {
+        double t = *(const double *)field;
+        if (t != 0 && t < 1e-3)
+            snprintf(buf, cap, "%gus", t * 1e6);
+        else if (t != 0 && t < 1)
+            snprintf(buf, cap, "%gms", t * 1e3);
+        else
+            snprintf(buf, cap, "%gs", t);
+        break;
+    }
+    case CVIA_PARAM_BOOL:
+        snprintf(buf, cap, "%s", *(const int *)field ? "y" : "n");
+        break;
+    case CVIA_PARAM_TRI: {
+        int v = *(const int *)field;
+        snprintf(buf, cap, "%s", v < 0 ? "auto" : v ? "y" : "n");
+        break;
+    }
+    case CVIA_PARAM_ENUM:
+        snprintf(buf, cap, "%s", p->values[*(const int *)field]);
+        break;
+    }
+}
+
+const char *cvia__param_syntax(const struct cvia_param *p)
+{
+    static char buf[512];
+
+    switch (p->type) {
+    case CVIA_PARAM_STRING: return "string";
+    case CVIA_PARAM_INT:
+        if (p->min || p->max) {
+            snprintf(buf, sizeof(buf), "integer %ld..%ld", p->min, p->max);
+            return buf;
+        }
+        return "integer";
+    case CVIA_PARAM_SIZE:
+        if (p->min || p->max) {
+            snprintf(buf, sizeof(buf),
+                     "memory size with optional unit (64k, 4m), %ld..%ld bytes",
+                     p->min, p->max);
+            return buf;
+        }
+        return "memory size with optional unit (64k, 4m)";
+    case CVIA_PARAM_TIME: return "time with optional unit (10us, 5ms, 2s; default s)";
+    case CVIA_PARAM_BOOL: return "boolean (y|n)";
+    case CVIA_PARAM_TRI:  return "y|n|auto";
+    case CVIA_PARAM_ENUM: {
+        size_t n = 0;
+        buf[0] = '\0';
+        for (int i = 0; p->values[i]; i++)
+            n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s",
+                                  i ? "|" : "", p->values[i]);
+        return buf;
+    }
+    }
+    return "?";
+}
+
+void cvia__param_varname(const struct cvia_param_table *t,
+                         const struct cvia_param *p, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "CVIA_%s%s", t->prefix, p->name);
+}
+
+int cvia__param_load(const struct cvia_param_table *t, void *cfg)
+{
+    char var[128];
+    int rc = 0;
+
+    for (const struct cvia_param *p = t->params; p->name; p++) {
+        void *field = (char *)cfg + p->offset;
+        const char *env;
+        int err;
+
+        err = cvia__param_parse(p, p->dflt, field);
+        if (err) {   /* a bug in the table: fail loudly in tests */
+            cvia_error(CONF, "default '%s' of %s_%s does not parse", p->dflt,
+                       t->component, p->name);
+            rc = -CVIA_ECONFIG;
+            continue;
+        }
+        cvia__param_varname(t, p, var, sizeof(var));
+        env = getenv(var);
+        if (!env)
+            continue;
+        err = cvia__param_parse(p, env, field);
+        if (err) {
+            cvia_error(CONF, "%s: invalid value '%s' (expected %s)", var, env,
+                       cvia__param_syntax(p));
+            cvia__param_parse(p, p->dflt, field);
+            rc = -CVIA_ECONFIG;
+        }
+    }
+    return rc;
+}
+
+size_t cvia__edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t row[128];
+
+    if (lb >= sizeof(row) / sizeof(row[0]))
+        return (size_t)-1;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t cost = toupper((unsigned char)a[i - 1]) ==
+                          toupper((unsigned char)b[j - 1]) ? 0 : 1;
+            size_t best = diag + cost;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+int cvia__param_check_unknown(const char *const *extra)
+{
+    char var[128], best[128];
+    int unknown = 0;
+
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        char name[128];
+        size_t best_d = (size_t)-1;
+        int known = 0;
+
+        if (strncmp(*e, "CVIA_", 5) || len >= sizeof(name))
+            continue;
+        memcpy(name, *e, len);
+        name[len] = '\0';
+        best[0] = '\0';
+        for (int ti = 0; cvia__param_tables[ti] && !known; ti++) {
+            const struct cvia_param_table *t = cvia__param_tables[ti];
+            for (const struct cvia_param *p = t->params; p->name; p++) {
+                size_t d;
+                cvia__param_varname(t, p, var, sizeof(var));
+                if (!strcmp(var, name)) {
+                    known = 1;
+                    break;
+                }
+                d = cvia__edit_distance(name, var);
+                if (d < best_d) {
+                    best_d = d;
+                    strcpy(best, var);
+                }
+            }
+        }
+        for (int i = 0; extra && extra[i] && !known; i++) {
+            size_t d;
+            if (!strcmp(extra[i], name)) {
+                known = 1;
+                break;
+            }
+            d = cvia__edit_distance(name, extra[i]);
+            if (d < best_d) {
+                best_d = d;
+                snprintf(best, sizeof(best), "%s", extra[i]);
+            }
+        }
+        if (known)
+            continue;
+        unknown++;
+        if (best[0] && best_d <= 4)
+            cvia_warn(CONF, "unknown variable %s (did you mean %s?)", name, best);
+        else
+            cvia_warn(CONF, "unknown variable %s (cvia-info -c lists them all)", name);
+    }
+    return unknown;
+}
