@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The process-wide context: init / finalize, progress, the idle back-off
+ * with its liveness checks, barrier and the public entry points. */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <corevia/corevia.h>
+#include "boot/boot.h"
+#include "core/core.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#ifndef CVIA_VERSION_STRING
+#define CVIA_VERSION_STRING "0.1.0"
+#endif
+
+extern const struct cvia_param_table cvia__core_param_table;
+
+struct cvia_ctx cvia__ctx;
+
+const char *cvia_version(void)
+{
+    return CVIA_VERSION_STRING;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+int cvia__progress(struct cvia_ctx *c)
+{
+    int events = 0;
+
+    for (int i = 0; i < c->nprov; i++)
+        events += c->prov[i].desc->ops->progress(c->prov[i].ep);
+    return events;
+}
+
+/* Every peer reachable through provider @pi is gone with @err. */
+static void fail_peer(struct cvia_ctx *c, int peer, int err)
+{
+    if (c->peer_lost[peer])
+        return;
+    int pi = c->peer_prov[peer];
+    c->prov[pi].desc->ops->peer_gone(c->prov[pi].ep, peer, err);
+    /* providers report through peer_lost; make sure it happened */
+    cvia__core_peer_lost(c, peer, err);
+}
+
+static void check_liveness(struct cvia_ctx *c)
+{
+    struct cvia_boot_event ev[16];
+    int n;
+
+    while ((n = cvia__boot_poll(c->boot, ev, 16)) > 0) {
+        for (int i = 0; i < n; i++) {
+            switch (ev[i].kind) {
+            case CVIA_BOOT_EV_EXIT:
+            case CVIA_BOOT_EV_KILLED:
+                if (ev[i].rank >= 0 && ev[i].rank < c->size && ev[i].rank != c->rank) {
+                    if (!c->peer_lost[ev[i].rank])
+                        cvia_error(CORE, "rank %d %s %d", ev[i].rank,
+                                   ev[i].kind == CVIA_BOOT_EV_EXIT ?
+                                   "exited without finalizing, status" :
+                                   "was killed by signal", ev[i].status);
+                    fail_peer(c, ev[i].rank, -CVIA_ENOPEER);
+                }
+                break;
+            case CVIA_BOOT_EV_ABORT:
+                if (!c->aborted)
+                    cvia_error(CORE, "the launcher is tearing the job down");
+                c->aborted = 1;
+                for (int p = 0; p < c->size; p++)
+                    if (p != c->rank)
+                        fail_peer(c, p, -CVIA_EABORT);
+                break;
+            }
+        }
+    }
+    if (n < 0 && !c->aborted) {
+        cvia_error(CORE, "lost the connection to the launcher: %s", cvia_strerror(n));
+        c->aborted = 1;
+        for (int p = 0; p < c->size; p++)
+            if (p != c->rank)
+                fail_peer(c, p, -CVIA_EABORT);
+    }
+    for (int i = 0; i < c->nprov; i++)
+        c->prov[i].desc->ops->check_peers(c->prov[i].ep);
+}
+
+/* Back off while nothing happens: spin, then yield, then nap; every
+ * liveness interval look for dead peers, so a wait on a dead peer ends in
+ * bounded time. */
+void cvia__idle(struct cvia_ctx *c, unsigned *spins)
+{
+    unsigned s = ++*spins;
+
+    if (s < (unsigned)c->cfg.spin_count) {
+        cpu_relax();
+        return;
+    }
+    if (s < (unsigned)c->cfg.spin_count + 20000u) {
+        sched_yield();
+    } else {
+        struct timespec nap = { 0, 50000 };   /* 50 us */
+        nanosleep(&nap, NULL);
+    }
+    if ((s & 31) == 0) {
+        double t = now_s();
+        if (t >= c->next_check) {
+            c->next_check = t + c->cfg.liveness;
+            check_liveness(c);
+        }
+    }
+}
+
+static int core_load_config(struct cvia_ctx *c)
+{
+    int rc = cvia__param_load(&cvia__core_param_table, &c->cfg);
+
+    cvia__log_level = c->cfg.log_level;
+    if (cvia__log_set_subsys(c->cfg.log_subsys)) {
+        cvia_error(CONF, "CVIA_LOG_SUBSYS: invalid value '%s' (expected a "
+                   "comma-separated list of core, shm, boot, conf, topo, util, or all)",
+                   c->cfg.log_subsys);
+        cvia__log_set_subsys("all");
+        rc = -CVIA_ECONFIG;
+    }
+    return rc;
+}
+
+static void close_providers(struct cvia_ctx *c, int clean)
+{
+    for (int i = c->nprov - 1; i >= 0; i--)
+        c->prov[i].desc->ops->close(c->prov[i].ep, clean);
+    c->nprov = 0;
+}
+
+int cvia_init(int *argc, char ***argv)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    int rc;
+
+    (void)argc;
+    (void)argv;
+    if (c->initialized)
+        return -EALREADY;
+    memset(c, 0, sizeof(*c));
+    rc = core_load_config(c);
+    if (rc)
+        return rc;
+    cvia__param_check_unknown(NULL);
+
+    rc = cvia__boot_open(c->cfg.boot_timeout, &c->boot);
+    if (rc)
+        return rc;
+    c->rank = cvia__boot_rank(c->boot);
+    c->size = cvia__boot_size(c->boot);
+    c->jobid = cvia__boot_jobid(c->boot);
+    cvia__log_set_rank(c->rank);
+
+    c->peer_prov = calloc((size_t)c->size, 1);
+    c->peer_lost = calloc((size_t)c->size, 1);
+    if (!c->peer_prov || !c->peer_lost) {
+        rc = -ENOMEM;
+        goto err_free;
+    }
+    c->up.core = c;
+    c->up.match = cvia__core_match;
+    c->up.complete = cvia__core_complete;
+    c->up.peer_lost = cvia__core_peer_lost;
+
+    struct cvia_prov_args args = {
+        .boot = c->boot, .rank = c->rank, .size = c->size,
+        .jobid = c->jobid, .up = &c->up,
+    };
+    for (int i = 0; cvia__prov_list[i] && c->nprov < CVIA_MAX_PROV; i++) {
+        const struct cvia_prov_desc *d = cvia__prov_list[i];
+        struct cvia_prov_ep *ep;
+        rc = d->ops->open(&args, &ep);
+        if (rc)   /* the provider logged why */
+            goto err_close;
+        c->prov[c->nprov].desc = d;
+        c->prov[c->nprov].ep = ep;
+        c->nprov++;
+    }
+    if ((rc = cvia__boot_fence(c->boot)))
+        goto err_close;
+    for (int i = 0; i < c->nprov; i++)
+        if ((rc = c->prov[i].desc->ops->connect(c->prov[i].ep)))
+            goto err_close;
+    if ((rc = cvia__boot_fence(c->boot)))
+        goto err_close;
+    for (int i = 0; i < c->nprov; i++)
+        if ((rc = c->prov[i].desc->ops->ready(c->prov[i].ep)))
+            goto err_close;
+    for (int p = 0; p < c->size; p++) {
+        int i;
+        for (i = 0; i < c->nprov; i++)
+            if (c->prov[i].desc->ops->reachable(c->prov[i].ep, p))
+                break;
+        if (i == c->nprov) {
+            cvia_error(CORE, "no provider reaches rank %d", p);
+            rc = -CVIA_ENOPROV;
+            goto err_close;
+        }
+        c->peer_prov[p] = (uint8_t)i;
+    }
+    c->initialized = 1;
+    return 0;
+
+err_close:
+    close_providers(c, 0);
+err_free:
+    free(c->peer_prov);
+    free(c->peer_lost);
+    cvia__boot_close(c->boot);
+    memset(c, 0, sizeof(*c));
+    return rc;
+}
+
+int cvia_initialized(void)
+{
+    return cvia__ctx.initialized;
+}
+
+int cvia_rank(void)
+{
+    return cvia__ctx.initialized ? cvia__ctx.rank : -CVIA_ENOINIT;
+}
+
+int cvia_size(void)
+{
+    return cvia__ctx.initialized ? cvia__ctx.size : -CVIA_ENOINIT;
+}
+
+#define CHECK_INIT(c) do { if (!(c)->initialized) return -CVIA_ENOINIT; } while (0)
+
+int cvia_isend(const void *buf, size_t len, int dest, int tag, cvia_req_t *req_p)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+
+    CHECK_INIT(c);
+    if (!req_p)
+        return -EINVAL;
+    return cvia__isend_ctx(c, buf, len, dest, tag, CVIA_CTX_USER, req_p);
+}
+
+int cvia_irecv(void *buf, size_t cap, int source, int tag, cvia_req_t *req_p)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+
+    CHECK_INIT(c);
+    if (!req_p)
+        return -EINVAL;
+    return cvia__irecv_ctx(c, buf, cap, source, tag, CVIA_CTX_USER, req_p);
+}
+
+static void fill_status(const struct cvia_req *r, cvia_status_t *st)
+{
+    if (!st)
+        return;
+    st->source = r->x.peer;
+    st->tag = r->x.tag;
+    st->error = r->status;
+    if (r->kind == CVIA_REQ_SEND) {
+        st->len = r->x.len;
+        st->msg_len = r->x.len;
+    } else {
+        st->msg_len = r->x.msg_len;
+        st->len = r->x.msg_len < r->x.len ? r->x.msg_len : r->x.len;
+    }
+}
+
+int cvia_wait(cvia_req_t *req, cvia_status_t *status)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    struct cvia_req *r;
+    int rc;
+
+    CHECK_INIT(c);
+    if (!req)
+        return -EINVAL;
+    if (!(r = *req)) {
+        if (status)
+            memset(status, 0, sizeof(*status));
+        return 0;
+    }
+    rc = cvia__wait_req(c, r);
+    fill_status(r, status);
+    cvia__req_free(c, r);
+    *req = NULL;
+    return rc;
+}
+
+int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    struct cvia_req *r;
+    int rc;
+
+    CHECK_INIT(c);
+    if (!req || !done)
+        return -EINVAL;
+    if (!(r = *req)) {
+        *done = 1;
+        return 0;
+    }
+    if (!r->complete) {
+        if (cvia__progress(c) > 0)
+            c->test_spins = 0;
+        else if (!r->complete)   /* a test loop backs off and notices dead peers too */
+            cvia__idle(c, &c->test_spins);
+    }
+    if (!r->complete) {
+        *done = 0;
+        return 0;
+    }
+    *done = 1;
+    rc = r->status;
+    fill_status(r, status);
+    cvia__req_free(c, r);
+    *req = NULL;
+    return rc;
+}
+
+int cvia_waitall(size_t n, cvia_req_t reqs[], cvia_status_t statuses[])
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    int first = 0;
+
+    CHECK_INIT(c);
+    if (n && !reqs)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        int rc = cvia_wait(&reqs[i], statuses ? &statuses[i] : NULL);
+        if (rc && !first)
+            first = rc;
+    }
+    return first;
+}
+
+int cvia_send(const void *buf, size_t len, int dest, int tag)
+{
+    cvia_req_t r;
+    int rc = cvia_isend(buf, len, dest, tag, &r);
+    return rc ? rc : cvia_wait(&r, NULL);
+}
+
+int cvia_recv(void *buf, size_t cap, int source, int tag, cvia_status_t *status)
+{
+    cvia_req_t r;
+    int rc = cvia_irecv(buf, cap, source, tag, &r);
+    return rc ? rc : cvia_wait(&r, status);
+}
+
+int cvia_progress(void)
+{
+    CHECK_INIT(&cvia__ctx);
+    return cvia__progress(&cvia__ctx);
+}
+
+/* Dissemination barrier: ceil(log2 N) rounds of zero-byte messages on the
+ * internal context, round number as tag. */
+static int core_barrier(struct cvia_ctx *c)
+{
+    int first = 0;
+
+    for (int k = 1, round = 0; k < c->size; k <<= 1, round++) {
+        struct cvia_req *rr = NULL, *sr = NULL;
+        int to = (c->rank + k) % c->size;
+        int from = (c->rank - k + c->size) % c->size;
+        int rc = cvia__irecv_ctx(c, NULL, 0, from, round, CVIA_CTX_INTERNAL, &rr);
+        if (rc)
+            return rc;
+        rc = cvia__isend_ctx(c, NULL, 0, to, round, CVIA_CTX_INTERNAL, &sr);
+        if (rc)
+            first = rc;
+        else if ((rc = cvia__wait_req(c, sr)) && !first)
+            first = rc;
+        if (sr)
+            cvia__req_free(c, sr);
+        if ((rc = cvia__wait_req(c, rr)) && !first)
+            first = rc;
+        cvia__req_free(c, rr);
+        if (first)
+            return first;
+    }
+    return 0;
+}
+
+int cvia_barrier(void)
+{
+    CHECK_INIT(&cvia__ctx);
+    return core_barrier(&cvia__ctx);
+}
+
+int cvia_finalize(void)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    int rc;
+
+    CHECK_INIT(c);
+    rc = core_barrier(c);
+    if (rc)
+        cvia_error(CORE, "finalize: barrier failed: %s", cvia_strerror(rc));
+    close_providers(c, rc == 0);
+    if (rc == 0)
+        cvia__boot_fini(c->boot);
+    cvia__boot_close(c->boot);
+    cvia__req_pool_fini(c);
+    free(c->peer_prov);
+    free(c->peer_lost);
+    memset(c, 0, sizeof(*c));
+    cvia__log_set_rank(-1);
+    return rc;
+}
+
+void cvia_abort(int code, const char *why)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+
+    if (c->initialized && c->boot)
+        cvia__boot_abort(c->boot, code, why ? why : "cvia_abort");
+    else
+        cvia_error(CORE, "abort: %s", why ? why : "cvia_abort");
+    _exit(code ? code : 1);
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Core internals: the process-wide context, requests and matching. */
+#ifndef COREVIA_CORE_CORE_H
+#define COREVIA_CORE_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <corevia/corevia.h>
+#include "prov/prov.h"
+
+#define CVIA_MAX_PROV 8
+
+#define cvia_container_of(ptr, type, member) \
+    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+enum cvia_req_kind {
+    CVIA_REQ_SEND = 1,
+    CVIA_REQ_RECV,
+    CVIA_REQ_UNEXP,     /* a message that arrived before its receive */
+};
+
+struct cvia_req {
+    struct cvia_xfer x;        /* first member: what the provider sees */
+    uint8_t  kind;
+    uint8_t  complete;
+    uint8_t  redirected;       /* UNEXP: now filling its partner's buffer */
+    uint8_t  nomem;            /* UNEXP: no memory for the payload */
+    int      status;
+    int      src_want;         /* RECV: source or CVIA_ANY_SOURCE */
+    int      tag_want;         /* RECV: tag or CVIA_ANY_TAG */
+    struct cvia_req *next, *prev;   /* posted / unexpected queue */
+    struct cvia_req *partner;  /* UNEXP <-> RECV once matched */
+};
+
+struct cvia_req_queue {
+    struct cvia_req *head, *tail;
+};
+
+struct cvia_core_cfg {
+    int    log_level;
+    char   log_subsys[256];
+    long   spin_count;
+    double boot_timeout;
+    double liveness;
+};
+
+struct cvia_ctx {
+    int      initialized;
+    int      rank, size;
+    uint64_t jobid;
+    struct cvia_boot *boot;
+    struct cvia_core_cfg cfg;
+    struct {
+        const struct cvia_prov_desc *desc;
+        struct cvia_prov_ep *ep;
+    } prov[CVIA_MAX_PROV];
+    int      nprov;
+    uint8_t *peer_prov;        /* provider index per peer */
+    uint8_t *peer_lost;        /* 1 once a peer is gone */
+    int      nlost;
+    int      aborted;          /* launcher tears the job down */
+    struct cvia_req_queue posted;
+    struct cvia_req_queue unexp;
+    struct cvia_req *free_reqs;
+    struct cvia_prov_upcalls up;
+    double   next_check;       /* time of the next liveness check */
+    unsigned test_spins;       /* idle cvia_test() calls in a row */
+};
+
+extern struct cvia_ctx cvia__ctx;
+
+/* req.c */
+struct cvia_req *cvia__req_alloc(struct cvia_ctx *c);
+void cvia__req_free(struct cvia_ctx *c, struct cvia_req *r);
+void cvia__req_pool_fini(struct cvia_ctx *c);
+struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
+                                   int32_t tag, size_t msg_len);
+void cvia__core_complete(void *core, struct cvia_xfer *x, int status);
+void cvia__core_peer_lost(void *core, int peer, int err);
+int  cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
+                     int tag, uint16_t ctx, struct cvia_req **req_p);
+int  cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
+                     int tag, uint16_t ctx, struct cvia_req **req_p);
+int  cvia__wait_req(struct cvia_ctx *c, struct cvia_req *r);
+
+/* context.c */
+int  cvia__progress(struct cvia_ctx *c);
+void cvia__idle(struct cvia_ctx *c, unsigned *spins);
+
+#endif

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The core's CVIA_* variables, and the list of every table in the library
+ * (cvia-info prints them, the man page is generated from them, and unknown
+ * CVIA_* names are checked against them). */
+#include <stddef.h>
+
+#include "core/core.h"
+#include "util/param.h"
+
+static const char *const log_levels[] = {
+    "error", "warn", "info", "debug", "trace", NULL
+};
+
+static const struct cvia_param core_params[] = {
+    { "LOG", "warn", CVIA_PARAM_ENUM, offsetof(struct cvia_core_cfg, log_level),
+      "Logging level for messages on stderr (debug and trace need a Debug build).",
+      0, 0, log_levels },
+    { "LOG_SUBSYS", "all", CVIA_PARAM_STRING, offsetof(struct cvia_core_cfg, log_subsys),
+      "Comma-separated subsystems to log: core, shm, boot, conf, topo, util, or all.",
+      0, 0, NULL },
+    { "SPIN_COUNT", "2000", CVIA_PARAM_INT, offsetof(struct cvia_core_cfg, spin_count),
+      "Idle polls a waiting rank spins before it starts yielding the CPU "
+      "(sched_yield, then short sleeps) so oversubscribed jobs progress.",
+      0, 100000000, NULL },
+    { "BOOT_TIMEOUT", "120s", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, boot_timeout),
+      "Longest wait for the launcher during wire-up (fence, get) before cvia_init fails.",
+      0, 0, NULL },
+    { "LIVENESS_INTERVAL", "20ms", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, liveness),
+      "How often an idle waiter checks whether its peers are still alive; a dead "
+      "peer is reported within about this time.",
+      0, 0, NULL },
+    { NULL }
+};
+
+const struct cvia_param_table cvia__core_param_table = {
+    .component = "core", .prefix = "", .params = core_params,
+    .cfg_size = sizeof(struct cvia_core_cfg),
+};
+
+/* Set by the launcher, read by src/boot/boot.c; declared here so that they
+ * are documented and known. Users do not set them by hand. */
+struct boot_doc { char s[CVIA_PARAM_STRLEN]; };
+static const struct cvia_param boot_params[] = {
+    { "RANK", "0", CVIA_PARAM_STRING, 0,
+      "Set by cvia-run: this process's rank, 0 .. CVIA_SIZE-1.", 0, 0, NULL },
+    { "SIZE", "1", CVIA_PARAM_STRING, 0,
+      "Set by cvia-run: number of ranks in the job.", 0, 0, NULL },
+    { "LOCAL_RANK", "0", CVIA_PARAM_STRING, 0,
+      "Set by cvia-run: rank among the ranks on this host.", 0, 0, NULL },
+    { "LOCAL_SIZE", "1", CVIA_PARAM_STRING, 0,
+      "Set by cvia-run: number of ranks on this host.", 0, 0, NULL },
+    { "BOOT_ADDR", "", CVIA_PARAM_STRING, 0,
+      "Set by cvia-run: the launcher's unix socket; unset means a job of one.",
+      0, 0, NULL },
+    { "JOBID", "", CVIA_PARAM_STRING, 0,
+      "Set by cvia-run: the job's random 64-bit key (16 hex digits); segments "
+      "and peers of other jobs are refused.", 0, 0, NULL },
+    { NULL }
+};
+
+const struct cvia_param_table cvia__boot_param_table = {
+    .component = "boot", .prefix = "", .params = boot_params,
+    .cfg_size = sizeof(struct boot_doc),
+};
+
+/* Variables of the test suite (tests/), documented with the rest. */
+struct test_cfg { long mult; };
+static const struct cvia_param test_params[] = {
+    { "TIMEOUT_MULTIPLIER", "1", CVIA_PARAM_INT, offsetof(struct test_cfg, mult),
+      "Test suite only: multiplies every test's time limit (slow or sanitizer builds).",
+      1, 1000, NULL },
+    { NULL }
+};
+
+const struct cvia_param_table cvia__test_param_table = {
+    .component = "test", .prefix = "TEST_", .params = test_params,
+    .cfg_size = sizeof(struct test_cfg),
+};
+
+extern const struct cvia_param_table cvia__shm_param_table;
+extern const struct cvia_param_table cvia__topo_param_table;
+
+const struct cvia_param_table *const cvia__param_tables[] = {
+    &cvia__core_param_table,
+    &cvia__boot_param_table,
+    &cvia__topo_param_table,
+    &cvia__shm_param_table,
+    &cvia__test_param_table,
+    NULL,
+};

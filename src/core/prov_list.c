@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Every built-in provider, in order of preference per peer. An explicit
+ * list rather than constructors, so static links hold no surprises. */
+#include <errno.h>
+#include <stddef.h>
+
+#include <corevia/cvia_errno.h>
+#include "prov/prov.h"
+
+extern const struct cvia_prov_desc cvia_prov_shm;
+
+const struct cvia_prov_desc *const cvia__prov_list[] = {
+    &cvia_prov_shm,
+    NULL,
+};
+
+int cvia__prov_no_op(struct cvia_prov_ep *ep)
+{
+    (void)ep;
+    return -ENOSYS;
+}
+
+int cvia__prov_no_cleanup(void)
+{
+    return 0;
+}

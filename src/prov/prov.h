@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The contract between the core and a transport (provider).
+ *
+ * The core owns tag matching and requests; a provider moves the bytes of
+ * messages, in order per (sender, receiver) pair. A provider never includes
+ * core headers: it reaches the core only through the upcalls it is given at
+ * open time (layering: util <- boot <- prov <- core).
+ *
+ * Life of a job, as the core drives it:
+ *   open()      allocate resources, publish addresses with cvia__boot_put()
+ *   -- boot fence --
+ *   connect()   read peers' addresses, attach to them
+ *   -- boot fence --
+ *   ready()     every peer is attached (shm: unlink the segment names)
+ *   ... send() / progress() ...
+ *   close()
+ */
+#ifndef COREVIA_PROV_PROV_H
+#define COREVIA_PROV_PROV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cvia_boot;
+struct cvia_param_table;
+
+/* The part of a request a provider sees. Receives: the provider writes
+ * message byte i at buf + i for i < len and drops the bytes beyond len
+ * (truncation); done counts message bytes consumed, kept or dropped. The
+ * core may change buf/len of a receive between two progress calls (it
+ * redirects an unexpected message into a receive posted later), so a
+ * provider re-reads them for every chunk. */
+struct cvia_xfer {
+    void      *buf;
+    size_t     len;       /* send: message length; receive: capacity */
+    size_t     msg_len;   /* receive: length the sender announced */
+    size_t     done;      /* bytes moved so far */
+    int        peer;      /* send: destination; receive: source */
+    int32_t    tag;
+    uint16_t   ctx;       /* CVIA_CTX_USER or CVIA_CTX_INTERNAL */
+    struct cvia_xfer *prov_next;   /* provider's queue link while it owns it */
+};
+
+#define CVIA_CTX_USER     0
+#define CVIA_CTX_INTERNAL 1
+
+struct cvia_prov_upcalls {
+    void *core;
+    /* A message from @src begins: return where to put it (a posted receive
+     * or a new unexpected buffer). Never NULL. */
+    struct cvia_xfer *(*match)(void *core, int src, uint16_t ctx, int32_t tag,
+                               size_t msg_len);
+    /* @x is finished: a send's buffer is free again, a receive's bytes are
+     * all in (status 0, or negative). */
+    void (*complete)(void *core, struct cvia_xfer *x, int status);
+    /* @peer is gone (its remaining data already delivered): fail whatever
+     * still involves it. */
+    void (*peer_lost)(void *core, int peer, int err);
+};
+
+struct cvia_prov_args {
+    struct cvia_boot *boot;
+    int    rank;
+    int    size;
+    uint64_t jobid;
+    const struct cvia_prov_upcalls *up;
+};
+
+struct cvia_prov_ep;   /* each provider defines it, embedding nothing */
+
+struct cvia_prov_ops {
+    size_t size;   /* sizeof(struct cvia_prov_ops) when built */
+    int  (*open)(const struct cvia_prov_args *args, struct cvia_prov_ep **ep_p);
+    int  (*connect)(struct cvia_prov_ep *ep);
+    int  (*ready)(struct cvia_prov_ep *ep);
+    /* @clean: every rank finalized together; else tear down fast. */
+    int  (*close)(struct cvia_prov_ep *ep, int clean);
+    /* 1 if this endpoint reaches @peer, else 0. */
+    int  (*reachable)(struct cvia_prov_ep *ep, int peer);
+    /* Start sending @x; completion comes through up->complete (possibly
+     * before send returns). 0 or a negative error (then no completion). */
+    int  (*send)(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+    /* Move what can be moved without blocking; returns events (>= 0). */
+    int  (*progress)(struct cvia_prov_ep *ep);
+    /* Slow path, called by an idle waiter now and then: detect dead peers
+     * and report them through up->peer_lost. */
+    int  (*check_peers)(struct cvia_prov_ep *ep);
+    /* The launcher says @peer is gone: deliver what it already sent, then
+     * report it with up->peer_lost. */
+    void (*peer_gone)(struct cvia_prov_ep *ep, int peer, int err);
+    /* One line of state for cvia-info ("ready: 64 slots x 16k per pair"). */
+    void (*describe)(char *buf, size_t cap);
+    /* Remove resources left behind by dead processes (cvia-info --cleanup).
+     * Returns how many were removed. */
+    int  (*cleanup)(void);
+};
+
+struct cvia_prov_desc {
+    const char *name;
+    const char *desc;
+    const struct cvia_prov_ops *ops;
+    const struct cvia_param_table *params;
+};
+
+/* Every provider built in, NULL-terminated (src/core/prov_list.c). */
+extern const struct cvia_prov_desc *const cvia__prov_list[];
+
+/* Shared stubs for slots a provider does not support. */
+int  cvia__prov_no_op(struct cvia_prov_ep *ep);
+int  cvia__prov_no_cleanup(void);
+
+#endif

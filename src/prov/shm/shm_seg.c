@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Segment life: create (0600, named cvia-<uid>-<pid>-<n>), attach peers',
+ * unlink once every peer has attached, and unlink from a fatal-signal
+ * handler or atexit if the process dies before that. The launcher and
+ * `cvia-info --cleanup` remove what a SIGKILL leaves. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <corevia/cvia_errno.h>
+#include "prov/shm/shm.h"
+#include "util/log.h"
+
+/* Path of the one segment this process may still have to unlink; read by
+ * the signal handler, so a fixed buffer and a flag. */
+static char seg_path[SHM_NAME_MAX + 16];
+static volatile sig_atomic_t seg_path_set;
+static int handlers_installed;
+static const int fatal_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+                                     SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
+static struct sigaction old_actions[sizeof(fatal_signals) / sizeof(int)];
+
+static void shm_fatal_handler(int sig)
+{
+    if (seg_path_set) {
+        seg_path_set = 0;
+        unlink(seg_path);   /* async-signal-safe */
+    }
+    for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(int); i++) {
+        if (fatal_signals[i] == sig) {
+            sigaction(sig, &old_actions[i], NULL);
+            break;
+        }
+    }
+    raise(sig);
+}
+
+static void shm_atexit(void)
+{
+    if (seg_path_set) {
+        seg_path_set = 0;
+        unlink(seg_path);
+    }
+}
+
+static void shm_install_handlers(void)
+{
+    struct sigaction sa;
+
+    if (handlers_installed)
+        return;
+    handlers_installed = 1;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = shm_fatal_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(int); i++) {
+        struct sigaction cur;
+        sigaction(fatal_signals[i], NULL, &cur);
+        old_actions[i] = cur;
+        /* leave alone signals the application handles or ignores */
+        if (cur.sa_handler != SIG_DFL || (cur.sa_flags & SA_SIGINFO))
+            continue;
+        sigaction(fatal_signals[i], &sa, NULL);
+    }
+    atexit(shm_atexit);
+}
+
+int shm_seg_create(struct cvia_prov_ep *ep)
+{
+    static unsigned counter;
+    struct shm_seg_hdr *hdr;
+    void *addr;
+    int fd, rc;
+
+    for (int tries = 0;; tries++) {
+        snprintf(ep->name, sizeof(ep->name), "/cvia-%u-%d-%u",
+                 (unsigned)getuid(), (int)getpid(), counter++);
+        fd = shm_open(ep->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST || tries > 16)
+            break;
+    }
+    if (fd < 0) {
+        rc = -errno;
+        cvia_error(SHM, "cannot create segment %s: %s", ep->name, strerror(errno));
+        ep->name[0] = '\0';
+        return rc;
+    }
+    snprintf(seg_path, sizeof(seg_path), "/dev/shm%s", ep->name);
+    seg_path_set = 1;
+    shm_install_handlers();
+
+    /* umask may only take bits away, but be explicit about 0600 */
+    if (fchmod(fd, 0600) < 0) {
+        rc = -errno;
+        cvia_error(SHM, "fchmod segment %s: %s", ep->name, strerror(errno));
+        goto err_unlink;
+    }
+    /* reserve the memory now, so a full /dev/shm is an error here and not
+     * a SIGBUS later */
+    rc = posix_fallocate(fd, 0, (off_t)ep->seg_bytes);
+    if (rc) {
+        cvia_error(SHM, "cannot reserve %zu bytes for segment %s: %s "
+                   "(is /dev/shm large enough?)", ep->seg_bytes, ep->name,
+                   strerror(rc));
+        rc = -rc;
+        goto err_unlink;
+    }
+    addr = mmap(NULL, ep->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) {
+        rc = -errno;
+        cvia_error(SHM, "mmap segment %s (%zu bytes): %s", ep->name,
+                   ep->seg_bytes, strerror(errno));
+        goto err_unlink;
+    }
+    close(fd);
+
+    hdr = addr;
+    hdr->jobid      = ep->args.jobid;
+    hdr->owner      = (uint32_t)ep->args.rank;
+    hdr->nranks     = (uint32_t)ep->args.size;
+    hdr->nslots     = ep->nslots;
+    hdr->slot_size  = ep->slot_size;
+    hdr->ring_bytes = ep->ring_bytes;
+    hdr->pid        = (int32_t)getpid();
+    atomic_store_explicit(&hdr->finalized, 0, memory_order_relaxed);
+    for (int p = 0; p < ep->args.size; p++) {
+        struct cvia_ring *r = &ep->peers[p].rx_ring;
+        r->base = (unsigned char *)addr + SHM_HDR_BYTES + (size_t)p * ep->ring_bytes;
+        r->nslots = ep->nslots;
+        r->slot_size = ep->slot_size;
+        cvia_ring_init(r);
+        ep->peers[p].rx_pos = 0;
+    }
+    /* magic last: a reader that sees it sees an initialized segment */
+    atomic_thread_fence(memory_order_release);
+    hdr->magic = SHM_MAGIC;
+    ep->seg = hdr;
+    return 0;
+
+err_unlink:
+    close(fd);
+    shm_seg_unlink(ep);
+    return rc;
+}
+
+int shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name)
+{
+    struct shm_peer *pp = &ep->peers[peer];
+    struct shm_seg_hdr *hdr;
+    struct stat st;
+    void *addr;
+    int fd, rc;
+
+    if (peer == ep->args.rank) {
+        hdr = ep->seg;
+        pp->seg = hdr;
+        pp->seg_bytes = 0;   /* not mapped twice */
+        goto found;
+    }
+    fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        rc = -errno;
+        cvia_error(SHM, "cannot open segment %s of rank %d: %s", name, peer,
+                   strerror(errno));
+        return rc;
+    }
+    if (fstat(fd, &st) < 0 || st.st_uid != getuid() || (st.st_mode & 077) ||
+        (size_t)st.st_size != ep->seg_bytes) {
+        cvia_error(SHM, "segment %s of rank %d has the wrong owner, mode or "
+                   "size (another job's or another configuration's?)", name, peer);
+        close(fd);
+        return -CVIA_ESEGMENT;
+    }
+    addr = mmap(NULL, ep->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (addr == MAP_FAILED) {
+        rc = -errno;
+        cvia_error(SHM, "mmap segment %s of rank %d: %s", name, peer, strerror(errno));
+        return rc;
+    }
+    hdr = addr;
+    pp->seg = hdr;
+    pp->seg_bytes = ep->seg_bytes;
+    atomic_thread_fence(memory_order_acquire);
+    if (hdr->magic != SHM_MAGIC || hdr->jobid != ep->args.jobid ||
+        hdr->owner != (uint32_t)peer || hdr->nranks != (uint32_t)ep->args.size ||
+        hdr->nslots != ep->nslots || hdr->slot_size != ep->slot_size) {
+        cvia_error(SHM, "segment %s does not belong to rank %d of this job, or "
+                   "was made with other CVIA_SHM_* settings", name, peer);
+        return -CVIA_ESEGMENT;
+    }
+found:
+    pp->tx_ring.base = (unsigned char *)hdr + SHM_HDR_BYTES +
+                       (size_t)ep->args.rank * ep->ring_bytes;
+    pp->tx_ring.nslots = ep->nslots;
+    pp->tx_ring.slot_size = ep->slot_size;
+    pp->tx_pos = 0;
+    pp->pid = hdr->pid;
+    pp->pidfd = -1;
+    if (peer != ep->args.rank) {
+        pp->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)hdr->pid, 0);
+        if (pp->pidfd < 0)
+            cvia_info(SHM, "pidfd_open(%d) for rank %d: %s; relying on the "
+                      "launcher to report its death", (int)hdr->pid, peer,
+                      strerror(errno));
+        else
+            fcntl(pp->pidfd, F_SETFD, FD_CLOEXEC);
+    }
+    return 0;
+}
+
+void shm_seg_unlink(struct cvia_prov_ep *ep)
+{
+    if (!ep->name[0])
+        return;
+    seg_path_set = 0;
+    if (shm_unlink(ep->name) < 0 && errno != ENOENT)
+        cvia_warn(SHM, "shm_unlink %s: %s", ep->name, strerror(errno));
+    ep->name[0] = '\0';
+}
+
+void shm_seg_detach_all(struct cvia_prov_ep *ep)
+{
+    for (int p = 0; p < ep->args.size; p++) {
+        struct shm_peer *pp = &ep->peers[p];
+        if (pp->seg && pp->seg_bytes)
+            munmap(pp->seg, pp->seg_bytes);
+        pp->seg = NULL;
+        if (pp->pidfd >= 0)
+            close(pp->pidfd);
+        pp->pidfd = -1;
+    }
+    if (ep->seg)
+        munmap(ep->seg, ep->seg_bytes);
+    ep->seg = NULL;
+}
+
+/* Remove /dev/shm/cvia-<uid>-<pid>-<n> of this user whose <pid> is gone. */
+int shm_seg_cleanup_stale(void)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *de;
+    int removed = 0;
+    unsigned uid;
+    int pid;
+    unsigned n;
+
+    if (!d)
+        return -errno;
+    while ((de = readdir(d))) {
+        char tail;
+        if (sscanf(de->d_name, "cvia-%u-%d-%u%c", &uid, &pid, &n, &tail) != 3)
+            continue;
+        if (uid != (unsigned)getuid() || pid <= 0)
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[300];
+        snprintf(path, sizeof(path), "/%s", de->d_name);
+        if (shm_unlink(path) == 0) {
+            removed++;
+            cvia_info(SHM, "removed stale segment %s (pid %d is gone)", path, pid);
+        }
+    }
+    closedir(d);
+    return removed;
+}
