@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* cvia-info: what corevia is built with and how it is configured: version,
+ * providers and their state, every CVIA_* variable, the topology, and
+ * clean-up of segments left by dead processes. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <corevia/corevia.h>
+#include "prov/prov.h"
+#include "topo/topo.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#define OPT_JSON 1000
+#define OPT_MAN  1001
+#define OPT_CLEANUP 1002
+
+static void info_usage(FILE *f)
+{
+    fprintf(f,
+"Usage: cvia-info [OPTIONS]\n"
+"Show corevia's version, providers, configuration variables and topology.\n"
+"With no option, shows everything except the environment.\n"
+"\n"
+"  -v, --version      version only\n"
+"  -l, --providers    providers and their state\n"
+"  -c, --config       every CVIA_* variable with its current value, as a\n"
+"                     config file (NAME=value lines)\n"
+"  -f, --full         with -c: a comment with description and syntax per variable\n"
+"  -C, --comment-defaults  with -c: comment out variables still at their default\n"
+"  -F, --filter TEXT  with -c: only variables whose name contains TEXT\n"
+"  -t, --topology     topology summary from hwloc (CVIA_TOPOLOGY=FILE.xml to\n"
+"                     read a recorded machine)\n"
+"  -e, --env          CVIA_* variables set in the environment, flagging unknown ones\n"
+"      --json         machine-readable output of everything (JSON)\n"
+"      --man          the CVIA_* reference as a markdown man page (cvia-config.7)\n"
+"      --cleanup      remove shared-memory segments left by dead processes\n"
+"  -h, --help         this help\n");
+}
+
+static void info_fail_usage(const char *msg, const char *arg)
+{
+    fprintf(stderr, "cvia-info: %s%s%s (try --help)\n", msg, arg ? " " : "", arg ? arg : "");
+    exit(2);
+}
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", *s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+/* The current value of each variable: the table's loader fills a scratch
+ * struct from defaults and the environment. */
+static void *info_load(const struct cvia_param_table *t, int *bad)
+{
+    void *cfg = calloc(1, t->cfg_size + CVIA_PARAM_STRLEN);
+    if (!cfg) {
+        fprintf(stderr, "cvia-info: out of memory\n");
+        exit(1);
+    }
+    /* launcher-set variables have no struct; show their environment value */
+    if (strcmp(t->component, "boot")) {
+        if (cvia__param_load(t, cfg))
+            *bad = 1;
+    }
+    return cfg;
+}
+
+static void info_value(const struct cvia_param_table *t, const struct cvia_param *p,
+                       const void *cfg, char *buf, size_t cap)
+{
+    char var[128];
+
+    if (!strcmp(t->component, "boot")) {
+        cvia__param_varname(t, p, var, sizeof(var));
+        snprintf(buf, cap, "%s", getenv(var) ? getenv(var) : p->dflt);
+        return;
+    }
+    cvia__param_format(p, (const char *)cfg + p->offset, buf, cap);
+}
+
+static int info_config(int full, int comment_defaults, const char *filter)
+{
+    int bad = 0;
+
+    for (int ti = 0; cvia__param_tables[ti]; ti++) {
+        const struct cvia_param_table *t = cvia__param_tables[ti];
+        void *cfg = info_load(t, &bad);
+        for (const struct cvia_param *p = t->params; p->name; p++) {
+            char var[128], val[CVIA_PARAM_STRLEN + 32], dflt[CVIA_PARAM_STRLEN + 32];
+            unsigned char scratch[CVIA_PARAM_STRLEN + 16];
+            cvia__param_varname(t, p, var, sizeof(var));
+            if (filter && !strcasestr(var, filter))
+                continue;
+            info_value(t, p, cfg, val, sizeof(val));
+            if (strcmp(t->component, "boot") && !cvia__param_parse(p, p->dflt, scratch))
+                cvia__param_format(p, scratch, dflt, sizeof(dflt));
+            else
+                snprintf(dflt, sizeof(dflt), "%s", p->dflt);
+            if (full) {
+                printf("#\n# %s\n#\n# syntax:  %s\n# default: %s\n#\n", p->desc,
+                       cvia__param_syntax(p), dflt[0] ? dflt : "(empty)");
+            }
+            printf("%s%s=%s\n", comment_defaults && !strcmp(val, dflt) ? "# " : "", var, val);
+            if (full)
+                printf("\n");
+        }
+        free(cfg);
+    }
+    return bad;
+}
+
+static void info_providers(int json)
+{
+    char line[512];
+    for (int i = 0; cvia__prov_list[i]; i++) {
+        const struct cvia_prov_desc *d = cvia__prov_list[i];
+        d->ops->describe(line, sizeof(line));
+        if (json) {
+            printf("%s{\"name\":", i ? "," : "");
+            json_str(d->name);
+            printf(",\"description\":");
+            json_str(d->desc);
+            printf(",\"state\":");
+            json_str(line);
+            printf("}");
+        } else {
+            printf("  %-6s %s\n         %s\n", d->name, d->desc, line);
+        }
+    }
+}
+
+static int info_topology(int json)
+{
+    hwloc_topology_t topo;
+    struct cvia_topo_summary s;
+    char source[256];
+    int rc = cvia__topo_open(&topo, source, sizeof(source));
+
+    if (rc) {
+        if (json)
+            printf("null");
+        return rc;
+    }
+    cvia__topo_summarize(topo, &s);
+    hwloc_topology_destroy(topo);
+    if (json) {
+        printf("{\"source\":");
+        json_str(source);
+        printf(",\"packages\":%d,\"cores\":%d,\"pus\":%d,\"numa_nodes\":%d,"
+               "\"hbm_numa_nodes\":%d,\"l2_caches\":%d,\"l3_caches\":%d,"
+               "\"l2_bytes\":%llu,\"l3_bytes\":%llu,\"cores_per_l2\":%d,"
+               "\"cores_per_l3\":%d,\"memory_bytes\":%llu,\"network_devices\":%d}",
+               s.packages, s.cores, s.pus, s.numa_nodes, s.numa_hbm, s.l2, s.l3,
+               (unsigned long long)s.l2_bytes, (unsigned long long)s.l3_bytes,
+               s.cores_per_l2, s.cores_per_l3, (unsigned long long)s.total_memory,
+               s.nics);
+        return 0;
+    }
+    printf("  source        %s\n", source);
+    printf("  packages      %d\n  cores         %d\n  PUs           %d\n", s.packages,
+           s.cores, s.pus);
+    printf("  NUMA nodes    %d (%d high-bandwidth), %.1f GiB in all\n", s.numa_nodes,
+           s.numa_hbm, (double)s.total_memory / (1 << 30));
+    if (s.l2)
+        printf("  L2 caches     %d x %llu KiB, %d core(s) each\n", s.l2,
+               (unsigned long long)(s.l2_bytes >> 10), s.cores_per_l2);
+    if (s.l3)
+        printf("  L3 caches     %d x %llu KiB, %d core(s) each\n", s.l3,
+               (unsigned long long)(s.l3_bytes >> 10), s.cores_per_l3);
+    printf("  network devs  %d\n", s.nics);
+    return 0;
+}
+
+static void info_env(void)
+{
+    extern char **environ;
+    int any = 0;
+    for (char **e = environ; *e; e++) {
+        if (!strncmp(*e, "CVIA_", 5)) {
+            printf("  %s\n", *e);
+            any = 1;
+        }
+    }
+    if (!any)
+        printf("  (no CVIA_* variable is set)\n");
+    /* warnings for unknown names go to stderr */
+    cvia__param_check_unknown(NULL);
+}
+
+static void info_man(void)
+{
+    printf("%% cvia-config(7) corevia %s | corevia manual\n\n", cvia_version());
+    printf("# NAME\n\ncvia-config - environment variables that configure corevia\n\n");
+    printf("# DESCRIPTION\n\nEvery run-time setting of corevia is a `CVIA_*` environment "
+           "variable, read once by `cvia_init()` (and by the tools). A value that does "
+           "not parse makes `cvia_init()` fail with `CVIA_ECONFIG` and an error that "
+           "names the variable; a `CVIA_*` name that corevia does not know gives one "
+           "warning that suggests the nearest known name. `cvia-info -c` prints the "
+           "values in force as a config file; `cvia-info -c -f` adds these "
+           "descriptions.\n\nThis page is generated from the parameter tables in the "
+           "source (`cvia-info --man`); do not edit it by hand.\n\n");
+    printf("# SYNTAX OF VALUES\n\n"
+           "size\n:   bytes, with an optional unit k, m, g, t (powers of 1024): `64k`, `4m`.\n\n"
+           "time\n:   seconds, or with a unit ns, us, ms, s, m, h: `10us`, `20ms`, `2s`.\n\n"
+           "boolean\n:   y, yes, on, true, 1 / n, no, off, false, 0.\n\n"
+           "tri-state\n:   a boolean, or auto.\n\n");
+    printf("# VARIABLES\n\n");
+    for (int ti = 0; cvia__param_tables[ti]; ti++) {
+        const struct cvia_param_table *t = cvia__param_tables[ti];
+        printf("## %s\n\n", t->component);
+        for (const struct cvia_param *p = t->params; p->name; p++) {
+            char var[128];
+            cvia__param_varname(t, p, var, sizeof(var));
+            printf("`%s`=*%s* (default: `%s`)\n:   %s\n\n", var, cvia__param_syntax(p),
+                   p->dflt[0] ? p->dflt : "unset", p->desc);
+        }
+    }
+    printf("# SEE ALSO\n\ncvia-info(1), cvia-run(1), cvia-bench(1)\n");
+}
+
+static void info_json(void)
+{
+    int bad = 0, first = 1;
+
+    printf("{\"version\":");
+    json_str(cvia_version());
+    printf(",\"providers\":[");
+    info_providers(1);
+    printf("],\"variables\":[");
+    for (int ti = 0; cvia__param_tables[ti]; ti++) {
+        const struct cvia_param_table *t = cvia__param_tables[ti];
+        void *cfg = info_load(t, &bad);
+        for (const struct cvia_param *p = t->params; p->name; p++) {
+            char var[128], val[CVIA_PARAM_STRLEN + 32];
+            cvia__param_varname(t, p, var, sizeof(var));
+            info_value(t, p, cfg, val, sizeof(val));
+            printf("%s{\"name\":", first ? "" : ",");
+            first = 0;
+            json_str(var);
+            printf(",\"component\":");
+            json_str(t->component);
+            printf(",\"value\":");
+            json_str(val);
+            printf(",\"default\":");
+            json_str(p->dflt);
+            printf(",\"syntax\":");
+            json_str(cvia__param_syntax(p));
+            printf(",\"description\":");
+            json_str(p->desc);
+            printf("}");
+        }
+        free(cfg);
+    }
+    printf("],\"topology\":");
+    info_topology(1);
+    printf("}\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "version", no_argument, NULL, 'v' },
+        { "providers", no_argument, NULL, 'l' },
+        { "config", no_argument, NULL, 'c' },
+        { "full", no_argument, NULL, 'f' },
+        { "comment-defaults", no_argument, NULL, 'C' },
+        { "filter", required_argument, NULL, 'F' },
+        { "topology", no_argument, NULL, 't' },
+        { "env", no_argument, NULL, 'e' },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "man", no_argument, NULL, OPT_MAN },
+        { "cleanup", no_argument, NULL, OPT_CLEANUP },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 }
+    };
+    int version = 0, prov = 0, config = 0, full = 0, cdef = 0, topo = 0, env = 0;
+    int json = 0, man = 0, cleanup = 0, any, c, rc = 0;
+    const char *filter = NULL;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "vlcfCF:teh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'v': version = 1; break;
+        case 'l': prov = 1; break;
+        case 'c': config = 1; break;
+        case 'f': full = 1; break;
+        case 'C': cdef = 1; break;
+        case 'F': filter = optarg; break;
+        case 't': topo = 1; break;
+        case 'e': env = 1; break;
+        case OPT_JSON: json = 1; break;
+        case OPT_MAN: man = 1; break;
+        case OPT_CLEANUP: cleanup = 1; break;
+        case 'h': info_usage(stdout); return 0;
+        case '?':
+            if (optopt == 'F')
+                info_fail_usage("option requires an argument:", "-F");
+            info_fail_usage("unknown option", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        info_fail_usage("unexpected argument", argv[optind]);
+    if ((full || cdef || filter) && !config)
+        config = 1;
+    {
+        /* honour CVIA_LOG for the tool's own diagnostics */
+        const char *l = getenv("CVIA_LOG");
+        if (l && cvia__log_set_level(l) < 0) {
+            fprintf(stderr, "cvia-info: CVIA_LOG: invalid value '%s' (expected "
+                    "error|warn|info|debug|trace)\n", l);
+            rc = 1;
+        }
+    }
+    if (json) {
+        info_json();
+        return rc;
+    }
+    if (man) {
+        info_man();
+        return rc;
+    }
+    if (cleanup) {
+        for (int i = 0; cvia__prov_list[i]; i++) {
+            int n = cvia__prov_list[i]->ops->cleanup();
+            if (n < 0) {
+                fprintf(stderr, "cvia-info: cleanup of %s failed: %s\n",
+                        cvia__prov_list[i]->name, cvia_strerror(n));
+                rc = 1;
+            } else {
+                printf("%s: removed %d stale resource(s)\n", cvia__prov_list[i]->name, n);
+            }
+        }
+        return rc;
+    }
+    any = version || prov || config || topo || env;
+    if (version || !any)
+        printf("%scorevia %s\n", any ? "" : "# ", cvia_version());
+    if (prov || !any) {
+        if (!any)
+            printf("\n# providers\n");
+        info_providers(0);
+    }
+    if (config || !any) {
+        if (!any)
+            printf("\n# configuration (cvia-info -c -f describes each variable)\n");
+        if (info_config(full, cdef, filter))
+            rc = 1;
+    }
+    if (topo || !any) {
+        if (!any)
+            printf("\n# topology\n");
+        if (info_topology(0))
+            rc = 1;
+    }
+    if (env) {
+        printf("# environment\n");
+        info_env();
+    }
+    return rc;
+}
