@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Multi-process functional tests of the core API, run through cvia-run by
+ * run.sh: func_p2p CASE [--token=X]. Every rank checks what it receives and
+ * exits non-zero on the first mismatch; rank 0 prints "ok CASE". Death
+ * cases print "expected-error <name>" from every surviving rank. */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <corevia/corevia.h>
+
+static int rank, size;
+
+#define FAIL(...) do { fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__); \
+        fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define CHECK_RC(call) do { int rc_ = (call); if (rc_) \
+        FAIL("%s -> %s (%s)", #call, cvia_err_name(rc_), cvia_strerror(rc_)); } while (0)
+
+/* Payload stream: xorshift64 seeded by (src, dst, size, seq), so every
+ * byte of every message is checked, not a sample. */
+static uint64_t seed_of(int src, int dst, size_t len, unsigned seq)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ull ^ ((uint64_t)src << 48) ^ ((uint64_t)dst << 32) ^
+                 ((uint64_t)len * 0x100000001b3ull) ^ seq;
+    return s ? s : 1;
+}
+
+static void fill(unsigned char *p, size_t len, uint64_t s)
+{
+    for (size_t i = 0; i < len; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        p[i] = (unsigned char)s;
+    }
+}
+
+static size_t verify(const unsigned char *p, size_t len, uint64_t s)
+{
+    for (size_t i = 0; i < len; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        if (p[i] != (unsigned char)s)
+            return i;
+    }
+    return (size_t)-1;
+}
+
+#define GUARD 64
+static unsigned char *alloc_guarded(size_t len)
+{
+    unsigned char *p = malloc(len + GUARD);
+    if (!p)
+        FAIL("out of memory for %zu bytes", len);
+    memset(p + len, 0xA5, GUARD);
+    return p;
+}
+
+static void check_guard(const unsigned char *p, size_t len)
+{
+    for (size_t i = 0; i < GUARD; i++)
+        if (p[len + i] != 0xA5)
+            FAIL("write past the receive buffer at +%zu", i);
+}
+
+/* every size 0 .. 8 MiB: 0..70, then 2^k - 1, 2^k, 2^k + 1 */
+static size_t make_sizes(size_t *out)
+{
+    size_t n = 0;
+    for (size_t s = 0; s <= 70; s++)
+        out[n++] = s;
+    for (size_t p = 128; p <= (8u << 20); p <<= 1) {
+        out[n++] = p - 1;
+        out[n++] = p;
+        if (p < (8u << 20))
+            out[n++] = p + 1;
+    }
+    out[n++] = 12345;      /* odd sizes that straddle slot boundaries */
+    out[n++] = 16352 * 3;
+    out[n++] = 1000003;
+    return n;
+}
+
+static void case_sizes(void)
+{
+    size_t sizes[160], n = make_sizes(sizes);
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    unsigned char *sbuf = malloc((8u << 20) + 1), *rbuf = alloc_guarded(8u << 20);
+
+    for (size_t i = 0; i < n; i++) {
+        size_t len = sizes[i];
+        cvia_req_t rr, sr;
+        cvia_status_t st;
+        size_t bad;
+
+        fill(sbuf, len, seed_of(rank, to, len, (unsigned)i));
+        memset(rbuf, 0, len);
+        memset(rbuf + len, 0xA5, GUARD);
+        CHECK_RC(cvia_irecv(rbuf, len, from, 7, &rr));
+        CHECK_RC(cvia_isend(sbuf, len, to, 7, &sr));
+        CHECK_RC(cvia_wait(&sr, NULL));
+        CHECK_RC(cvia_wait(&rr, &st));
+        if (st.len != len || st.msg_len != len || st.source != from || st.tag != 7)
+            FAIL("size %zu: status len %zu msg_len %zu source %d tag %d", len, st.len,
+                 st.msg_len, st.source, st.tag);
+        if ((bad = verify(rbuf, len, seed_of(from, rank, len, (unsigned)i))) != (size_t)-1)
+            FAIL("size %zu: byte %zu differs", len, bad);
+        check_guard(rbuf, len);
+    }
+    free(sbuf);
+    free(rbuf);
+}
+
+/* Per-(source, tag) order: every rank sends M numbered messages to every
+ * other rank, tags cycling 0..2, all outstanding; receivers take them tag
+ * by tag in reverse tag order and must see the numbers rising. */
+static void case_order(void)
+{
+    enum { M = 300, TAGS = 3 };
+    uint32_t *out = malloc(sizeof(uint32_t) * M * (size_t)size);
+    uint32_t *in = malloc(sizeof(uint32_t) * M * (size_t)size);
+    cvia_req_t *sreq = calloc((size_t)M * size, sizeof(cvia_req_t));
+    cvia_req_t *rreq = calloc((size_t)M * size, sizeof(cvia_req_t));
+    size_t ns = 0, nr = 0;
+
+    for (int p = 0; p < size; p++) {
+        if (p == rank)
+            continue;
+        for (int i = 0; i < M; i++) {
+            out[ns] = (uint32_t)i;
+            CHECK_RC(cvia_isend(&out[ns], sizeof(uint32_t), p, i % TAGS, &sreq[ns]));
+            ns++;
+        }
+    }
+    for (int p = 0; p < size; p++) {
+        if (p == rank)
+            continue;
+        for (int tag = TAGS - 1; tag >= 0; tag--)
+            for (int i = tag; i < M; i += TAGS) {
+                CHECK_RC(cvia_irecv(&in[nr], sizeof(uint32_t), p, tag, &rreq[nr]));
+                nr++;
+            }
+    }
+    CHECK_RC(cvia_waitall(nr, rreq, NULL));
+    CHECK_RC(cvia_waitall(ns, sreq, NULL));
+    nr = 0;
+    for (int p = 0; p < size; p++) {
+        if (p == rank)
+            continue;
+        for (int tag = TAGS - 1; tag >= 0; tag--)
+            for (int i = tag; i < M; i += TAGS, nr++)
+                if (in[nr] != (uint32_t)i)
+                    FAIL("from %d tag %d: expected message %d, got %u", p, tag, i, in[nr]);
+    }
+    free(out); free(in); free(sreq); free(rreq);
+}
+
+/* Wildcards: every rank but 0 sends K messages (tag 10 + i % 4) to rank 0,
+ * carrying (src, i). Rank 0 takes all tag-10 messages by (ANY_SOURCE, 10),
+ * then K/4 per source by (src, ANY_TAG), then the rest by (ANY, ANY).
+ * Status must match the payload, each (source, tag) stream must rise, and
+ * a (src, ANY_TAG) receive must take that source's oldest message. */
+static void case_wildcard(void)
+{
+    enum { K = 96, Q = K / 4 };
+    if (rank != 0) {
+        int msg[K][2];
+        cvia_req_t req[K];
+        for (int i = 0; i < K; i++) {
+            msg[i][0] = rank;
+            msg[i][1] = i;
+            CHECK_RC(cvia_isend(msg[i], sizeof(msg[i]), 0, 10 + i % 4, &req[i]));
+        }
+        CHECK_RC(cvia_waitall(K, req, NULL));
+        return;
+    }
+    int *last = malloc(sizeof(int) * (size_t)size * 4);
+    int *last_any = malloc(sizeof(int) * (size_t)size);
+    for (int i = 0; i < size * 4; i++)
+        last[i] = -1;
+    for (int i = 0; i < size; i++)
+        last_any[i] = -1;
+    int total = K * (size - 1);
+    for (int n = 0; n < total; n++) {
+        int msg[2], src = CVIA_ANY_SOURCE, tag = CVIA_ANY_TAG, phase;
+        cvia_status_t st;
+        if (n < Q * (size - 1)) {
+            phase = 1;
+            tag = 10;
+        } else if (n < 2 * Q * (size - 1)) {
+            phase = 2;
+            src = 1 + (n - Q * (size - 1)) / Q;
+        } else {
+            phase = 3;
+        }
+        int rc = cvia_recv(msg, sizeof(msg), src, tag, &st);
+        if (rc)
+            FAIL("phase %d recv(%d, %d): %s", phase, src, tag, cvia_strerror(rc));
+        if (st.source != msg[0] || st.tag != 10 + msg[1] % 4 || st.len != sizeof(msg))
+            FAIL("status (src %d tag %d len %zu) does not match payload (%d, %d)",
+                 st.source, st.tag, st.len, msg[0], msg[1]);
+        if ((src != CVIA_ANY_SOURCE && st.source != src) ||
+            (tag != CVIA_ANY_TAG && st.tag != tag))
+            FAIL("asked for (%d, %d), got (%d, %d)", src, tag, st.source, st.tag);
+        int *l = &last[msg[0] * 4 + msg[1] % 4];
+        if (msg[1] <= *l)
+            FAIL("from %d tag %d: message %d after %d", msg[0], st.tag, msg[1], *l);
+        *l = msg[1];
+        if (phase >= 2) {   /* tags 11..13 only remain: arrival order per source */
+            if (msg[1] <= last_any[msg[0]])
+                FAIL("from %d: message %d taken after %d", msg[0], msg[1], last_any[msg[0]]);
+            last_any[msg[0]] = msg[1];
+        }
+    }
+    free(last);
+    free(last_any);
+}
+
+/* 1000 outstanding requests each way, receives posted first, then 1000
+ * sends that arrive before their receives (unexpected queue). */
+static void case_many(void)
+{
+    enum { N = 1000 };
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    static uint64_t sbuf[N][4], rbuf[N][4];
+    static cvia_req_t sr[N], rr[N];
+
+    for (int round = 0; round < 2; round++) {
+        if (round == 0)
+            for (int i = 0; i < N; i++)
+                CHECK_RC(cvia_irecv(rbuf[i], sizeof(rbuf[i]), from, i, &rr[i]));
+        for (int i = 0; i < N; i++) {
+            sbuf[i][0] = (uint64_t)rank << 32 | (uint64_t)i;
+            sbuf[i][3] = ~sbuf[i][0];
+            CHECK_RC(cvia_isend(sbuf[i], sizeof(sbuf[i]), to, i, &sr[i]));
+        }
+        if (round == 1) {
+            CHECK_RC(cvia_barrier());   /* let them all arrive unexpected */
+            for (int i = N - 1; i >= 0; i--)
+                CHECK_RC(cvia_irecv(rbuf[i], sizeof(rbuf[i]), from, i, &rr[i]));
+        }
+        CHECK_RC(cvia_waitall(N, sr, NULL));
+        CHECK_RC(cvia_waitall(N, rr, NULL));
+        for (int i = 0; i < N; i++)
+            if (rbuf[i][0] != ((uint64_t)from << 32 | (uint64_t)i) || rbuf[i][3] != ~rbuf[i][0])
+                FAIL("round %d message %d corrupted", round, i);
+        CHECK_RC(cvia_barrier());
+    }
+}
+
+/* Truncation: an error on that request, nothing written past the buffer,
+ * and the stream behind it intact. */
+static void case_trunc(void)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    const size_t big = 1u << 20;
+    unsigned char *s = malloc(big), *r = alloc_guarded(big);
+    size_t caps[] = { 0, 1, 100, 4096, 16352, 100000 };
+
+    for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+        for (int unexpected = 0; unexpected < 2; unexpected++) {
+            size_t cap = caps[k], bad;
+            cvia_req_t rr, sr, rr2, sr2;
+            cvia_status_t st;
+            unsigned tagseq = (unsigned)(k * 2 + (size_t)unexpected);
+
+            fill(s, big, seed_of(rank, to, big, tagseq));
+            memset(r + cap, 0xA5, GUARD);
+            if (!unexpected)
+                CHECK_RC(cvia_irecv(r, cap, from, 1, &rr));
+            CHECK_RC(cvia_isend(s, big, to, 1, &sr));
+            CHECK_RC(cvia_isend(s, 64, to, 2, &sr2));     /* follows the truncated one */
+            if (unexpected) {
+                CHECK_RC(cvia_wait(&sr, NULL));
+                CHECK_RC(cvia_barrier());
+                CHECK_RC(cvia_irecv(r, cap, from, 1, &rr));
+            }
+            int rc = cvia_wait(&rr, &st);
+            if (rc != -CVIA_ETRUNC || st.error != -CVIA_ETRUNC)
+                FAIL("cap %zu: expected CVIA_ETRUNC, got %s", cap, cvia_err_name(rc));
+            if (st.len != cap || st.msg_len != big)
+                FAIL("cap %zu: status len %zu msg_len %zu", cap, st.len, st.msg_len);
+            if ((bad = verify(r, cap, seed_of(from, rank, big, tagseq))) != (size_t)-1)
+                FAIL("cap %zu: kept byte %zu differs", cap, bad);
+            check_guard(r, cap);
+            CHECK_RC(cvia_wait(&sr, NULL));
+            unsigned char small[64];
+            CHECK_RC(cvia_irecv(small, sizeof(small), from, 2, &rr2));
+            CHECK_RC(cvia_wait(&rr2, NULL));
+            if ((bad = verify(small, 64, seed_of(from, rank, big, tagseq))) != (size_t)-1)
+                FAIL("message after a truncated one is corrupted at %zu", bad);
+            CHECK_RC(cvia_wait(&sr2, NULL));
+            CHECK_RC(cvia_barrier());
+        }
+    }
+    free(s);
+    free(r);
+}
+
+static void case_barrier(void)
+{
+    for (int i = 0; i < 300; i++) {
+        /* a message in flight around each barrier must not disturb it */
+        int to = (rank + 1) % size, from = (rank - 1 + size) % size, v = i, got = -1;
+        cvia_req_t sr, rr;
+        CHECK_RC(cvia_isend(&v, sizeof(v), to, 0, &sr));
+        CHECK_RC(cvia_barrier());
+        CHECK_RC(cvia_irecv(&got, sizeof(got), from, 0, &rr));
+        CHECK_RC(cvia_wait(&rr, NULL));
+        CHECK_RC(cvia_wait(&sr, NULL));
+        if (got != i)
+            FAIL("barrier round %d: got message %d", i, got);
+    }
+}
+
+/* Unexpected messages, large and small, taken out of order; and a receive
+ * posted while a large message is still arriving. */
+static void case_unexpected(void)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    const size_t big = 3u << 20;
+    unsigned char *s = malloc(big), *r = alloc_guarded(big);
+    size_t lens[] = { 5, big, 0, 70000, 33 };
+    cvia_req_t sr[5];
+
+    for (int rep = 0; rep < 3; rep++) {
+        for (int i = 0; i < 5; i++) {
+            /* each message its own slice of the stream */
+            unsigned char *p = malloc(lens[i] ? lens[i] : 1);
+            fill(p, lens[i], seed_of(rank, to, lens[i], (unsigned)(rep * 5 + i)));
+            memcpy(s, p, lens[i]);
+            CHECK_RC(cvia_send(p, lens[i], to, 100 + i));   /* completes once in the ring */
+            free(p);
+        }
+        if (rep == 1)
+            CHECK_RC(cvia_barrier());   /* all fully unexpected */
+        for (int i = 4; i >= 0; i--) {
+            cvia_status_t st;
+            size_t bad;
+            memset(r + lens[i], 0xA5, GUARD);
+            CHECK_RC(cvia_recv(r, lens[i], from, 100 + i, &st));
+            if (st.len != lens[i])
+                FAIL("unexpected %d: len %zu", i, st.len);
+            if ((bad = verify(r, lens[i], seed_of(from, rank, lens[i], (unsigned)(rep * 5 + i)))) != (size_t)-1)
+                FAIL("unexpected message %d (%zu B) differs at %zu", i, lens[i], bad);
+            check_guard(r, lens[i]);
+        }
+        CHECK_RC(cvia_barrier());
+    }
+    /* partially arrived: the sender pushes 3 MiB while the receiver only
+     * polls, then posts the receive */
+    fill(s, big, seed_of(rank, to, big, 99));
+    CHECK_RC(cvia_isend(s, big, to, 200, &sr[0]));
+    for (int i = 0; i < 50; i++)
+        cvia_progress();
+    cvia_status_t st;
+    CHECK_RC(cvia_recv(r, big, from, 200, &st));
+    CHECK_RC(cvia_wait(&sr[0], NULL));
+    size_t bad = verify(r, big, seed_of(from, rank, big, 99));
+    if (bad != (size_t)-1)
+        FAIL("partially unexpected 3 MiB message differs at %zu", bad);
+    check_guard(r, big);
+    free(s);
+    free(r);
+}
+
+/* The last rank leaves without finalizing (exit 0) or is killed in the
+ * middle of a large send; the others are waiting on it and must get an
+ * error, not hang. The victim's message (64 MiB) is far larger than a
+ * ring, and it dies right after its first push, so the message can never
+ * be complete. */
+static int case_death(int kill_it)
+{
+    int victim = size - 1;
+    const size_t big = 64u << 20;
+
+    CHECK_RC(cvia_barrier());
+    if (rank == victim) {
+        if (kill_it) {
+            unsigned char *s = calloc(1, big);
+            cvia_req_t sr;
+            CHECK_RC(cvia_isend(s, big, 0, 5, &sr));
+            raise(SIGKILL);
+        }
+        _exit(0);
+    }
+    unsigned char *r = malloc(big);
+    cvia_status_t st;
+    int rc = rank == 0 ? cvia_recv(r, big, victim, 5, &st)
+                       : cvia_recv(r, 16, CVIA_ANY_SOURCE, 5, &st);
+    if (rc == -CVIA_ENOPEER || rc == -CVIA_EABORT) {
+        printf("rank %d: expected-error %s\n", rank, cvia_err_name(rc));
+        fflush(stdout);
+        return 3;
+    }
+    FAIL("waiting on a dead rank returned %s", cvia_err_name(rc));
+}
+
+/* Single process: errors before init, bad arguments, after finalize. */
+static int case_api(void)
+{
+    cvia_req_t r = NULL;
+    int x = 0, rc;
+
+    if (cvia_rank() != -CVIA_ENOINIT || cvia_size() != -CVIA_ENOINIT ||
+        cvia_isend(&x, 4, 0, 0, &r) != -CVIA_ENOINIT ||
+        cvia_irecv(&x, 4, 0, 0, &r) != -CVIA_ENOINIT ||
+        cvia_wait(&r, NULL) != -CVIA_ENOINIT || cvia_barrier() != -CVIA_ENOINIT ||
+        cvia_finalize() != -CVIA_ENOINIT || cvia_progress() != -CVIA_ENOINIT ||
+        cvia_initialized() != 0)
+        FAIL("a call before cvia_init did not return CVIA_ENOINIT");
+    CHECK_RC(cvia_init(NULL, NULL));
+    if (cvia_init(NULL, NULL) != -EALREADY)
+        FAIL("second cvia_init did not fail with EALREADY");
+    if (cvia_rank() != 0 || cvia_size() != 1)
+        FAIL("singleton rank %d size %d", cvia_rank(), cvia_size());
+    if ((rc = cvia_isend(&x, 4, 1, 0, &r)) != -EINVAL ||
+        (rc = cvia_isend(&x, 4, -1, 0, &r)) != -EINVAL ||
+        (rc = cvia_isend(&x, 4, 0, -3, &r)) != -EINVAL ||
+        (rc = cvia_irecv(&x, 4, 7, 0, &r)) != -EINVAL ||
+        (rc = cvia_irecv(&x, 4, -2, 0, &r)) != -EINVAL ||
+        (rc = cvia_irecv(&x, 4, 0, -2, &r)) != -EINVAL ||
+        (rc = cvia_isend(NULL, 4, 0, 0, &r)) != -EINVAL ||
+        (rc = cvia_isend(&x, 4, 0, 0, NULL)) != -EINVAL)
+        FAIL("bad argument accepted or wrong code: %s", cvia_err_name(rc));
+    /* self messages work */
+    int y = 0;
+    x = 42;
+    CHECK_RC(cvia_send(&x, sizeof(x), 0, 3));
+    CHECK_RC(cvia_recv(&y, sizeof(y), CVIA_ANY_SOURCE, CVIA_ANY_TAG, NULL));
+    if (y != 42)
+        FAIL("self message lost");
+    int done = 0;
+    CHECK_RC(cvia_irecv(&y, sizeof(y), 0, 9, &r));
+    CHECK_RC(cvia_test(&r, &done, NULL));
+    if (done || !r)
+        FAIL("receive completed with no message");
+    CHECK_RC(cvia_send(&x, sizeof(x), 0, 9));
+    for (int i = 0; i < 1000 && !done; i++)
+        CHECK_RC(cvia_test(&r, &done, NULL));
+    if (!done || r)
+        FAIL("cvia_test never completed");
+    CHECK_RC(cvia_finalize());
+    if (cvia_rank() != -CVIA_ENOINIT || cvia_send(&x, 4, 0, 0) != -CVIA_ENOINIT)
+        FAIL("a call after cvia_finalize did not return CVIA_ENOINIT");
+    if (strcmp(cvia_err_name(-CVIA_ETRUNC), "CVIA_ETRUNC") ||
+        strcmp(cvia_err_name(-EINVAL), "EINVAL") || !cvia_strerror(123456))
+        FAIL("error names");
+    printf("ok api\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: func_p2p CASE\n");
+        return 2;
+    }
+    if (!strcmp(argv[1], "api"))
+        return case_api();
+    if ((rc = cvia_init(&argc, &argv))) {
+        fprintf(stderr, "func_p2p: cvia_init: %s\n", cvia_strerror(rc));
+        return 1;
+    }
+    rank = cvia_rank();
+    size = cvia_size();
+    if (!strcmp(argv[1], "sizes"))           case_sizes();
+    else if (!strcmp(argv[1], "order"))      case_order();
+    else if (!strcmp(argv[1], "wildcard"))   case_wildcard();
+    else if (!strcmp(argv[1], "many"))       case_many();
+    else if (!strcmp(argv[1], "trunc"))      case_trunc();
+    else if (!strcmp(argv[1], "barrier"))    case_barrier();
+    else if (!strcmp(argv[1], "unexpected")) case_unexpected();
+    else if (!strcmp(argv[1], "death-exit")) return case_death(0);
+    else if (!strcmp(argv[1], "death-kill")) return case_death(1);
+    else if (!strcmp(argv[1], "init-only"))  ;
+    else {
+        fprintf(stderr, "func_p2p: unknown case %s\n", argv[1]);
+        return 2;
+    }
+    if ((rc = cvia_finalize()))
+        FAIL("cvia_finalize: %s", cvia_strerror(rc));
+    if (rank == 0)
+        printf("ok %s (%d ranks)\n", argv[1], size);
+    return 0;
+}
