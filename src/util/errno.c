@@ -5,13 +5,19 @@
 
 #include <corevia/cvia_errno.h>
 
-const char *cvia_strerror(int err)
+/* |err| without overflow for INT_MIN (which is no code: "unknown error") */
+static unsigned err_abs(int err)
 {
-    err = err < 0 ? -err : err;
+    return err < 0 ? 0u - (unsigned)err : (unsigned)err;
+}
+
+const char *cvia_strerror(int err_in)
+{
+    unsigned err = err_abs(err_in);
     if (err == 0)
         return "success";
     if (err < CVIA_ERRNO_BASE)
-        return strerror(err);
+        return strerror((int)err);
     switch (err) {
 #define X(name, val, msg) case (val): return (msg);
     CVIA_ERRNO_MAP(X)
@@ -20,13 +26,13 @@ const char *cvia_strerror(int err)
     return "unknown error";
 }
 
-const char *cvia_err_name(int err)
+const char *cvia_err_name(int err_in)
 {
-    err = err < 0 ? -err : err;
+    unsigned err = err_abs(err_in);
     if (err == 0)
         return "OK";
     if (err < CVIA_ERRNO_BASE) {
-        const char *n = strerrorname_np(err);
+        const char *n = strerrorname_np((int)err);
         return n ? n : "unknown errno";
     }
     switch (err) {

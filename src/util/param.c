@@ -23,7 +23,7 @@ int cvia__parse_long(const char *text, long *out)
     if (!text || !*text || isspace((unsigned char)*text))
         return -EINVAL;
     errno = 0;
-    v = strtol(text, &end, 0);
+    v = strtol(text, &end, 10);   /* "010" is ten, not eight */
     if (errno == ERANGE)
         return -ERANGE;
     if (*end)
@@ -32,37 +32,61 @@ int cvia__parse_long(const char *text, long *out)
     return 0;
 }
 
+/* digits [. digits] [unit [b|ib]]; integer part exact (no double), a
+ * fraction only where the unit makes it whole bytes ("1.5k"). */
 int cvia__parse_size(const char *text, size_t *out)
 {
+    unsigned long long whole;
+    double frac = 0;
+    const char *p;
     char *end;
-    double v;
     unsigned shift = 0;
 
-    if (!text || !*text || !isdigit((unsigned char)*text))
+    if (!text || !isdigit((unsigned char)*text))
         return -EINVAL;
     errno = 0;
-    v = strtod(text, &end);
+    whole = strtoull(text, &end, 10);
     if (errno == ERANGE)
         return -ERANGE;
-    switch (tolower((unsigned char)*end)) {
-    case '\0':                       break;
-    case 'b': shift = 0;  end++;     break;
-    case 'k': shift = 10; end++;     break;
-    case 'm': shift = 20; end++;     break;
-    case 'g': shift = 30; end++;     break;
-    case 't': shift = 40; end++;     break;
+    p = end;
+    if (*p == '.') {
+        const char *f = ++p;
+        double scale = 0.1;
+        if (!isdigit((unsigned char)*p))
+            return -EINVAL;
+        for (; isdigit((unsigned char)*p); p++, scale /= 10)
+            frac += (*p - '0') * scale;
+        (void)f;
+    }
+    switch (tolower((unsigned char)*p)) {
+    case '\0':                  break;
+    case 'b': p++;              break;
+    case 'k': shift = 10; p++;  break;
+    case 'm': shift = 20; p++;  break;
+    case 'g': shift = 30; p++;  break;
+    case 't': shift = 40; p++;  break;
     default:  return -EINVAL;
     }
-    if (shift && (*end == 'b' || *end == 'B'))   /* "4kb", "4KB" */
-        end++;
-    else if (shift && (*end == 'i' || *end == 'I') && (end[1] == 'b' || end[1] == 'B'))
-        end += 2;                                  /* "4KiB" */
-    if (*end)
+    if (shift && (*p == 'b' || *p == 'B'))                     /* "4kb", "4KB" */
+        p++;
+    else if (shift && (*p == 'i' || *p == 'I') && (p[1] == 'b' || p[1] == 'B'))
+        p += 2;                                                /* "4KiB" */
+    if (*p)
         return -EINVAL;
-    v *= (double)(1ull << shift);
-    if (v >= 18446744073709551615.0 || v != floor(v))
-        return v != floor(v) ? -EINVAL : -ERANGE;
-    *out = (size_t)v;
+    if (shift && whole > (ULLONG_MAX >> shift))
+        return -ERANGE;
+    whole <<= shift;
+    if (frac != 0) {
+        double extra = frac * (double)(1ull << shift);
+        if (extra != (double)(unsigned long long)extra)
+            return -EINVAL;   /* not a whole number of bytes */
+        if (whole > ULLONG_MAX - (unsigned long long)extra)
+            return -ERANGE;
+        whole += (unsigned long long)extra;
+    }
+    if (whole > SIZE_MAX)
+        return -ERANGE;
+    *out = (size_t)whole;
     return 0;
 }
 
@@ -192,13 +216,23 @@ void cvia__param_format(const struct cvia_param *p, const void *field,
         break;
     }
     case CVIA_PARAM_TIME: {
-        double t = *(const double *)field;
-        if (t != 0 && t < 1e-3)
-            snprintf(buf, cap, "%gus", t * 1e6);
-        else if (t != 0 && t < 1)
-            snprintf(buf, cap, "%gms", t * 1e3);
-        else
-            snprintf(buf, cap, "%gs", t);
+        /* the shortest text in a natural unit that parses back exactly */
+        double t = *(const double *)field, scale = 1, back;
+        const char *unit = "s";
+        if (t != 0 && t < 1e-3) {
+            scale = 1e-6;
+            unit = "us";
+        } else if (t != 0 && t < 1) {
+            scale = 1e-3;
+            unit = "ms";
+        }
+        for (int prec = 0; prec <= 20; prec++) {
+            snprintf(buf, cap, "%.*f%s", prec, t / scale, unit);
+            if (!cvia__parse_time(buf, &back) && back == t)
+                break;
+            if (prec == 20)   /* unit scaling cannot be exact: plain seconds */
+                snprintf(buf, cap, "%.17g", t);
+        }
         break;
     }
     case CVIA_PARAM_BOOL:

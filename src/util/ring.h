@@ -11,7 +11,9 @@
  * The producer publishes with seq = pos + 1 (release), the consumer frees
  * with seq = pos + nslots (release). No shared head or tail counter, no
  * lock, no system call; a small message and its sequence word share one
- * cache line. nslots must be a power of two, slot_size a multiple of 8. */
+ * cache line. nslots must be a power of two and at least 2 (with one slot
+ * the published value pos + 1 would read as free for the next lap),
+ * slot_size a multiple of 8. */
 #ifndef COREVIA_UTIL_RING_H
 #define COREVIA_UTIL_RING_H
 

@@ -309,6 +309,10 @@ int main(int argc, char **argv)
         case '?':
             if (optopt == 'F')
                 info_fail_usage("option requires an argument:", "-F");
+            if (optopt) {
+                char opt[3] = { '-', (char)optopt, '\0' };
+                info_fail_usage("unknown option", opt);
+            }
             info_fail_usage("unknown option", argv[optind - 1]);
         }
     }
