@@ -20,7 +20,8 @@ pc=$(find "$prefix" -name corevia.pc | head -1)
 if [ -n "$pc" ]; then ok "installed corevia.pc"; else bad "no corevia.pc"; fi
 export PKG_CONFIG_PATH=$(dirname "${pc:-/nonexistent}")
 libdir=$(pkg-config --variable=libdir corevia 2>/dev/null)
-if cc $(pkg-config --cflags corevia) "$src/examples/hello.c" $(pkg-config --libs corevia) \
+# shellcheck disable=SC2086
+if cc ${CVIA_TEST_CFLAGS:-} $(pkg-config --cflags corevia) "$src/examples/hello.c" $(pkg-config --libs corevia) \
       -Wl,-rpath,"$libdir" -o "$prefix/hello" 2>&1; then
     ok "examples/hello.c builds with pkg-config"
 else
