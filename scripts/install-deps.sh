@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Install, from Debian's packages, what corevia needs and is missing.
+# Idempotent: installs nothing (and does not touch the network) when all
+# is present.   install-deps.sh [build|test|peers|all]   (default: test)
+#   build  compiler, CMake, pkg-config, hwloc, libnuma, gnuplot (plots)
+#   test   build + what the test suite calls (procps, python3, hwloc tools)
+#   peers  test + Open MPI and UCX, for scripts/compare-peers.sh
+set -euo pipefail
+
+profile=${1:-test}
+build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot-nox)
+test_pkgs=(procps python3 hwloc util-linux coreutils)
+peer_pkgs=(openmpi-bin libopenmpi-dev ucx-utils)
+
+case "$profile" in
+    build) want=("${build_pkgs[@]}") ;;
+    test)  want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+    peers|all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${peer_pkgs[@]}") ;;
+    -h|--help)
+        sed -n '3,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install-deps.sh: unknown profile '$profile' (build|test|peers|all)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#want[@]} packages of profile '$profile' are present"
+    exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages: ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2
+    exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
