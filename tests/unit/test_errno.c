@@ -14,72 +14,7 @@
 #include <corevia/cvia_errno.h>
 #include "util/log.h"
 
-/* ------------------------------------------------------------------ TAP */
-
-static int tap_n, tap_failed;
-
-static void tap_vreport(int cond, const char *fmt, va_list ap)
-{
-    printf("%s %d - ", cond ? "ok" : "not ok", ++tap_n);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    if (!cond)
-        tap_failed++;
-}
-
-static int tap_ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int tap_ok(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    tap_vreport(cond, fmt, ap);
-    va_end(ap);
-    return cond;
-}
-
-
-static void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void tap_diag(const char *fmt, ...)
-{
-    va_list ap;
-    printf("# ");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
-
-/* ------------------------------------------------------ stderr capture */
-
-static char cap_text[8192];
-static FILE *cap_file;
-static int cap_saved = -1;
-
-static void capture_start(void)
-{
-    fflush(stderr);
-    cap_file = tmpfile();
-    cap_saved = dup(STDERR_FILENO);
-    if (!cap_file || cap_saved < 0 || dup2(fileno(cap_file), STDERR_FILENO) < 0) {
-        printf("Bail out! cannot redirect stderr\n");
-        exit(1);
-    }
-}
-
-static const char *capture_end(void)
-{
-    size_t n;
-
-    fflush(stderr);
-    dup2(cap_saved, STDERR_FILENO);
-    close(cap_saved);
-    rewind(cap_file);
-    n = fread(cap_text, 1, sizeof(cap_text) - 1, cap_file);
-    cap_text[n] = '\0';
-    fclose(cap_file);
-    return cap_text;
-}
+#include "tap.h"
 
 /* ----------------------------------------------------------- error codes */
 

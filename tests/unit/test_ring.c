@@ -14,38 +14,7 @@
 
 #include "util/ring.h"
 
-/* ------------------------------------------------------------------ TAP */
-
-static int tap_n, tap_failed;
-
-static int tap_ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int tap_ok(int cond, const char *fmt, ...)
-{
-    va_list ap;
-
-    printf("%s %d - ", cond ? "ok" : "not ok", ++tap_n);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (!cond)
-        tap_failed++;
-    return cond;
-}
-
-/* A diagnostic for the first failure inside a loop: "# ..." */
-static void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void tap_diag(const char *fmt, ...)
-{
-    va_list ap;
-
-    printf("# ");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
+#include "tap.h"
 
 /* --------------------------------------------------------------- helpers */
 
