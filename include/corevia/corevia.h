@@ -15,8 +15,9 @@
  * a negative error code on failure; see cvia_errno.h. Calls made before
  * cvia_init() or after cvia_finalize() return -::CVIA_ENOINIT.
  *
- * Threads: in this version a process drives corevia from one thread at a
- * time (the caller's); no hidden threads are started.
+ * Threads: several threads of a process may post, test, wait and progress
+ * at once (each request is waited on by one thread). corevia starts no
+ * thread of its own: progress happens in the caller's calls.
  */
 #ifndef COREVIA_COREVIA_H
 #define COREVIA_COREVIA_H
@@ -80,6 +81,11 @@ int cvia_size(void);
 /**
  * Start sending @p len bytes at @p buf to rank @p dest with @p tag.
  * @p buf must stay valid and unchanged until the request completes.
+ * A small message completes once it is buffered; a large one (from
+ * CVIA_SHM_RNDV_THRESHOLD) is copied once, straight into the receive
+ * buffer, and so completes only after the receiver has posted a matching
+ * receive, as large MPI sends do: never wait on a large send before the
+ * matching receive can be posted.
  * Returns -EINVAL for a bad rank or tag, -::CVIA_ENOPEER if @p dest is gone.
  */
 int cvia_isend(const void *buf, size_t len, int dest, int tag,
@@ -122,6 +128,115 @@ int cvia_barrier(void);
 /** Drive communication once without blocking. Returns the number of
  *  events processed (>= 0) or a negative error. */
 int cvia_progress(void);
+
+/** @name One-sided communication (the VIA model: RDMA write, with or
+ *  without immediate data, and RDMA read)
+ *
+ * A rank registers a region and ships its descriptor to peers by message;
+ * a peer then writes into or reads from it without the owner posting
+ * anything. The owner's side checks every access against its live
+ * registrations (key, bounds, rights), so a stale or forged descriptor
+ * fails with -EACCES instead of touching memory. On the node the copy is
+ * done once, by the initiator (Cross Memory Attach, or plain loads and
+ * stores where the region lies in a shared arena); where the kernel forbids
+ * that, the bytes travel through the shared-memory rings.
+ * @{ */
+
+#define CVIA_MR_REMOTE_READ  0x1u   /**< peers may cvia_read() the region */
+#define CVIA_MR_REMOTE_WRITE 0x2u   /**< peers may cvia_write() the region */
+
+typedef struct cvia_mr *cvia_mr_t;
+
+/** Everything a peer needs to reach a registered region. Plain data: send
+ *  it to peers as the bytes of a message. */
+typedef struct cvia_mr_desc {
+    uint64_t addr;     /**< start of the region in its owner's address space */
+    uint64_t len;      /**< bytes */
+    uint64_t key;      /**< checked by the owner on every access */
+    int32_t  rank;     /**< owner */
+    uint32_t access;   /**< CVIA_MR_REMOTE_* */
+} cvia_mr_desc_t;
+
+/** Register [@p buf, @p buf + @p len) for remote @p access. The memory must
+ *  stay valid until cvia_mr_dereg(). */
+int cvia_mr_reg(void *buf, size_t len, unsigned access, cvia_mr_t *mr_p);
+/** The descriptor to give to peers. */
+int cvia_mr_desc(cvia_mr_t mr, cvia_mr_desc_t *desc);
+/** Withdraw the region; later accesses by peers fail with -EACCES. */
+int cvia_mr_dereg(cvia_mr_t mr);
+
+/** cvia_write() flag: raise an immediate event at the target once the data
+ *  is in place (the VIA "RDMA write with immediate"). */
+#define CVIA_WRITE_IMM 0x1u
+
+/**
+ * Copy @p len bytes from @p local to offset @p off of the region @p remote.
+ * Completion means @p local may be reused. The target sees the data no
+ * later than an immediate event of this write (CVIA_WRITE_IMM with @p imm),
+ * or than any message the initiator sends it after the completion.
+ * Returns -EACCES (offset or length outside the region, no write right,
+ * region withdrawn), -CVIA_ENOPEER, -EFAULT (bad local buffer) on the call
+ * or on the request.
+ */
+int cvia_write(const void *local, size_t len, const cvia_mr_desc_t *remote,
+               uint64_t off, unsigned flags, uint64_t imm, cvia_req_t *req_p);
+
+/** Copy @p len bytes at offset @p off of the region @p remote into
+ *  @p local. Errors as cvia_write(). */
+int cvia_read(void *local, size_t len, const cvia_mr_desc_t *remote,
+              uint64_t off, cvia_req_t *req_p);
+
+/** An immediate event: a peer's write with CVIA_WRITE_IMM has landed. */
+typedef struct cvia_imm_event {
+    int      source;   /**< the writer */
+    uint64_t imm;      /**< its immediate data */
+    uint64_t key;      /**< the region written */
+    uint64_t off;      /**< offset of the write in the region */
+    uint64_t len;      /**< bytes written */
+} cvia_imm_event_t;
+
+/** Take up to @p max pending immediate events without blocking, oldest
+ *  first (per writer, in the order of its writes). Returns the count. */
+int cvia_imm_poll(cvia_imm_event_t *ev, int max);
+/** Block until an immediate event arrives and take it. Fails with
+ *  -CVIA_ENOPEER if every peer is gone. */
+int cvia_imm_wait(cvia_imm_event_t *ev);
+/** @} */
+
+/** One line describing how this rank reaches @p peer (transport, copy
+ *  mechanism, thresholds), for tools and logs. */
+int cvia_peer_info(int peer, char *buf, size_t cap);
+
+/** @name Memory for communication buffers
+ *
+ * cvia_mem_alloc() returns memory from this process's shareable arena
+ * (memfd-backed, MAP_SHARED): a peer on the same node maps it on first use,
+ * and a transfer whose source or destination lies in it is then copied with
+ * plain loads and stores, without a system call. Only processes that the
+ * kernel would also let use Cross Memory Attach on this one (ptrace
+ * permission) can map it. Both calls may be used before cvia_init() and
+ * after cvia_finalize(). In a child created by fork(), memory from the
+ * parent's arena is not mapped (as with registered memory in RDMA stacks).
+ * @{ */
+
+/**
+ * Allocate @p len bytes (0 counts as 1) of kind @p kind and store the
+ * address in @p *ptr_p (set on success only). Blocks are 64-byte aligned;
+ * from 4096 bytes on they are page-aligned and share no page with another
+ * block. @p kind is NULL or "default"; memory tiers (issue 4: "hbw",
+ * "hbw-preferred", "ddr", "node:N", "near-nic:IF") are not there yet and
+ * any other kind is -EINVAL. Returns -ENOMEM when the machine's memory,
+ * CVIA_MEM_LIMIT or the arena's chunk slots are exhausted (checked when
+ * the memory is reserved, so a full machine never shows up later as a
+ * SIGBUS), -::CVIA_ECONFIG for a malformed CVIA_MEM_* variable.
+ */
+int cvia_mem_alloc(size_t len, const char *kind, void **ptr_p);
+
+/** Free memory from cvia_mem_alloc(). NULL is a no-op (0); anything else
+ *  not returned by cvia_mem_alloc(), or already freed, is -EINVAL. The
+ *  memory must not be in use by an outstanding operation. */
+int cvia_mem_free(void *ptr);
+/** @} */
 
 /** Abort the whole job: tell the launcher, which ends every rank.
  *  Does not return. */

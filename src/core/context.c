@@ -35,15 +35,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 int cvia__progress(struct cvia_ctx *c)
 {
     int events = 0;
@@ -113,7 +104,7 @@ void cvia__idle(struct cvia_ctx *c, unsigned *spins)
     unsigned s = ++*spins;
 
     if (s < (unsigned)c->cfg.spin_count) {
-        cpu_relax();
+        cvia_cpu_relax();
         return;
     }
     if (s < (unsigned)c->cfg.spin_count + 20000u) {
@@ -122,12 +113,13 @@ void cvia__idle(struct cvia_ctx *c, unsigned *spins)
         struct timespec nap = { 0, 50000 };   /* 50 us */
         nanosleep(&nap, NULL);
     }
-    if ((s & 31) == 0) {
+    if ((s & 31) == 0 && cvia_spin_trylock(&c->slow_lock)) {
         double t = now_s();
         if (t >= c->next_check) {
             c->next_check = t + c->cfg.liveness;
             check_liveness(c);
         }
+        cvia_spin_unlock(&c->slow_lock);
     }
 }
 
@@ -138,7 +130,7 @@ static int core_load_config(struct cvia_ctx *c)
     cvia__log_level = c->cfg.log_level;
     if (cvia__log_set_subsys(c->cfg.log_subsys)) {
         cvia_error(CONF, "CVIA_LOG_SUBSYS: invalid value '%s' (expected a "
-                   "comma-separated list of core, shm, boot, conf, topo, util, or all)",
+                   "comma-separated list of core, shm, boot, conf, topo, util, mem, or all)",
                    c->cfg.log_subsys);
         cvia__log_set_subsys("all");
         rc = -CVIA_ECONFIG;
@@ -182,10 +174,16 @@ int cvia_init(int *argc, char ***argv)
         rc = -ENOMEM;
         goto err_free;
     }
+    cvia_spin_init(&c->lock);
+    cvia_spin_init(&c->slow_lock);
+    cvia_spin_init(&c->mr_lock);
+    cvia_spin_init(&c->imm_lock);
     c->up.core = c;
     c->up.match = cvia__core_match;
     c->up.complete = cvia__core_complete;
     c->up.peer_lost = cvia__core_peer_lost;
+    c->up.mr_check = cvia__core_mr_check;
+    c->up.imm = cvia__core_imm;
 
     struct cvia_prov_args args = {
         .boot = c->boot, .rank = c->rank, .size = c->size,
@@ -280,7 +278,7 @@ static void fill_status(const struct cvia_req *r, cvia_status_t *st)
     st->source = r->x.peer;
     st->tag = r->x.tag;
     st->error = r->status;
-    if (r->kind == CVIA_REQ_SEND) {
+    if (r->kind != CVIA_REQ_RECV) {
         st->len = r->x.len;
         st->msg_len = r->x.len;
     } else {
@@ -312,6 +310,7 @@ int cvia_wait(cvia_req_t *req, cvia_status_t *status)
 
 int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status)
 {
+    static _Thread_local unsigned test_spins;   /* idle tests in a row */
     struct cvia_ctx *c = &cvia__ctx;
     struct cvia_req *r;
     int rc;
@@ -323,13 +322,13 @@ int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status)
         *done = 1;
         return 0;
     }
-    if (!r->complete) {
+    if (!cvia__req_done(r)) {
         if (cvia__progress(c) > 0)
-            c->test_spins = 0;
-        else if (!r->complete)   /* a test loop backs off and notices dead peers too */
-            cvia__idle(c, &c->test_spins);
+            test_spins = 0;
+        else if (!cvia__req_done(r))   /* a test loop backs off and notices dead peers too */
+            cvia__idle(c, &test_spins);
     }
-    if (!r->complete) {
+    if (!cvia__req_done(r)) {
         *done = 0;
         return 0;
     }
@@ -426,6 +425,7 @@ int cvia_finalize(void)
         cvia__boot_fini(c->boot);
     cvia__boot_close(c->boot);
     cvia__req_pool_fini(c);
+    cvia__rma_fini(c);
     free(c->peer_prov);
     free(c->peer_lost);
     memset(c, 0, sizeof(*c));

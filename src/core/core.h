@@ -9,6 +9,7 @@
 
 #include <corevia/corevia.h>
 #include "prov/prov.h"
+#include "util/lock.h"
 
 #define CVIA_MAX_PROV 8
 
@@ -19,13 +20,15 @@ enum cvia_req_kind {
     CVIA_REQ_SEND = 1,
     CVIA_REQ_RECV,
     CVIA_REQ_UNEXP,     /* a message that arrived before its receive */
+    CVIA_REQ_WRITE,
+    CVIA_REQ_READ,
 };
 
 struct cvia_req {
     struct cvia_xfer x;        /* first member: what the provider sees */
     uint8_t  kind;
-    uint8_t  complete;
-    uint8_t  redirected;       /* UNEXP: now filling its partner's buffer */
+    _Atomic uint8_t complete;  /* set last, with release: status is valid */
+    uint8_t  direct;           /* UNEXP: its bytes land in the partner's buffer */
     uint8_t  nomem;            /* UNEXP: no memory for the payload */
     int      status;
     int      src_want;         /* RECV: source or CVIA_ANY_SOURCE */
@@ -46,8 +49,22 @@ struct cvia_core_cfg {
     double liveness;
 };
 
+/* A registered region (cvia_mr_reg). */
+struct cvia_mr {
+    uint64_t key;              /* (generation << 32) | (index + 1) */
+    uint64_t addr, len;
+    unsigned access;
+    uint32_t index;
+};
+
 struct cvia_ctx {
     int      initialized;
+    /* Locks, in the order they may nest: provider locks, then lock, then
+     * mr_lock or imm_lock. The core never calls a provider with one held. */
+    cvia_spinlock_t lock;      /* posted, unexp, free_reqs, peer_lost, nlost */
+    cvia_spinlock_t slow_lock; /* liveness checks (boot socket is not shared) */
+    cvia_spinlock_t mr_lock;   /* mrs */
+    cvia_spinlock_t imm_lock;  /* imm queue */
     int      rank, size;
     uint64_t jobid;
     struct cvia_boot *boot;
@@ -66,7 +83,13 @@ struct cvia_ctx {
     struct cvia_req *free_reqs;
     struct cvia_prov_upcalls up;
     double   next_check;       /* time of the next liveness check */
-    unsigned test_spins;       /* idle cvia_test() calls in a row */
+    /* registered regions, by index */
+    struct cvia_mr **mrs;
+    uint32_t mr_cap;
+    uint32_t mr_gen;
+    /* immediate events not yet taken: a growing ring */
+    cvia_imm_event_t *imm;
+    size_t   imm_head, imm_len, imm_cap;
 };
 
 extern struct cvia_ctx cvia__ctx;
@@ -76,7 +99,7 @@ struct cvia_req *cvia__req_alloc(struct cvia_ctx *c);
 void cvia__req_free(struct cvia_ctx *c, struct cvia_req *r);
 void cvia__req_pool_fini(struct cvia_ctx *c);
 struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
-                                   int32_t tag, size_t msg_len);
+                                   int32_t tag, size_t msg_len, unsigned flags);
 void cvia__core_complete(void *core, struct cvia_xfer *x, int status);
 void cvia__core_peer_lost(void *core, int peer, int err);
 int  cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
@@ -85,8 +108,16 @@ int  cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
                      int tag, uint16_t ctx, struct cvia_req **req_p);
 int  cvia__wait_req(struct cvia_ctx *c, struct cvia_req *r);
 
+/* rma.c */
+int  cvia__core_mr_check(void *core, uint64_t key, uint64_t addr, size_t len,
+                         unsigned access);
+void cvia__core_imm(void *core, int src, uint64_t imm, uint64_t key,
+                    uint64_t addr, size_t len);
+void cvia__rma_fini(struct cvia_ctx *c);
+
 /* context.c */
 int  cvia__progress(struct cvia_ctx *c);
+int  cvia__req_done(const struct cvia_req *r);
 void cvia__idle(struct cvia_ctx *c, unsigned *spins);
 
 #endif

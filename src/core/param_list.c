@@ -17,7 +17,7 @@ static const struct cvia_param core_params[] = {
       "Logging level for messages on stderr (debug and trace need a Debug build).",
       0, 0, log_levels },
     { "LOG_SUBSYS", "all", CVIA_PARAM_STRING, offsetof(struct cvia_core_cfg, log_subsys),
-      "Comma-separated subsystems to log: core, shm, boot, conf, topo, util, or all.",
+      "Comma-separated subsystems to log: core, shm, boot, conf, topo, util, mem, or all.",
       0, 0, NULL },
     { "SPIN_COUNT", "2000", CVIA_PARAM_INT, offsetof(struct cvia_core_cfg, spin_count),
       "Idle polls a waiting rank spins before it starts yielding the CPU "
@@ -80,11 +80,13 @@ const struct cvia_param_table cvia__test_param_table = {
 
 extern const struct cvia_param_table cvia__shm_param_table;
 extern const struct cvia_param_table cvia__topo_param_table;
+extern const struct cvia_param_table cvia__mem_param_table;
 
 const struct cvia_param_table *const cvia__param_tables[] = {
     &cvia__core_param_table,
     &cvia__boot_param_table,
     &cvia__topo_param_table,
+    &cvia__mem_param_table,
     &cvia__shm_param_table,
     &cvia__test_param_table,
     NULL,

@@ -3,7 +3,12 @@
 /* Requests and tag matching (MPI semantics): an arriving message takes the
  * oldest posted receive that matches its (source, tag, context); a new
  * receive takes the oldest unexpected message that matches it. Providers
- * deliver each sender's messages in order, so (source, tag) order holds. */
+ * deliver each sender's messages in order, so (source, tag) order holds.
+ *
+ * Threads: the queues and the request pool are under c->lock, held only
+ * for list work: payload copies and provider calls happen after it is
+ * released. A request's completion is published by storing `complete`
+ * last, with release order. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +41,24 @@ static void q_remove(struct cvia_req_queue *q, struct cvia_req *r)
     r->next = r->prev = NULL;
 }
 
-struct cvia_req *cvia__req_alloc(struct cvia_ctx *c)
+/* with c->lock held */
+static struct cvia_req *req_alloc_locked(struct cvia_ctx *c)
 {
     struct cvia_req *r = c->free_reqs;
 
     if (r)
         c->free_reqs = r->next;
-    else if (!(r = malloc(sizeof(*r))))
+    return r;
+}
+
+struct cvia_req *cvia__req_alloc(struct cvia_ctx *c)
+{
+    struct cvia_req *r;
+
+    cvia_spin_lock(&c->lock);
+    r = req_alloc_locked(c);
+    cvia_spin_unlock(&c->lock);
+    if (!r && !(r = malloc(sizeof(*r))))
         return NULL;
     memset(r, 0, sizeof(*r));
     return r;
@@ -51,8 +67,10 @@ struct cvia_req *cvia__req_alloc(struct cvia_ctx *c)
 void cvia__req_free(struct cvia_ctx *c, struct cvia_req *r)
 {
     r->kind = 0;
+    cvia_spin_lock(&c->lock);
     r->next = c->free_reqs;
     c->free_reqs = r;
+    cvia_spin_unlock(&c->lock);
 }
 
 void cvia__req_pool_fini(struct cvia_ctx *c)
@@ -61,17 +79,28 @@ void cvia__req_pool_fini(struct cvia_ctx *c)
 
     while ((r = c->unexp.head)) {
         q_remove(&c->unexp, r);
-        if (!r->redirected)
+        if (!r->direct)
             free(r->x.buf);
         free(r);
     }
-    /* posted receives and sends still owned by the user are leaked on
-     * purpose: the user may still hold their handles */
+    /* posted receives and sends still owned by the user are left alone:
+     * the user may still hold their handles */
     c->posted.head = c->posted.tail = NULL;
     while ((r = c->free_reqs)) {
         c->free_reqs = r->next;
         free(r);
     }
+}
+
+int cvia__req_done(const struct cvia_req *r)
+{
+    return atomic_load_explicit(&r->complete, memory_order_acquire);
+}
+
+static void req_done(struct cvia_req *r, int status)
+{
+    r->status = status;
+    atomic_store_explicit(&r->complete, 1, memory_order_release);
 }
 
 static int match_recv(const struct cvia_req *r, int src, uint16_t ctx, int32_t tag)
@@ -81,19 +110,15 @@ static int match_recv(const struct cvia_req *r, int src, uint16_t ctx, int32_t t
            (r->tag_want == CVIA_ANY_TAG || r->tag_want == tag);
 }
 
-static void req_done(struct cvia_req *r, int status)
-{
-    r->status = status;
-    r->complete = 1;
-}
-
-/* Hand a finished unexpected message @u to its receive @r. */
+/* Hand a finished unexpected message @u to its receive @r and free @u.
+ * No lock held: @u and @r belong to this thread now. */
 static void unexp_deliver(struct cvia_ctx *c, struct cvia_req *r,
                           struct cvia_req *u, int status)
 {
     size_t n = u->x.msg_len < r->x.len ? u->x.msg_len : r->x.len;
 
-    if (!u->redirected && n && !u->nomem)
+    if (!u->direct && n && !u->nomem && status != -CVIA_ENOPEER &&
+        status != -CVIA_EABORT)
         memcpy(r->x.buf, u->x.buf, n);
     r->x.peer = u->x.peer;
     r->x.tag = u->x.tag;
@@ -103,87 +128,132 @@ static void unexp_deliver(struct cvia_ctx *c, struct cvia_req *r,
         status = -ENOMEM;
     else if (status == 0 || status == -CVIA_ETRUNC)
         status = u->x.msg_len > r->x.len ? -CVIA_ETRUNC : 0;
-    req_done(r, status);
-    if (!u->redirected)
+    if (!u->direct)
         free(u->x.buf);
     r->partner = NULL;
     cvia__req_free(c, u);
+    req_done(r, status);
 }
 
 struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
-                                   int32_t tag, size_t msg_len)
+                                   int32_t tag, size_t msg_len, unsigned flags)
 {
     struct cvia_ctx *c = core;
     struct cvia_req *r, *u;
+    void *buf = NULL;
 
+    cvia_spin_lock(&c->lock);
     for (r = c->posted.head; r; r = r->next) {
         if (match_recv(r, src, ctx, tag)) {
             q_remove(&c->posted, r);
+            cvia_spin_unlock(&c->lock);
             r->x.peer = src;
             r->x.tag = tag;
             return &r->x;
         }
     }
-    u = cvia__req_alloc(c);
-    if (!u) {
-        /* cannot even track it: drop it into a static sink */
-        static struct cvia_req sink;
+    u = req_alloc_locked(c);
+    cvia_spin_unlock(&c->lock);
+    /* nobody can take an unexpected entry before it is queued: allocate
+     * outside the lock, then queue (a receive posted in between checks the
+     * unexpected queue after the posted one, under the lock, so it cannot
+     * miss this message: see cvia__irecv_ctx) */
+    if (!u && !(u = malloc(sizeof(*u)))) {
+        static struct cvia_req sink;   /* drop into a sink, fail loudly */
         cvia_error(CORE, "out of memory for an unexpected message from rank %d", src);
         memset(&sink, 0, sizeof(sink));
         sink.kind = CVIA_REQ_UNEXP;
         sink.nomem = 2;
+        sink.x.flags = CVIA_XFER_UNEXP;
         return &sink.x;
     }
+    memset(u, 0, sizeof(*u));
     u->kind = CVIA_REQ_UNEXP;
     u->x.peer = src;
     u->x.tag = tag;
     u->x.ctx = ctx;
     u->x.msg_len = msg_len;
-    u->x.len = msg_len;
-    if (msg_len && !(u->x.buf = malloc(msg_len))) {
-        cvia_error(CORE, "out of memory for a %zu-byte unexpected message from "
-                   "rank %d; it will fail its receive", msg_len, src);
-        u->nomem = 1;
-        u->x.len = 0;
+    u->x.flags = CVIA_XFER_UNEXP;
+    if (!(flags & CVIA_MATCH_RNDV)) {
+        u->x.len = msg_len;
+        if (msg_len && !(buf = malloc(msg_len))) {
+            cvia_error(CORE, "out of memory for a %zu-byte unexpected message from "
+                       "rank %d; it will fail its receive", msg_len, src);
+            u->nomem = 1;
+            u->x.len = 0;
+        }
+        u->x.buf = buf;
+    }
+    cvia_spin_lock(&c->lock);
+    /* a receive may have been posted while we allocated */
+    for (r = c->posted.head; r; r = r->next) {
+        if (match_recv(r, src, ctx, tag)) {
+            q_remove(&c->posted, r);
+            u->next = c->free_reqs;      /* give the entry back */
+            c->free_reqs = u;
+            cvia_spin_unlock(&c->lock);
+            free(buf);
+            r->x.peer = src;
+            r->x.tag = tag;
+            return &r->x;
+        }
     }
     q_push(&c->unexp, u);
+    cvia_spin_unlock(&c->lock);
     return &u->x;
 }
 
 void cvia__core_complete(void *core, struct cvia_xfer *x, int status)
 {
     struct cvia_ctx *c = core;
-    struct cvia_req *r = cvia_container_of(x, struct cvia_req, x);
+    struct cvia_req *r = cvia_container_of(x, struct cvia_req, x), *partner;
 
-    if (r->kind == CVIA_REQ_UNEXP) {
-        if (r->nomem == 2)   /* the static sink */
-            return;
-        if (r->partner) {
-            unexp_deliver(c, r->partner, r, status);
-            return;
-        }
-        req_done(r, status);   /* waits in the unexpected queue */
+    if (r->kind != CVIA_REQ_UNEXP) {
+        req_done(r, status);
         return;
     }
-    req_done(r, status);
+    if (r->nomem == 2)   /* the static sink */
+        return;
+    cvia_spin_lock(&c->lock);
+    partner = r->partner;
+    if (!partner) {
+        r->status = status;          /* waits in the unexpected queue */
+        atomic_store_explicit(&r->complete, 1, memory_order_release);
+        cvia_spin_unlock(&c->lock);
+        return;
+    }
+    cvia_spin_unlock(&c->lock);
+    unexp_deliver(c, partner, r, status);
 }
 
 void cvia__core_peer_lost(void *core, int peer, int err)
 {
     struct cvia_ctx *c = core;
-    struct cvia_req *r, *next;
+    struct cvia_req *r, *next, *failed = NULL;
 
-    if (peer < 0 || peer >= c->size || c->peer_lost[peer])
+    if (peer < 0 || peer >= c->size)
         return;
+    cvia_spin_lock(&c->lock);
+    if (c->peer_lost[peer]) {
+        cvia_spin_unlock(&c->lock);
+        return;
+    }
     c->peer_lost[peer] = 1;
     c->nlost++;
     for (r = c->posted.head; r; r = next) {
         next = r->next;
         if (r->src_want == peer || r->src_want == CVIA_ANY_SOURCE) {
             q_remove(&c->posted, r);
-            r->x.peer = peer;
-            req_done(r, err);
+            r->next = failed;
+            failed = r;
         }
+    }
+    cvia_spin_unlock(&c->lock);
+    for (r = failed; r; r = next) {
+        next = r->next;
+        r->next = NULL;
+        r->x.peer = peer;
+        req_done(r, err);
     }
 }
 
@@ -230,6 +300,7 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
                     int tag, uint16_t ctx, struct cvia_req **req_p)
 {
     struct cvia_req *r, *u;
+    int lost;
 
     if (check_peer_arg(c, src, 1) || tag < CVIA_ANY_TAG || (!buf && cap))
         return -EINVAL;
@@ -246,36 +317,44 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
     r->tag_want = tag;
     *req_p = r;
 
-    for (u = c->unexp.head; u; u = u->next) {
-        if (!match_recv(r, u->x.peer, u->x.ctx, u->x.tag))
-            continue;
+    cvia_spin_lock(&c->lock);
+    for (u = c->unexp.head; u; u = u->next)
+        if (match_recv(r, u->x.peer, u->x.ctx, u->x.tag))
+            break;
+    if (u) {
         q_remove(&c->unexp, u);
-        if (u->complete) {
+        if (cvia__req_done(u)) {
+            cvia_spin_unlock(&c->lock);
             unexp_deliver(c, r, u, u->status);
             return 0;
         }
-        /* still arriving: pair them; if the receive can hold it all, move
-         * what came so far and let the rest land in place */
+        /* still arriving: pair them; its completion delivers */
         u->partner = r;
         r->partner = u;
         r->x.peer = u->x.peer;
         r->x.tag = u->x.tag;
-        if (!u->nomem && cap >= u->x.msg_len) {
-            if (u->x.done)
-                memcpy(buf, u->x.buf, u->x.done);
-            free(u->x.buf);
+        if (u->x.flags & CVIA_XFER_RNDV) {
+            /* no byte has moved yet: fetch straight into the receive buffer */
             u->x.buf = buf;
             u->x.len = cap;
-            u->redirected = 1;
+            u->direct = 1;
+            cvia_spin_unlock(&c->lock);
+            int pi = c->peer_prov[u->x.peer];
+            int rc = c->prov[pi].desc->ops->rndv_start(c->prov[pi].ep, &u->x);
+            if (rc)
+                cvia__core_complete(c, &u->x, rc);
+            return 0;
         }
+        cvia_spin_unlock(&c->lock);
         return 0;
     }
-    if ((src != CVIA_ANY_SOURCE && c->peer_lost[src]) ||
-        (src == CVIA_ANY_SOURCE && c->nlost)) {
+    lost = (src != CVIA_ANY_SOURCE && c->peer_lost[src]) ||
+           (src == CVIA_ANY_SOURCE && c->nlost);
+    if (!lost)
+        q_push(&c->posted, r);
+    cvia_spin_unlock(&c->lock);
+    if (lost)
         req_done(r, c->aborted ? -CVIA_EABORT : -CVIA_ENOPEER);
-        return 0;
-    }
-    q_push(&c->posted, r);
     return 0;
 }
 
@@ -283,10 +362,10 @@ int cvia__wait_req(struct cvia_ctx *c, struct cvia_req *r)
 {
     unsigned spins = 0;
 
-    while (!r->complete) {
+    while (!cvia__req_done(r)) {
         if (cvia__progress(c) > 0)
             spins = 0;
-        else
+        else if (!cvia__req_done(r))
             cvia__idle(c, &spins);
     }
     return r->status;

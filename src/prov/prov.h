@@ -40,8 +40,24 @@ struct cvia_xfer {
     int        peer;      /* send: destination; receive: source */
     int32_t    tag;
     uint16_t   ctx;       /* CVIA_CTX_USER or CVIA_CTX_INTERNAL */
+    uint16_t   flags;     /* CVIA_XFER_* */
     struct cvia_xfer *prov_next;   /* provider's queue link while it owns it */
+    uint64_t   prov_cookie;        /* provider's, e.g. a rendezvous handle */
+    /* one-sided operations: the remote side */
+    uint64_t   rma_addr;  /* target address in the target's address space */
+    uint64_t   rma_key;
+    uint64_t   rma_imm;
 };
+
+/* xfer flags */
+#define CVIA_XFER_UNEXP  0x1   /* core: an unexpected message (set by match) */
+#define CVIA_XFER_RNDV   0x2   /* provider: payload not carried yet; the core
+                                * calls rndv_start() once it has a buffer */
+#define CVIA_XFER_IMM    0x4   /* write: raise an immediate event at the target */
+
+/* match() flags */
+#define CVIA_MATCH_RNDV  0x1   /* the message's bytes will be fetched later:
+                                * an unexpected one needs no buffer */
 
 #define CVIA_CTX_USER     0
 #define CVIA_CTX_INTERNAL 1
@@ -49,15 +65,22 @@ struct cvia_xfer {
 struct cvia_prov_upcalls {
     void *core;
     /* A message from @src begins: return where to put it (a posted receive
-     * or a new unexpected buffer). Never NULL. */
+     * or a new unexpected entry, flagged CVIA_XFER_UNEXP). Never NULL. */
     struct cvia_xfer *(*match)(void *core, int src, uint16_t ctx, int32_t tag,
-                               size_t msg_len);
+                               size_t msg_len, unsigned flags);
     /* @x is finished: a send's buffer is free again, a receive's bytes are
      * all in (status 0, or negative). */
     void (*complete)(void *core, struct cvia_xfer *x, int status);
     /* @peer is gone (its remaining data already delivered): fail whatever
      * still involves it. */
     void (*peer_lost)(void *core, int peer, int err);
+    /* A peer wants to access [addr, addr+len) of a region of ours registered
+     * under @key with @access (CVIA_MR_REMOTE_*): 0 if allowed. */
+    int  (*mr_check)(void *core, uint64_t key, uint64_t addr, size_t len,
+                     unsigned access);
+    /* A peer's write with immediate data has landed. */
+    void (*imm)(void *core, int src, uint64_t imm, uint64_t key, uint64_t addr,
+                size_t len);
 };
 
 struct cvia_prov_args {
@@ -95,6 +118,22 @@ struct cvia_prov_ops {
     /* Remove resources left behind by dead processes (cvia-info --cleanup).
      * Returns how many were removed. */
     int  (*cleanup)(void);
+    /* The core matched an unexpected CVIA_XFER_RNDV message to a receive:
+     * @x->buf / @x->len now name the receive buffer. Fetch the bytes and
+     * complete @x. Called without core locks held. */
+    int  (*rndv_start)(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+    /* Register / deregister a region for remote access (so the provider can
+     * publish it where peers check it). */
+    int  (*mr_reg)(struct cvia_prov_ep *ep, uint64_t key, const void *addr,
+                   size_t len, unsigned access);
+    int  (*mr_dereg)(struct cvia_prov_ep *ep, uint64_t key);
+    /* One-sided: x->buf/len local, x->peer target, x->rma_addr/key remote,
+     * CVIA_XFER_IMM with x->rma_imm. Completion through up->complete once
+     * the local buffer may be reused. */
+    int  (*write)(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+    int  (*read)(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+    /* One line on how this endpoint reaches @peer (mechanism, thresholds). */
+    void (*peer_info)(struct cvia_prov_ep *ep, int peer, char *buf, size_t cap);
 };
 
 struct cvia_prov_desc {

@@ -2,19 +2,38 @@
 /* Copyright (c) 2026 corevia developers */
 /* shm provider: private structures.
  *
- * Each rank owns one receive segment holding one ring per sender (itself
- * included). A ring (util/ring.h) is single-producer / single-consumer: the
- * sender writes slots, the owner reads them, and they share no head/tail
- * counter, so a small message costs one cache line in flight. Messages
- * longer than a slot are cut into
- * consecutive slots (FIRST ... LAST) and pipelined: the consumer drains
- * slots while the producer fills the next ones.
+ * Each rank owns one segment. Peers map it. It holds, at offsets every
+ * rank computes the same way from the job size and the CVIA_SHM_* settings:
  *
- * Segment layout (offsets in bytes):
- *   0          struct shm_seg_hdr        (one page)
- *   4096       ring of sender 0          (ring_bytes)
- *   4096 + p * ring_bytes                ring of sender p
- */
+ *   0          struct shm_seg_hdr
+ *   cma_off    uint8_t cma[nranks]: 1 if this rank may copy straight into
+ *              or out of rank p's memory (Cross Memory Attach probe)
+ *   mr_off     struct shm_mr mr[mr_max]: regions this rank registered for
+ *              remote access; peers check every one-sided access here
+ *   rv_off     struct shm_rndv rv[nranks * rv_per_peer]: this rank's
+ *              outgoing rendezvous transfers, rv_per_peer per destination
+ *   ring_off   one receive ring per sender (itself included)
+ *
+ * A ring (util/ring.h) is single-producer / single-consumer: the sender
+ * writes slots, the owner reads them, and they share no head/tail counter,
+ * so a small message costs one cache line in flight. Messages longer than
+ * a slot are cut into consecutive slots (FIRST ... LAST) and pipelined.
+ *
+ * Rendezvous (messages of at least CVIA_SHM_RNDV_THRESHOLD bytes): the
+ * sender fills a block in its own segment (buffer address, length) and
+ * sends only a small RTS slot. The receiver, once the message is matched,
+ * copies once: it pulls the bytes (READ: process_vm_readv, or plain
+ * loads from the sender's shared arena), or publishes its buffer in the
+ * block (CTS) so the sender pushes them (WRITE: process_vm_writev), or
+ * both copy disjoint chunks claimed from the block's counter (COOP). The
+ * receiver ends the transfer with DONE, after which the sender completes
+ * and reuses the block. No lock is held across a copy or a system call.
+ *
+ * Locks per peer (paper 000, 3.2: small, separate critical sections):
+ * tx_lock (send queue, ring position as producer, pending rendezvous and
+ * reads), rx_lock (ring position as consumer, message being received,
+ * pending receive-side rendezvous). Order: rx_lock before tx_lock, both
+ * before the core's locks. */
 #ifndef COREVIA_PROV_SHM_H
 #define COREVIA_PROV_SHM_H
 
@@ -24,34 +43,49 @@
 #include <sys/types.h>
 
 #include "prov/prov.h"
+#include "util/lock.h"
 #include "util/ring.h"
 
 #define SHM_MAGIC       0x316d687361697663ull   /* "cviashm1" */
-#define SHM_HDR_BYTES   4096
 #define SHM_CACHELINE   64
 #define SHM_NAME_MAX    64
 
-#define SHM_SLOT_FIRST  0x1
-#define SHM_SLOT_LAST   0x2
+/* slot flags */
+#define SHM_SLOT_FIRST  0x01
+#define SHM_SLOT_LAST   0x02
+#define SHM_SLOT_RTS    0x04   /* rendezvous request: payload = block index */
+#define SHM_SLOT_IMM    0x08   /* immediate event: payload = struct shm_imm */
+#define SHM_SLOT_RMAW   0x10   /* one-sided write through the ring */
+#define SHM_SLOT_RMAR   0x20   /* one-sided read request */
+#define SHM_SLOT_RRESP  0x40   /* answer to a read request */
+#define SHM_SLOT_KINDS  (SHM_SLOT_RTS | SHM_SLOT_IMM | SHM_SLOT_RMAW | \
+                         SHM_SLOT_RMAR | SHM_SLOT_RRESP)
+
+/* provider-private xfer flags (high bits of cvia_xfer.flags) */
+#define SHM_XFER_OP     0x8000  /* the xfer is a struct shm_op's wire view */
 
 struct shm_seg_hdr {
     uint64_t magic;
     uint64_t jobid;
+    uint64_t self_addr;      /* this header's address in its owner: CMA probe */
     uint32_t owner;          /* rank that reads these rings */
     uint32_t nranks;
     uint32_t nslots;         /* power of two */
     uint32_t slot_size;      /* bytes, header included, multiple of 64 */
+    uint32_t rv_per_peer;
+    uint32_t mr_max;
     uint64_t ring_bytes;     /* stride between rings */
+    uint64_t cma_off, mr_off, rv_off, ring_off;
     int32_t  pid;
+    _Atomic int32_t arena_fd;     /* owner's arena index memfd number, -1 none */
     _Atomic uint32_t finalized;   /* owner finished cleanly */
 };
 
-/* 32 bytes; the payload follows, so a message of up to 32 bytes travels in
- * the slot's first cache line together with its header. */
+/* 32 bytes. A payload of up to 32 bytes follows in the same cache line. */
 struct shm_slot {
     _Atomic uint64_t seq;
     uint32_t len;            /* payload bytes in this slot */
-    uint16_t flags;          /* SHM_SLOT_FIRST | SHM_SLOT_LAST */
+    uint16_t flags;          /* SHM_SLOT_* */
     uint16_t ctx;
     int32_t  tag;
     uint32_t reserved;
@@ -59,28 +93,103 @@ struct shm_slot {
 };
 #define SHM_SLOT_HDR ((size_t)sizeof(struct shm_slot))
 
+/* An exported registration; key 0: free. The owner clears key, writes the
+ * fields, then sets key (release); a reader checks key before and after. */
+struct shm_mr {
+    _Atomic uint64_t key;
+    uint64_t addr;
+    uint64_t len;
+    uint32_t access;
+    uint32_t reserved;
+};
+
+enum shm_rv_state { SHM_RV_FREE = 0, SHM_RV_RTS, SHM_RV_CTS, SHM_RV_DONE };
+enum shm_copy_mode { SHM_COPY_AUTO = 0, SHM_COPY_READ, SHM_COPY_WRITE, SHM_COPY_COOP };
+
+/* A rendezvous transfer, in the sender's segment. */
+struct shm_rndv {
+    _Atomic uint32_t state;  /* enum shm_rv_state */
+    _Atomic int32_t  error;  /* first error of either side */
+    uint32_t mode;           /* receiver's choice, with CTS */
+    uint32_t reserved;
+    uint64_t src;            /* sender's buffer, in the sender */
+    uint64_t msg_len;
+    uint64_t dst;            /* receiver's buffer, in the receiver (CTS) */
+    uint64_t len;            /* bytes to move: min(msg_len, capacity) */
+    uint64_t chunk;          /* bytes per claimed chunk */
+    uint64_t reserved2;
+    /* the contended counters on a line of their own */
+    _Alignas(64) _Atomic uint64_t next;   /* next chunk to claim */
+    _Atomic uint64_t done;                /* bytes copied, both sides */
+};
+
+/* Immediate event and one-sided headers carried in slots (32 bytes). */
+struct shm_rma_hdr {
+    uint64_t key;
+    uint64_t addr;           /* target address, in the target */
+    uint64_t a;              /* RMAW/IMM: immediate; RMAR: length; RRESP: cookie */
+    uint64_t b;              /* RMAW: CVIA_XFER_IMM or 0; IMM: length;
+                              * RMAR: cookie; RRESP: status (int64) */
+};
+#define SHM_RMA_HDR ((size_t)sizeof(struct shm_rma_hdr))
+
+/* A provider-owned message with a 32-byte header before its data: one-sided
+ * operations through the ring. `x` is what travels through the send queue
+ * (its buf/len are the data, its done counts header and data). */
+struct shm_op {
+    struct cvia_xfer x;
+    struct cvia_xfer *user;  /* the core's request, completed with it; NULL: internal */
+    uint16_t slot_flags;     /* SHM_SLOT_RMAW / RMAR / RRESP */
+    struct shm_rma_hdr hdr;
+};
+
 struct shm_cfg {
     long   nslots;
     size_t slot_size;
+    size_t rndv_threshold;
+    int    cma;              /* tri: -1 auto, 0 never, 1 required */
+    int    arena;
+    int    copy_mode;        /* enum shm_copy_mode */
+    size_t coop_threshold;
+    size_t coop_chunk;
+    long   rv_per_peer;
+    long   mr_max;
 };
+
+struct cvia_arena_view;
 
 /* What this rank knows about one peer. */
 struct shm_peer {
-    /* as producer into the peer's segment */
+    /* as producer into the peer's segment, under tx_lock */
+    cvia_spinlock_t  tx_lock;
     struct cvia_ring tx_ring;    /* my ring inside the peer's segment */
     uint64_t         tx_pos;
     int              tx_started; /* FIRST slot of the head message written */
     struct cvia_xfer *txq_head, *txq_tail;
-    /* as consumer of my own segment */
+    struct cvia_xfer *rv_send;   /* sends waiting in rendezvous (prov_next) */
+    struct cvia_xfer *reads;     /* reads through the ring waiting for data */
+    uint8_t         *rv_users;   /* [rv_per_peer] threads copying for a block */
+    uint64_t         rv_busy;    /* bitmap of my blocks in use (<= 64) */
+    /* as consumer of my own segment, under rx_lock */
+    cvia_spinlock_t  rx_lock;
     struct cvia_ring rx_ring;
     uint64_t         rx_pos;
     struct cvia_xfer *rx_cur;    /* message being received */
+    struct shm_op    rx_op;      /* its header, for one-sided messages */
+    struct cvia_xfer *rv_recv;   /* receives waiting for the sender's chunks */
+    _Atomic int      rv_pending; /* rv_send or rv_recv non-empty */
     /* the peer's segment */
     struct shm_seg_hdr *seg;
     size_t           seg_bytes;
     pid_t            pid;
     int              pidfd;      /* -1 if unavailable */
-    int              gone;       /* reported through peer_lost */
+    uint8_t          can_cma;    /* I may copy into/out of the peer */
+    uint8_t          peer_cma;   /* the peer may copy into/out of me */
+    _Atomic uint64_t bytes_cma;    /* single-copy bytes by Cross Memory Attach */
+    _Atomic uint64_t bytes_near;   /* single-copy bytes by load/store (arena, self) */
+    struct cvia_arena_view *view;  /* the peer's arena, opened on first use */
+    int              view_failed;
+    _Atomic int      gone;       /* reported through peer_lost */
 };
 
 struct cvia_prov_ep {
@@ -90,25 +199,68 @@ struct cvia_prov_ep {
     uint32_t          slot_size;
     size_t            ring_bytes;
     size_t            seg_bytes;
+    uint64_t          cma_off, mr_off, rv_off, ring_off;
     char              name[SHM_NAME_MAX];  /* my segment, "" once unlinked */
     struct shm_seg_hdr *seg;               /* my segment */
     struct shm_peer  *peers;               /* [size] */
-    int               npending;            /* peers with queued sends */
-    int               poll_start;          /* round-robin fairness */
+    _Atomic int       npending;            /* peers with queued sends */
+    _Atomic int       poll_start;          /* round-robin fairness */
+    int               rndv_any;            /* rendezvous possible with someone */
 };
 
+static inline struct shm_mr *shm_mr_table(struct shm_seg_hdr *h)
+{
+    return (struct shm_mr *)(void *)((char *)h + h->mr_off);
+}
+
+static inline struct shm_rndv *shm_rv_block(struct shm_seg_hdr *h, int dest,
+                                            uint32_t i)
+{
+    return (struct shm_rndv *)(void *)((char *)h + h->rv_off) +
+           (size_t)dest * h->rv_per_peer + i;
+}
+
+static inline uint8_t *shm_cma_table(struct shm_seg_hdr *h)
+{
+    return (uint8_t *)h + h->cma_off;
+}
+
 /* shm_seg.c */
+void shm_seg_layout(struct cvia_prov_ep *ep);
 int  shm_seg_create(struct cvia_prov_ep *ep);
 int  shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name);
 void shm_seg_unlink(struct cvia_prov_ep *ep);
 void shm_seg_detach_all(struct cvia_prov_ep *ep);
 int  shm_seg_cleanup_stale(void);
+void shm_probe_cma(struct cvia_prov_ep *ep);
 
 /* shm_msg.c */
 int  shm_send(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+int  shm_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x);
 int  shm_progress(struct cvia_prov_ep *ep);
 int  shm_check_peers(struct cvia_prov_ep *ep);
 void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err);
 
+/* shm_rndv.c */
+int  shm_rndv_use(struct cvia_prov_ep *ep, int peer, const struct cvia_xfer *x);
+int  shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+int  shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+int  shm_rndv_progress(struct cvia_prov_ep *ep, int peer);
+void shm_rndv_fail(struct cvia_prov_ep *ep, int peer, int err);
+int  shm_copy(struct cvia_prov_ep *ep, int peer, int pull, void *local,
+              uint64_t remote, size_t len);
+
+/* shm_rma.c */
+int  shm_mr_export(struct cvia_prov_ep *ep, uint64_t key, const void *addr,
+                   size_t len, unsigned access);
+int  shm_mr_unexport(struct cvia_prov_ep *ep, uint64_t key);
+int  shm_write(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+int  shm_read(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+/* a one-sided message arrived complete, or its header did (rx_lock held) */
+struct cvia_xfer *shm_rma_begin(struct cvia_prov_ep *ep, int peer, uint16_t flags,
+                                const struct shm_rma_hdr *h, size_t data_len);
+void shm_rma_end(struct cvia_prov_ep *ep, int peer, uint16_t flags,
+                 struct cvia_xfer *x, int status);
+void shm_op_done(struct cvia_prov_ep *ep, struct cvia_xfer *x, int status);
 
 #endif

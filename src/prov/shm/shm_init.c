@@ -5,13 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <corevia/cvia_errno.h>
 #include "boot/boot.h"
+#include "mem/arena.h"
 #include "prov/shm/shm.h"
 #include "util/log.h"
 #include "util/param.h"
+
+static const char *const copy_modes[] = { "auto", "read", "write", "coop", NULL };
 
 static const struct cvia_param shm_params[] = {
     { "SLOTS", "64", CVIA_PARAM_INT, offsetof(struct shm_cfg, nslots),
@@ -22,6 +26,42 @@ static const struct cvia_param shm_params[] = {
       "Bytes per ring slot, a 32-byte header included (a multiple of 64); "
       "larger messages are pipelined through consecutive slots.",
       128, 16 << 20, NULL },
+    { "RNDV_THRESHOLD", "32k", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, rndv_threshold),
+      "Messages of at least this many bytes are copied once (rendezvous) where "
+      "Cross Memory Attach or a shared arena allows; smaller ones take two copies "
+      "through the ring. `cvia-bench crossover` measures where single copy starts "
+      "to pay on a machine; a huge value (1t) turns single copy off.",
+      0, 0, NULL },
+    { "CMA", "auto", CVIA_PARAM_TRI, offsetof(struct shm_cfg, cma),
+      "Copy with Cross Memory Attach (process_vm_readv/writev): auto probes each "
+      "peer at start and falls back to two copies, with one warning, where the "
+      "kernel refuses (ptrace policy, containers); y makes a refusal an error at "
+      "cvia_init; n never uses it (single copy then only from shared arenas).",
+      0, 0, NULL },
+    { "ARENA", "y", CVIA_PARAM_BOOL, offsetof(struct shm_cfg, arena),
+      "Map peers' shared arenas (memory from cvia_mem_alloc) to copy to and from "
+      "them with plain loads and stores, without a system call.",
+      0, 0, NULL },
+    { "COPY", "auto", CVIA_PARAM_ENUM, offsetof(struct shm_cfg, copy_mode),
+      "Who copies a rendezvous message: read (the receiver pulls), write (the "
+      "sender pushes into the posted receive), coop (both, on disjoint chunks), or "
+      "auto (coop from CVIA_SHM_COOP_THRESHOLD up, read below).",
+      0, 0, copy_modes },
+    { "COOP_THRESHOLD", "1t", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, coop_threshold),
+      "With CVIA_SHM_COPY=auto, messages of at least this size are copied by both "
+      "sides at once. Off (1t) by default: on the machines measured so far it was "
+      "not faster (BENCHMARKS.md); set it where cvia-bench shows it pays.",
+      0, 0, NULL },
+    { "COOP_CHUNK", "256k", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, coop_chunk),
+      "Bytes per chunk claimed by either side in a cooperative or sender-side copy.",
+      4096, 1 << 30, NULL },
+    { "RNDV_SLOTS", "16", CVIA_PARAM_INT, offsetof(struct shm_cfg, rv_per_peer),
+      "Rendezvous transfers a rank may have in flight to one peer; beyond that a "
+      "large message goes through the ring.",
+      1, 64, NULL },
+    { "MR_MAX", "1024", CVIA_PARAM_INT, offsetof(struct shm_cfg, mr_max),
+      "Regions a rank may have registered for one-sided access at once.",
+      1, 1 << 20, NULL },
     { NULL }
 };
 
@@ -57,22 +97,44 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
     }
     ep->nslots = (uint32_t)ep->cfg.nslots;
     ep->slot_size = (uint32_t)ep->cfg.slot_size;
-    {
-        size_t page = (size_t)sysconf(_SC_PAGESIZE);
-        ep->ring_bytes = ((size_t)ep->nslots * ep->slot_size + page - 1) / page * page;
-    }
-    ep->seg_bytes = SHM_HDR_BYTES + (size_t)args->size * ep->ring_bytes;
+    shm_seg_layout(ep);
     ep->peers = calloc((size_t)args->size, sizeof(*ep->peers));
     if (!ep->peers) {
         rc = -ENOMEM;
         goto err_free;
     }
-    for (int p = 0; p < args->size; p++)
-        ep->peers[p].pidfd = -1;
+    for (int p = 0; p < args->size; p++) {
+        struct shm_peer *pp = &ep->peers[p];
+        pp->pidfd = -1;
+        cvia_spin_init(&pp->tx_lock);
+        cvia_spin_init(&pp->rx_lock);
+        if (!(pp->rv_users = calloc((size_t)ep->cfg.rv_per_peer, 1))) {
+            rc = -ENOMEM;
+            goto err_free_peers;
+        }
+    }
+    /* Under Yama's ptrace_scope 1 ranks (siblings) may not use CMA on each
+     * other; allow it for our launcher's descendants - the job - only. */
+    if (ep->cfg.cma != 0 && args->size > 1 && getppid() > 1) {
+        FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+        int scope = 0;
+        if (f) {
+            if (fscanf(f, "%d", &scope) != 1)
+                scope = 0;
+            fclose(f);
+        }
+        if (scope == 1 && prctl(PR_SET_PTRACER, (unsigned long)getppid(), 0, 0, 0) == 0)
+            cvia_info(SHM, "yama ptrace_scope 1: allowed the launcher's descendants "
+                      "(pid %d) to use Cross Memory Attach on this rank", (int)getppid());
+    }
 
     rc = shm_seg_create(ep);
     if (rc)
         goto err_free_peers;
+    if (ep->cfg.arena) {
+        int fd = cvia__arena_index_fd();
+        atomic_store_explicit(&ep->seg->arena_fd, fd >= 0 ? fd : -1, memory_order_release);
+    }
     snprintf(key, sizeof(key), "shm.%d", args->rank);
     rc = cvia__boot_put(args->boot, key, ep->name);
     if (rc)
@@ -84,6 +146,8 @@ err_seg:
     shm_seg_unlink(ep);
     shm_seg_detach_all(ep);
 err_free_peers:
+    for (int p = 0; p < args->size; p++)
+        free(ep->peers[p].rv_users);
     free(ep->peers);
 err_free:
     free(ep);
@@ -111,14 +175,32 @@ static int shm_connect(struct cvia_prov_ep *ep)
         if (rc)
             return rc;
     }
+    shm_probe_cma(ep);
     return 0;
 }
 
 static int shm_ready(struct cvia_prov_ep *ep)
 {
+    int me = ep->args.rank;
+
     /* every peer has mapped my segment: the name is no longer needed, and
      * from now on nothing is left in /dev/shm whatever happens to us */
     shm_seg_unlink(ep);
+    /* every peer has probed me: learn who may copy into and out of me */
+    for (int p = 0; p < ep->args.size; p++) {
+        struct shm_peer *pp = &ep->peers[p];
+        pp->can_cma = shm_cma_table(ep->seg)[p];
+        pp->peer_cma = shm_cma_table(pp->seg)[me];
+        if (pp->can_cma || pp->peer_cma)
+            ep->rndv_any = 1;
+    }
+    if (ep->cfg.cma == 1)
+        for (int p = 0; p < ep->args.size; p++)
+            if (!ep->peers[p].can_cma) {
+                cvia_error(SHM, "CVIA_SHM_CMA=y: Cross Memory Attach to rank %d is "
+                           "refused by the kernel", p);
+                return -EPERM;
+            }
     return 0;
 }
 
@@ -129,6 +211,11 @@ static int shm_close(struct cvia_prov_ep *ep, int clean)
     if (clean && ep->seg)
         atomic_store_explicit(&ep->seg->finalized, 1, memory_order_release);
     shm_seg_unlink(ep);
+    for (int p = 0; p < ep->args.size; p++) {
+        if (ep->peers[p].view)
+            cvia__arena_view_close(ep->peers[p].view);
+        free(ep->peers[p].rv_users);
+    }
     shm_seg_detach_all(ep);
     free(ep->peers);
     free(ep);
@@ -150,9 +237,66 @@ static void shm_describe(char *buf, size_t cap)
         snprintf(buf, cap, "misconfigured (see the error above)");
         return;
     }
+    char thr[32];
+    FILE *f;
+    int scope = -1;
+
     cvia__param_format(&shm_params[1], &cfg.slot_size, slot, sizeof(slot));
-    snprintf(buf, cap, "available: per-pair rings of %ld slots x %s in /dev/shm, "
-             "two-copy eager and pipelined", cfg.nslots, slot);
+    cvia__param_format(&shm_params[2], &cfg.rndv_threshold, thr, sizeof(thr));
+    if ((f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r"))) {
+        if (fscanf(f, "%d", &scope) != 1)
+            scope = -1;
+        fclose(f);
+    }
+    snprintf(buf, cap, "available: per-pair rings of %ld slots x %s in /dev/shm "
+             "(two copies); from %s single copy by %s%s%s, copy mode %s",
+             cfg.nslots, slot, thr,
+             cfg.cma == 0 ? "shared arenas only (CVIA_SHM_CMA=n)" :
+             "Cross Memory Attach (probed per peer at start; two copies where refused)",
+             cfg.cma == 0 ? "" : scope < 0 ? ", no Yama ptrace restriction" :
+             scope == 0 ? ", yama ptrace_scope 0" :
+             scope == 1 ? ", yama ptrace_scope 1: permitted for the job's ranks" :
+             ", yama ptrace_scope >= 2: refused",
+             cfg.arena ? " and arenas" : "", copy_modes[cfg.copy_mode]);
+}
+
+static void shm_peer_info(struct cvia_prov_ep *ep, int peer, char *buf, size_t cap)
+{
+    struct shm_peer *pp = &ep->peers[peer];
+    char thr[32];
+
+    size_t n;
+
+    cvia__param_format(&shm_params[2], &ep->cfg.rndv_threshold, thr, sizeof(thr));
+    if (peer == ep->args.rank)
+        snprintf(buf, cap, "shm: self, single copy (memcpy) from %s", thr);
+    else if (pp->can_cma || pp->peer_cma)
+        snprintf(buf, cap, "shm: two-copy rings below %s, single copy above by "
+                 "Cross Memory Attach (%s%s%s), copy mode %s%s", thr,
+                 pp->can_cma ? "pull" : "", pp->can_cma && pp->peer_cma ? "+" : "",
+                 pp->peer_cma ? "push" : "", copy_modes[ep->cfg.copy_mode],
+                 ep->cfg.arena ? ", arenas by load/store" : "");
+    else
+        snprintf(buf, cap, "shm: two-copy rings for every size (Cross Memory Attach "
+                 "%s)%s", ep->cfg.cma == 0 ? "off: CVIA_SHM_CMA=n" : "refused by the kernel",
+                 ep->cfg.arena && ep->cfg.cma == 0 ? "; single copy from arenas" : "");
+    n = strlen(buf);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "; single-copied so far: %llu B by CMA, %llu B by "
+                 "load/store",
+                 (unsigned long long)atomic_load_explicit(&pp->bytes_cma, memory_order_relaxed),
+                 (unsigned long long)atomic_load_explicit(&pp->bytes_near, memory_order_relaxed));
+}
+
+static int shm_mr_reg(struct cvia_prov_ep *ep, uint64_t key, const void *addr,
+                      size_t len, unsigned access)
+{
+    return shm_mr_export(ep, key, addr, len, access);
+}
+
+static int shm_mr_dereg(struct cvia_prov_ep *ep, uint64_t key)
+{
+    return shm_mr_unexport(ep, key);
 }
 
 static int shm_cleanup(void)
@@ -173,6 +317,12 @@ static const struct cvia_prov_ops shm_ops = {
     .peer_gone   = shm_peer_gone,
     .describe    = shm_describe,
     .cleanup     = shm_cleanup,
+    .rndv_start  = shm_rndv_start,
+    .mr_reg      = shm_mr_reg,
+    .mr_dereg    = shm_mr_dereg,
+    .write       = shm_write,
+    .read        = shm_read,
+    .peer_info   = shm_peer_info,
 };
 
 const struct cvia_prov_desc cvia_prov_shm = {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
 /* shm fast path: push message slots into a peer's ring, drain my rings.
- * No lock and no system call here; check_peers (slow path) is the only
- * place that polls pidfds. */
+ * No system call here; the locks are per peer and direction, taken with
+ * trylock by progress so threads spread over peers instead of queueing. */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -11,79 +11,164 @@
 #include "prov/shm/shm.h"
 #include "util/log.h"
 
-/* Push as much of @pp's send queue as the ring takes. Returns the number of
- * messages completed. */
+#define SHM_START_MAX 32   /* rendezvous receives started per drain */
+
+static struct shm_op *op_of(struct cvia_xfer *x)
+{
+    return (struct shm_op *)(void *)((char *)x - offsetof(struct shm_op, x));
+}
+
+/* One RTS slot for a rendezvous send; the send then waits on rv_send. */
+static int shm_push_rts(struct cvia_prov_ep *ep, struct shm_peer *pp,
+                        struct cvia_xfer *x)
+{
+    struct shm_slot *s = cvia_ring_claim(&pp->tx_ring, pp->tx_pos);
+    uint32_t idx = (uint32_t)x->prov_cookie;
+
+    if (!s)
+        return 0;
+    s->flags = SHM_SLOT_FIRST | SHM_SLOT_LAST | SHM_SLOT_RTS;
+    s->ctx = x->ctx;
+    s->tag = x->tag;
+    s->msg_len = x->len;
+    s->len = sizeof(idx);
+    memcpy((unsigned char *)s + SHM_SLOT_HDR, &idx, sizeof(idx));
+    cvia_ring_publish(s, pp->tx_pos);
+    pp->tx_pos++;
+    return 1;
+}
+
+/* Push as much of @peer's send queue as its ring takes (tx_lock held).
+ * Returns the number of messages fully written. */
 static int shm_push(struct cvia_prov_ep *ep, int peer)
 {
     struct shm_peer *pp = &ep->peers[peer];
     const size_t cap = ep->slot_size - SHM_SLOT_HDR;
+    const struct cvia_prov_upcalls *up = ep->args.up;
     int done = 0;
     struct cvia_xfer *x;
 
     while ((x = pp->txq_head)) {
+        const struct shm_rma_hdr *pre = NULL;
+        uint16_t kind = 0;
+        size_t total = x->len, hdr_len = 0;
+
+        if (x->flags & CVIA_XFER_RNDV) {
+            if (!shm_push_rts(ep, pp, x))
+                return done;
+            pp->txq_head = x->prov_next;
+            x->prov_next = pp->rv_send;
+            pp->rv_send = x;
+            atomic_store_explicit(&pp->rv_pending, 1, memory_order_relaxed);
+            goto next;
+        }
+        if (x->flags & SHM_XFER_OP) {
+            struct shm_op *op = op_of(x);
+            pre = &op->hdr;
+            kind = op->slot_flags;
+            hdr_len = SHM_RMA_HDR;
+            total += hdr_len;
+        }
         do {
             struct shm_slot *s = cvia_ring_claim(&pp->tx_ring, pp->tx_pos);
-            unsigned char *raw = (unsigned char *)s;
-            size_t n;
-            uint16_t flags = 0;
+            unsigned char *dst;
+            size_t n, w, left;
+            uint16_t flags = kind;
 
             if (!s)
                 return done;   /* ring full: the consumer has not caught up */
-            n = x->len - x->done;
+            n = total - x->done;
             if (n > cap)
                 n = cap;
             if (!pp->tx_started) {
-                flags = SHM_SLOT_FIRST;
+                flags |= SHM_SLOT_FIRST;
                 s->ctx = x->ctx;
                 s->tag = x->tag;
-                s->msg_len = x->len;
+                s->msg_len = total;
                 pp->tx_started = 1;
             }
-            if (x->done + n == x->len)
+            if (x->done + n == total)
                 flags |= SHM_SLOT_LAST;
+            dst = (unsigned char *)s + SHM_SLOT_HDR;
+            w = x->done;
+            left = n;
+            if (w < hdr_len) {   /* the one-sided header goes first */
+                size_t k = hdr_len - w < left ? hdr_len - w : left;
+                memcpy(dst, (const char *)pre + w, k);
+                dst += k;
+                w += k;
+                left -= k;
+            }
+            if (left)
+                memcpy(dst, (const char *)x->buf + (w - hdr_len), left);
             s->flags = flags;
             s->len = (uint32_t)n;
-            if (n)
-                memcpy(raw + SHM_SLOT_HDR, (const char *)x->buf + x->done, n);
             x->done += n;
             cvia_ring_publish(s, pp->tx_pos);
             pp->tx_pos++;
-        } while (x->done < x->len);
+        } while (x->done < total);
 
         pp->tx_started = 0;
         pp->txq_head = x->prov_next;
+        x->prov_next = NULL;
+        if (x->flags & SHM_XFER_OP)
+            shm_op_done(ep, x, 0);
+        else
+            up->complete(up->core, x, 0);
+next:
+        done++;
         if (!pp->txq_head) {
             pp->txq_tail = NULL;
-            ep->npending--;
+            atomic_fetch_sub_explicit(&ep->npending, 1, memory_order_relaxed);
         }
-        x->prov_next = NULL;
-        ep->args.up->complete(ep->args.up->core, x, 0);
-        done++;
     }
     return done;
 }
 
-int shm_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
+/* Queue @x for @peer and push what fits. */
+int shm_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x)
 {
-    struct shm_peer *pp = &ep->peers[x->peer];
+    struct shm_peer *pp = &ep->peers[peer];
 
-    if (pp->gone)
-        return -CVIA_ENOPEER;
     x->done = 0;
     x->prov_next = NULL;
+    cvia_spin_lock(&pp->tx_lock);
+    if (atomic_load_explicit(&pp->gone, memory_order_relaxed)) {
+        cvia_spin_unlock(&pp->tx_lock);
+        return -CVIA_ENOPEER;
+    }
     if (pp->txq_tail) {
         pp->txq_tail->prov_next = x;
         pp->txq_tail = x;
-        return 0;
+    } else {
+        pp->txq_head = pp->txq_tail = x;
+        atomic_fetch_add_explicit(&ep->npending, 1, memory_order_relaxed);
+        shm_push(ep, peer);
     }
-    pp->txq_head = pp->txq_tail = x;
-    ep->npending++;
-    shm_push(ep, x->peer);
+    cvia_spin_unlock(&pp->tx_lock);
     return 0;
 }
 
-/* Drain up to one ring's worth of slots from @peer's ring. */
-static int shm_drain(struct cvia_prov_ep *ep, int peer)
+int shm_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
+{
+    x->flags &= (uint16_t)~(CVIA_XFER_RNDV | SHM_XFER_OP);
+    if (x->len >= ep->cfg.rndv_threshold && shm_rndv_use(ep, x->peer, x))
+        return shm_rndv_send(ep, x);
+    return shm_enqueue(ep, x->peer, x);
+}
+
+static int shm_proto_error(struct cvia_prov_ep *ep, int peer)
+{
+    cvia_error(SHM, "corrupt slot from rank %d at position %llu; dropping the peer",
+               peer, (unsigned long long)ep->peers[peer].rx_pos);
+    return -CVIA_EPROTO;
+}
+
+/* Drain up to one ring's worth of slots from @peer's ring (rx_lock held).
+ * Rendezvous receives matched here are returned in @start, to be started
+ * once the lock is released. */
+static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start,
+                     int *nstart)
 {
     struct shm_peer *pp = &ep->peers[peer];
     const size_t cap = ep->slot_size - SHM_SLOT_HDR;
@@ -92,76 +177,159 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer)
 
     for (uint32_t budget = ep->nslots; budget; budget--) {
         struct shm_slot *s = cvia_ring_peek(&pp->rx_ring, pp->rx_pos);
-        unsigned char *raw = (unsigned char *)s;
+        const unsigned char *payload;
         struct cvia_xfer *x;
-        size_t n, off;
-        uint16_t flags;
+        size_t n, skip = 0, off;
+        uint16_t flags, kind;
 
-        if (!s)
+        if (!s || *nstart == SHM_START_MAX)
             break;
         flags = s->flags;
+        kind = flags & SHM_SLOT_KINDS;
         n = s->len;
+        payload = (const unsigned char *)s + SHM_SLOT_HDR;
+        if (n > cap)
+            return shm_proto_error(ep, peer);
         x = pp->rx_cur;
         if (!x) {
-            if (!(flags & SHM_SLOT_FIRST) || n > cap)
-                goto err_proto;
-            x = up->match(up->core, peer, s->ctx, s->tag, (size_t)s->msg_len);
-            x->msg_len = (size_t)s->msg_len;
+            if (!(flags & SHM_SLOT_FIRST))
+                return shm_proto_error(ep, peer);
+            if (kind == SHM_SLOT_RTS || kind == SHM_SLOT_IMM) {
+                if (!(flags & SHM_SLOT_LAST))
+                    return shm_proto_error(ep, peer);
+                if (kind == SHM_SLOT_RTS) {
+                    uint32_t idx;
+                    if (n != sizeof(idx))
+                        return shm_proto_error(ep, peer);
+                    memcpy(&idx, payload, sizeof(idx));
+                    if (idx >= (uint32_t)ep->cfg.rv_per_peer)
+                        return shm_proto_error(ep, peer);
+                    x = up->match(up->core, peer, s->ctx, s->tag, (size_t)s->msg_len,
+                                  CVIA_MATCH_RNDV);
+                    x->msg_len = (size_t)s->msg_len;
+                    x->done = 0;
+                    x->prov_cookie = idx;
+                    x->flags |= CVIA_XFER_RNDV;
+                    if (!(x->flags & CVIA_XFER_UNEXP))
+                        start[(*nstart)++] = x;
+                } else {
+                    struct shm_rma_hdr h;
+                    if (n != SHM_RMA_HDR)
+                        return shm_proto_error(ep, peer);
+                    memcpy(&h, payload, sizeof(h));
+                    up->imm(up->core, peer, h.a, h.key, h.addr, (size_t)h.b);
+                }
+                cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
+                pp->rx_pos++;
+                events++;
+                continue;
+            }
+            if (kind) {   /* one-sided through the ring: header first */
+                struct shm_rma_hdr h;
+                if (n < SHM_RMA_HDR || s->msg_len < SHM_RMA_HDR ||
+                    (kind != SHM_SLOT_RMAW && kind != SHM_SLOT_RMAR &&
+                     kind != SHM_SLOT_RRESP))
+                    return shm_proto_error(ep, peer);
+                memcpy(&h, payload, sizeof(h));
+                pp->rx_op.slot_flags = kind;
+                x = shm_rma_begin(ep, peer, kind, &h, (size_t)s->msg_len - SHM_RMA_HDR);
+                if (!x) {   /* a read request: no data follows */
+                    if (!(flags & SHM_SLOT_LAST) || n != SHM_RMA_HDR)
+                        return shm_proto_error(ep, peer);
+                    pp->rx_op.slot_flags = 0;
+                    cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
+                    pp->rx_pos++;
+                    events++;
+                    continue;
+                }
+                x->msg_len = (size_t)s->msg_len - SHM_RMA_HDR;
+                skip = SHM_RMA_HDR;
+            } else {
+                pp->rx_op.slot_flags = 0;
+                x = up->match(up->core, peer, s->ctx, s->tag, (size_t)s->msg_len, 0);
+                x->msg_len = (size_t)s->msg_len;
+            }
             x->done = 0;
             pp->rx_cur = x;
-        } else if (flags & SHM_SLOT_FIRST) {
-            goto err_proto;
+        } else if ((flags & SHM_SLOT_FIRST) || kind != pp->rx_op.slot_flags) {
+            return shm_proto_error(ep, peer);
         }
-        if (n > cap || x->done + n > x->msg_len ||
+        n -= skip;
+        if (x->done + n > x->msg_len ||
             (!!(flags & SHM_SLOT_LAST) != (x->done + n == x->msg_len)))
-            goto err_proto;
+            return shm_proto_error(ep, peer);
         off = x->done;
         if (off < x->len) {   /* bytes past the receive capacity are dropped */
             size_t keep = x->len - off < n ? x->len - off : n;
-            memcpy((char *)x->buf + off, raw + SHM_SLOT_HDR, keep);
+            memcpy((char *)x->buf + off, payload + skip, keep);
         }
         x->done += n;
         cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
         pp->rx_pos++;
         if (flags & SHM_SLOT_LAST) {
+            int st = x->msg_len > x->len ? -CVIA_ETRUNC : 0;
             pp->rx_cur = NULL;
-            up->complete(up->core, x, x->msg_len > x->len ? -CVIA_ETRUNC : 0);
+            if (pp->rx_op.slot_flags) {
+                uint16_t k = pp->rx_op.slot_flags;
+                pp->rx_op.slot_flags = 0;
+                shm_rma_end(ep, peer, k, x, st);
+            } else {
+                up->complete(up->core, x, st);
+            }
             events++;
         }
     }
     return events;
+}
 
-err_proto:
-    cvia_error(SHM, "corrupt slot from rank %d at position %llu; dropping the peer",
-               peer, (unsigned long long)pp->rx_pos);
-    pp->gone = 1;
-    if (pp->rx_cur) {
-        struct cvia_xfer *x = pp->rx_cur;
-        pp->rx_cur = NULL;
-        up->complete(up->core, x, -CVIA_EPROTO);
+/* Drain @peer if nobody else is; start the rendezvous receives it matched. */
+static int shm_poll_peer(struct cvia_prov_ep *ep, int peer, int wait)
+{
+    struct shm_peer *pp = &ep->peers[peer];
+    struct cvia_xfer *start[SHM_START_MAX];
+    int nstart = 0, events;
+
+    if (wait)
+        cvia_spin_lock(&pp->rx_lock);
+    else if (!cvia_spin_trylock(&pp->rx_lock))
+        return 0;
+    events = shm_drain(ep, peer, start, &nstart);
+    cvia_spin_unlock(&pp->rx_lock);
+    for (int i = 0; i < nstart; i++)
+        shm_rndv_start(ep, start[i]);
+    if (events < 0) {
+        shm_peer_gone(ep, peer, events);
+        return 1;
     }
-    up->peer_lost(up->core, peer, -CVIA_EPROTO);
-    return events + 1;
+    return events;
 }
 
 int shm_progress(struct cvia_prov_ep *ep)
 {
     const int size = ep->args.size;
-    int events = 0;
+    int events = 0, first;
 
-    if (ep->npending) {
-        for (int p = 0; p < size; p++)
-            if (ep->peers[p].txq_head)
+    if (atomic_load_explicit(&ep->npending, memory_order_relaxed)) {
+        for (int p = 0; p < size; p++) {
+            struct shm_peer *pp = &ep->peers[p];
+            if (pp->txq_head && cvia_spin_trylock(&pp->tx_lock)) {
                 events += shm_push(ep, p);
+                cvia_spin_unlock(&pp->tx_lock);
+            }
+        }
     }
-    for (int i = 0, p = ep->poll_start; i < size; i++) {
-        if (!ep->peers[p].gone)
-            events += shm_drain(ep, p);
+    first = atomic_load_explicit(&ep->poll_start, memory_order_relaxed);
+    for (int i = 0, p = first; i < size; i++) {
+        struct shm_peer *pp = &ep->peers[p];
+        if (atomic_load_explicit(&pp->rv_pending, memory_order_relaxed))
+            events += shm_rndv_progress(ep, p);
+        if (!atomic_load_explicit(&pp->gone, memory_order_relaxed))
+            events += shm_poll_peer(ep, p, 0);
         if (++p == size)
             p = 0;
     }
-    if (++ep->poll_start >= size)
-        ep->poll_start = 0;
+    atomic_store_explicit(&ep->poll_start, first + 1 >= size ? 0 : first + 1,
+                          memory_order_relaxed);
     return events;
 }
 
@@ -169,29 +337,60 @@ void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
 {
     struct shm_peer *pp = &ep->peers[peer];
     const struct cvia_prov_upcalls *up = ep->args.up;
-    struct cvia_xfer *x;
+    struct cvia_xfer *x, *q, *reads;
 
-    if (pp->gone || peer == ep->args.rank)
+    if (peer == ep->args.rank || atomic_exchange(&pp->gone, 1))
         return;
     /* what it sent before it died is still ours to deliver */
-    if (pp->rx_ring.base)
-        while (shm_drain(ep, peer) > 0)
-            ;
-    pp->gone = 1;
-    if ((x = pp->rx_cur)) {
-        pp->rx_cur = NULL;
-        up->complete(up->core, x, err);
+    if (pp->rx_ring.base) {
+        struct cvia_xfer *start[SHM_START_MAX];
+        int nstart, ev;
+        do {
+            nstart = 0;
+            cvia_spin_lock(&pp->rx_lock);
+            ev = shm_drain(ep, peer, start, &nstart);
+            cvia_spin_unlock(&pp->rx_lock);
+            for (int i = 0; i < nstart; i++)
+                shm_rndv_start(ep, start[i]);
+        } while (ev > 0);
     }
-    while ((x = pp->txq_head)) {
-        pp->txq_head = x->prov_next;
+    cvia_spin_lock(&pp->rx_lock);
+    x = pp->rx_cur;
+    pp->rx_cur = NULL;
+    cvia_spin_unlock(&pp->rx_lock);
+    if (x) {
+        if (pp->rx_op.slot_flags)
+            shm_rma_end(ep, peer, pp->rx_op.slot_flags, x, err);
+        else
+            up->complete(up->core, x, err);
+    }
+    cvia_spin_lock(&pp->tx_lock);
+    q = pp->txq_head;
+    pp->txq_head = NULL;
+    if (pp->txq_tail) {
+        pp->txq_tail = NULL;
+        atomic_fetch_sub_explicit(&ep->npending, 1, memory_order_relaxed);
+    }
+    pp->tx_started = 0;
+    reads = pp->reads;
+    pp->reads = NULL;
+    cvia_spin_unlock(&pp->tx_lock);
+    while ((x = q)) {
+        q = x->prov_next;
+        x->prov_next = NULL;
+        if (x->flags & SHM_XFER_OP)
+            shm_op_done(ep, x, err);
+        else if (x->flags & CVIA_XFER_RNDV)
+            shm_rndv_fail(ep, peer, err), up->complete(up->core, x, err);
+        else
+            up->complete(up->core, x, err);
+    }
+    while ((x = reads)) {
+        reads = x->prov_next;
         x->prov_next = NULL;
         up->complete(up->core, x, err);
     }
-    if (pp->txq_tail) {
-        pp->txq_tail = NULL;
-        ep->npending--;
-    }
-    pp->tx_started = 0;
+    shm_rndv_fail(ep, peer, err);
     up->peer_lost(up->core, peer, err);
 }
 
@@ -204,7 +403,7 @@ int shm_check_peers(struct cvia_prov_ep *ep)
     for (int base = 0; base < ep->args.size; base += 64) {
         int n = 0;
         for (int p = base; p < ep->args.size && p < base + 64; p++) {
-            if (ep->peers[p].pidfd >= 0 && !ep->peers[p].gone) {
+            if (ep->peers[p].pidfd >= 0 && !atomic_load(&ep->peers[p].gone)) {
                 fds[n].fd = ep->peers[p].pidfd;
                 fds[n].events = POLLIN;
                 fds[n].revents = 0;

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <corevia/cvia_errno.h>
@@ -75,6 +76,28 @@ static void shm_install_handlers(void)
     atexit(shm_atexit);
 }
 
+static size_t align_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/* Offsets of the segment's parts; every rank computes the same. */
+void shm_seg_layout(struct cvia_prov_ep *ep)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), off, n = (size_t)ep->args.size;
+
+    off = align_up(sizeof(struct shm_seg_hdr), SHM_CACHELINE);
+    ep->cma_off = off;
+    off = align_up(off + n, SHM_CACHELINE);
+    ep->mr_off = off;
+    off = align_up(off + (size_t)ep->cfg.mr_max * sizeof(struct shm_mr), SHM_CACHELINE);
+    ep->rv_off = off;
+    off += n * (size_t)ep->cfg.rv_per_peer * sizeof(struct shm_rndv);
+    ep->ring_off = align_up(off, page);
+    ep->ring_bytes = align_up((size_t)ep->nslots * ep->slot_size, page);
+    ep->seg_bytes = ep->ring_off + n * ep->ring_bytes;
+}
+
 int shm_seg_create(struct cvia_prov_ep *ep)
 {
     static unsigned counter;
@@ -124,18 +147,26 @@ int shm_seg_create(struct cvia_prov_ep *ep)
     }
     close(fd);
 
-    hdr = addr;
-    hdr->jobid      = ep->args.jobid;
-    hdr->owner      = (uint32_t)ep->args.rank;
-    hdr->nranks     = (uint32_t)ep->args.size;
-    hdr->nslots     = ep->nslots;
-    hdr->slot_size  = ep->slot_size;
-    hdr->ring_bytes = ep->ring_bytes;
-    hdr->pid        = (int32_t)getpid();
+    hdr = addr;   /* fallocate gave zeroes: mr and rv tables start free */
+    hdr->jobid       = ep->args.jobid;
+    hdr->self_addr   = (uint64_t)(uintptr_t)hdr;
+    hdr->owner       = (uint32_t)ep->args.rank;
+    hdr->nranks      = (uint32_t)ep->args.size;
+    hdr->nslots      = ep->nslots;
+    hdr->slot_size   = ep->slot_size;
+    hdr->rv_per_peer = (uint32_t)ep->cfg.rv_per_peer;
+    hdr->mr_max      = (uint32_t)ep->cfg.mr_max;
+    hdr->ring_bytes  = ep->ring_bytes;
+    hdr->cma_off     = ep->cma_off;
+    hdr->mr_off      = ep->mr_off;
+    hdr->rv_off      = ep->rv_off;
+    hdr->ring_off    = ep->ring_off;
+    hdr->pid         = (int32_t)getpid();
+    atomic_store_explicit(&hdr->arena_fd, -1, memory_order_relaxed);
     atomic_store_explicit(&hdr->finalized, 0, memory_order_relaxed);
     for (int p = 0; p < ep->args.size; p++) {
         struct cvia_ring *r = &ep->peers[p].rx_ring;
-        r->base = (unsigned char *)addr + SHM_HDR_BYTES + (size_t)p * ep->ring_bytes;
+        r->base = (unsigned char *)addr + ep->ring_off + (size_t)p * ep->ring_bytes;
         r->nslots = ep->nslots;
         r->slot_size = ep->slot_size;
         cvia_ring_init(r);
@@ -194,13 +225,15 @@ int shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name)
     atomic_thread_fence(memory_order_acquire);
     if (hdr->magic != SHM_MAGIC || hdr->jobid != ep->args.jobid ||
         hdr->owner != (uint32_t)peer || hdr->nranks != (uint32_t)ep->args.size ||
-        hdr->nslots != ep->nslots || hdr->slot_size != ep->slot_size) {
+        hdr->nslots != ep->nslots || hdr->slot_size != ep->slot_size ||
+        hdr->ring_off != ep->ring_off || hdr->rv_off != ep->rv_off ||
+        hdr->mr_off != ep->mr_off || hdr->rv_per_peer != (uint32_t)ep->cfg.rv_per_peer) {
         cvia_error(SHM, "segment %s does not belong to rank %d of this job, or "
                    "was made with other CVIA_SHM_* settings", name, peer);
         return -CVIA_ESEGMENT;
     }
 found:
-    pp->tx_ring.base = (unsigned char *)hdr + SHM_HDR_BYTES +
+    pp->tx_ring.base = (unsigned char *)hdr + ep->ring_off +
                        (size_t)ep->args.rank * ep->ring_bytes;
     pp->tx_ring.nslots = ep->nslots;
     pp->tx_ring.slot_size = ep->slot_size;
@@ -243,6 +276,48 @@ void shm_seg_detach_all(struct cvia_prov_ep *ep)
     if (ep->seg)
         munmap(ep->seg, ep->seg_bytes);
     ep->seg = NULL;
+}
+
+/* May this rank copy straight into and out of each peer's memory? Read the
+ * peer's segment header through Cross Memory Attach at the address the
+ * peer published; the kernel applies the same ptrace-access check to
+ * process_vm_writev. The answers go into my segment so that peers learn
+ * whether I can reach them. Only peers that proved they belong to this job
+ * (segment magic and job key, checked at attach) are probed. */
+void shm_probe_cma(struct cvia_prov_ep *ep)
+{
+    uint8_t *tab = shm_cma_table(ep->seg);
+    int refused = 0, first_err = 0;
+
+    for (int p = 0; p < ep->args.size; p++) {
+        struct shm_peer *pp = &ep->peers[p];
+        uint64_t word = 0;
+        struct iovec l = { &word, sizeof(word) };
+        struct iovec r = { (void *)(uintptr_t)pp->seg->self_addr, sizeof(word) };
+
+        if (p == ep->args.rank) {
+            tab[p] = 1;   /* myself: plain memcpy */
+            continue;
+        }
+        tab[p] = 0;
+        if (ep->cfg.cma == 0)
+            continue;
+        if (process_vm_readv(pp->pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(word) &&
+            word == SHM_MAGIC) {
+            tab[p] = 1;
+        } else {
+            refused++;
+            if (!first_err)
+                first_err = errno ? errno : EIO;
+        }
+    }
+    if (refused)
+        cvia_warn_once(SHM, "Cross Memory Attach refused for %d peer(s) (%s%s); "
+                       "large messages use the two-copy path%s", refused,
+                       strerror(first_err),
+                       first_err == EPERM ? ": the kernel's ptrace access check - "
+                       "Yama ptrace_scope, a non-dumpable process or another user" : "",
+                       ep->cfg.cma == 1 ? "" : " (CVIA_SHM_CMA=auto)");
 }
 
 /* Remove /dev/shm/cvia-<uid>-<pid>-<n> of this user whose <pid> is gone. */

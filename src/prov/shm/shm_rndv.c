@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Single-copy rendezvous (the LiMIC design on today's kernel): the sender
+ * announces its buffer, the receiver copies once, or the sender does, or
+ * both at once on disjoint chunks. See shm.h for the block protocol.
+ *
+ * The copy itself (shm_copy) is plain memcpy when the far buffer lies in
+ * the peer's shared arena (or in this process), else Cross Memory Attach.
+ * It runs with no lock held: chunks are claimed from the block's atomic
+ * counter, so any number of threads of either process can help. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <corevia/cvia_errno.h>
+#include "mem/arena.h"
+#include "prov/shm/shm.h"
+#include "util/log.h"
+
+static struct cvia_arena_view *shm_view(struct cvia_prov_ep *ep, struct shm_peer *pp)
+{
+    struct cvia_arena_view *v = pp->view, *mine = NULL;
+    int fd;
+
+    if (v || pp->view_failed || !ep->cfg.arena || pp->pidfd < 0)
+        return v;
+    fd = atomic_load_explicit(&pp->seg->arena_fd, memory_order_acquire);
+    if (fd < 0)
+        return NULL;   /* no arena yet: ask again later */
+    if (cvia__arena_view_open(pp->pidfd, fd, &mine)) {
+        pp->view_failed = 1;
+        cvia_info(SHM, "cannot map the arena of pid %d; using other copy paths",
+                  (int)pp->pid);
+        return NULL;
+    }
+    /* another thread may have opened it meanwhile: keep one */
+    if (!__atomic_compare_exchange_n(&pp->view, &v, mine, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        cvia__arena_view_close(mine);
+        return v;
+    }
+    return mine;
+}
+
+/* Local address of the peer's [remote, remote + len) if it is mapped here
+ * (the peer is this process, or the range lies in its shared arena). */
+static void *shm_translate(struct cvia_prov_ep *ep, int peer, uint64_t remote, size_t len)
+{
+    struct shm_peer *pp = &ep->peers[peer];
+    struct cvia_arena_view *v;
+
+    if (peer == ep->args.rank)
+        return (void *)(uintptr_t)remote;
+    v = shm_view(ep, pp);
+    return v ? cvia__arena_view_translate(v, remote, len) : NULL;
+}
+
+/* Copy @len bytes between @local and the peer's @remote: pull (peer ->
+ * local) or push; by load/store where the range is mapped here, else by
+ * Cross Memory Attach where the kernel allows it. 0, -EFAULT, -EPERM
+ * (no way to reach the peer's memory: the caller goes through the ring),
+ * -CVIA_ENOPEER. */
+int shm_copy(struct cvia_prov_ep *ep, int peer, int pull, void *local,
+             uint64_t remote, size_t len)
+{
+    struct shm_peer *pp = &ep->peers[peer];
+    void *near;
+
+    if (!len)
+        return 0;
+    if ((near = shm_translate(ep, peer, remote, len))) {
+        if (pull)
+            memcpy(local, near, len);
+        else
+            memcpy(near, local, len);
+        atomic_fetch_add_explicit(&pp->bytes_near, len, memory_order_relaxed);
+        return 0;
+    }
+    if (!pp->can_cma)
+        return -EPERM;
+    atomic_fetch_add_explicit(&pp->bytes_cma, len, memory_order_relaxed);
+    while (len) {
+        struct iovec l = { local, len };
+        struct iovec r = { (void *)(uintptr_t)remote, len };
+        ssize_t n = pull ? process_vm_readv(pp->pid, &l, 1, &r, 1, 0)
+                         : process_vm_writev(pp->pid, &l, 1, &r, 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EFAULT;
+            return e == ESRCH ? -CVIA_ENOPEER : -e;
+        }
+        local = (char *)local + n;
+        remote += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int shm_rndv_use(struct cvia_prov_ep *ep, int peer, const struct cvia_xfer *x)
+{
+    struct shm_peer *pp = &ep->peers[peer];
+
+    if (peer == ep->args.rank || pp->peer_cma || pp->can_cma)
+        return 1;
+    /* no Cross Memory Attach: still single copy if the peer can map the
+     * buffer from my arena */
+    return ep->cfg.arena && ep->cfg.cma == 0 && cvia__arena_contains(x->buf, x->len);
+}
+
+int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
+{
+    struct shm_peer *pp = &ep->peers[x->peer];
+    struct shm_rndv *b;
+    uint32_t i, n = (uint32_t)ep->cfg.rv_per_peer;
+
+    cvia_spin_lock(&pp->tx_lock);
+    for (i = 0; i < n && (pp->rv_busy >> i & 1); i++)
+        ;
+    if (i == n) {   /* all blocks in flight: this one goes eagerly */
+        cvia_spin_unlock(&pp->tx_lock);
+        return shm_enqueue(ep, x->peer, x);
+    }
+    pp->rv_busy |= 1ull << i;
+    cvia_spin_unlock(&pp->tx_lock);
+
+    b = shm_rv_block(ep->seg, x->peer, i);
+    b->src = (uint64_t)(uintptr_t)x->buf;
+    b->msg_len = x->len;
+    b->dst = b->len = b->chunk = 0;
+    b->mode = 0;
+    atomic_store_explicit(&b->error, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->done, 0, memory_order_relaxed);
+    /* published to the receiver by the RTS slot's release store */
+    atomic_store_explicit(&b->state, SHM_RV_RTS, memory_order_relaxed);
+    x->prov_cookie = i;
+    x->flags |= CVIA_XFER_RNDV;
+    return shm_enqueue(ep, x->peer, x);
+}
+
+/* Claim and copy chunks until none is left. @pull: the receiver's side. */
+static void rv_claim_loop(struct cvia_prov_ep *ep, int peer, struct shm_rndv *b,
+                          int pull, char *local_base)
+{
+    uint64_t len = b->len, chunk = b->chunk;
+    uint64_t nchunks = chunk ? (len + chunk - 1) / chunk : 0;
+    uint64_t k;
+
+    while ((k = atomic_fetch_add_explicit(&b->next, 1, memory_order_relaxed)) < nchunks) {
+        uint64_t off = k * chunk, n = len - off < chunk ? len - off : chunk;
+        int rc = pull ? shm_copy(ep, peer, 1, local_base + off, b->src + off, (size_t)n)
+                      : shm_copy(ep, peer, 0, local_base + off, b->dst + off, (size_t)n);
+        if (rc) {
+            int32_t zero = 0;
+            atomic_compare_exchange_strong(&b->error, &zero, rc);
+        }
+        atomic_fetch_add_explicit(&b->done, n, memory_order_release);
+    }
+}
+
+static int rv_choose_mode(struct cvia_prov_ep *ep, struct shm_peer *pp, int peer,
+                          const struct shm_rndv *b, size_t len)
+{
+    int can_read = pp->can_cma, can_write = pp->peer_cma;
+    int mode = ep->cfg.copy_mode;
+
+    if (peer == ep->args.rank || shm_translate(ep, peer, b->src, len))
+        return SHM_COPY_READ;   /* plain loads: nothing is cheaper */
+    if (mode == SHM_COPY_AUTO)
+        mode = len >= ep->cfg.coop_threshold ? SHM_COPY_COOP : SHM_COPY_READ;
+    if (mode == SHM_COPY_COOP && !(can_read && can_write))
+        mode = can_read ? SHM_COPY_READ : SHM_COPY_WRITE;
+    if (mode == SHM_COPY_READ && !can_read && can_write)
+        mode = SHM_COPY_WRITE;
+    if (mode == SHM_COPY_WRITE && !can_write && can_read)
+        mode = SHM_COPY_READ;
+    return mode;
+}
+
+/* Receiver side: @x (its buf/len are the receive buffer) was matched to a
+ * rendezvous message from x->peer. */
+int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
+{
+    int peer = x->peer;
+    struct shm_peer *pp = &ep->peers[peer];
+    const struct cvia_prov_upcalls *up = ep->args.up;
+    struct shm_rndv *b = shm_rv_block(pp->seg, ep->args.rank, (uint32_t)x->prov_cookie);
+    size_t len = x->msg_len < x->len ? x->msg_len : x->len;
+    int mode;
+
+    mode = rv_choose_mode(ep, pp, peer, b, len);
+    b->dst = (uint64_t)(uintptr_t)x->buf;
+    b->len = len;
+    b->chunk = mode == SHM_COPY_READ ? (len ? len : 1) : ep->cfg.coop_chunk;
+    b->mode = (uint32_t)mode;
+    if (mode != SHM_COPY_READ)   /* the sender may join in */
+        atomic_store_explicit(&b->state, SHM_RV_CTS, memory_order_release);
+    if (mode != SHM_COPY_WRITE)
+        rv_claim_loop(ep, peer, b, 1, x->buf);
+    if (atomic_load_explicit(&b->done, memory_order_acquire) == len) {
+        int err = atomic_load_explicit(&b->error, memory_order_relaxed);
+        atomic_store_explicit(&b->state, SHM_RV_DONE, memory_order_release);
+        x->done = x->msg_len;
+        up->complete(up->core, x, err ? err : x->msg_len > x->len ? -CVIA_ETRUNC : 0);
+        return 0;
+    }
+    /* the sender's chunks are still coming */
+    cvia_spin_lock(&pp->rx_lock);
+    x->prov_next = pp->rv_recv;
+    pp->rv_recv = x;
+    atomic_store_explicit(&pp->rv_pending, 1, memory_order_relaxed);
+    cvia_spin_unlock(&pp->rx_lock);
+    return 0;
+}
+
+int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
+{
+    struct shm_peer *pp = &ep->peers[peer];
+    const struct cvia_prov_upcalls *up = ep->args.up;
+    struct cvia_xfer *x, **link, *finished = NULL;
+    uint32_t help[8];
+    int nhelp = 0, events = 0, pending;
+
+    /* sender side: help copy where the receiver asked, finish what is DONE */
+    if (pp->rv_send && cvia_spin_trylock(&pp->tx_lock)) {
+        for (link = &pp->rv_send; (x = *link);) {
+            uint32_t i = (uint32_t)x->prov_cookie;
+            struct shm_rndv *b = shm_rv_block(ep->seg, peer, i);
+            uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
+            if (st == SHM_RV_DONE && !pp->rv_users[i]) {
+                x->prov_cookie = (uint64_t)(uint32_t)atomic_load(&b->error);
+                atomic_store_explicit(&b->state, SHM_RV_FREE, memory_order_relaxed);
+                pp->rv_busy &= ~(1ull << i);
+                *link = x->prov_next;
+                x->prov_next = finished;
+                finished = x;
+                continue;
+            }
+            if (st == SHM_RV_CTS && b->mode != SHM_COPY_READ && nhelp < 8 &&
+                atomic_load_explicit(&b->next, memory_order_relaxed) * b->chunk < b->len) {
+                pp->rv_users[i]++;
+                help[nhelp++] = i;
+            }
+            link = &x->prov_next;
+        }
+        cvia_spin_unlock(&pp->tx_lock);
+    }
+    for (int h = 0; h < nhelp; h++) {
+        struct shm_rndv *b = shm_rv_block(ep->seg, peer, help[h]);
+        rv_claim_loop(ep, peer, b, 0, (char *)(uintptr_t)b->src);
+        cvia_spin_lock(&pp->tx_lock);
+        pp->rv_users[help[h]]--;
+        cvia_spin_unlock(&pp->tx_lock);
+        events++;
+    }
+    while ((x = finished)) {
+        int err = (int)(int32_t)(uint32_t)x->prov_cookie;
+        finished = x->prov_next;
+        x->prov_next = NULL;
+        x->done = x->len;
+        up->complete(up->core, x, err);
+        events++;
+    }
+    /* receiver side: end the transfers whose last chunk has landed */
+    if (pp->rv_recv && cvia_spin_trylock(&pp->rx_lock)) {
+        for (link = &pp->rv_recv; (x = *link);) {
+            struct shm_rndv *b = shm_rv_block(pp->seg, ep->args.rank,
+                                              (uint32_t)x->prov_cookie);
+            if (atomic_load_explicit(&b->done, memory_order_acquire) == b->len) {
+                *link = x->prov_next;
+                x->prov_next = finished;
+                finished = x;
+                continue;
+            }
+            link = &x->prov_next;
+        }
+        cvia_spin_unlock(&pp->rx_lock);
+    }
+    while ((x = finished)) {
+        struct shm_rndv *b = shm_rv_block(pp->seg, ep->args.rank, (uint32_t)x->prov_cookie);
+        int err = atomic_load_explicit(&b->error, memory_order_relaxed);
+        finished = x->prov_next;
+        x->prov_next = NULL;
+        atomic_store_explicit(&b->state, SHM_RV_DONE, memory_order_release);
+        x->done = x->msg_len;
+        up->complete(up->core, x, err ? err : x->msg_len > x->len ? -CVIA_ETRUNC : 0);
+        events++;
+    }
+    pending = pp->rv_send || pp->rv_recv;   /* racy read: a hint only */
+    if (!pending)
+        atomic_store_explicit(&pp->rv_pending, 0, memory_order_relaxed);
+    return events;
+}
+
+/* @peer is gone: fail the rendezvous transfers with it. */
+void shm_rndv_fail(struct cvia_prov_ep *ep, int peer, int err)
+{
+    struct shm_peer *pp = &ep->peers[peer];
+    const struct cvia_prov_upcalls *up = ep->args.up;
+    struct cvia_xfer *s, *r, *x;
+
+    cvia_spin_lock(&pp->tx_lock);
+    s = pp->rv_send;
+    pp->rv_send = NULL;
+    cvia_spin_unlock(&pp->tx_lock);
+    cvia_spin_lock(&pp->rx_lock);
+    r = pp->rv_recv;
+    pp->rv_recv = NULL;
+    cvia_spin_unlock(&pp->rx_lock);
+    while ((x = s)) {
+        s = x->prov_next;
+        x->prov_next = NULL;
+        up->complete(up->core, x, err);
+    }
+    while ((x = r)) {
+        r = x->prov_next;
+        x->prov_next = NULL;
+        up->complete(up->core, x, err);
+    }
+}
