@@ -273,7 +273,8 @@ static void case_trunc(void)
             CHECK_RC(cvia_isend(s, big, to, 1, &sr));
             CHECK_RC(cvia_isend(s, 64, to, 2, &sr2));     /* follows the truncated one */
             if (unexpected) {
-                CHECK_RC(cvia_wait(&sr, NULL));
+                /* a large send may wait for its receive (rendezvous), so
+                 * it is waited on only after the receive is posted */
                 CHECK_RC(cvia_barrier());
                 CHECK_RC(cvia_irecv(r, cap, from, 1, &rr));
             }
@@ -324,15 +325,15 @@ static void case_unexpected(void)
     unsigned char *s = malloc(big), *r = alloc_guarded(big);
     size_t lens[] = { 5, big, 0, 70000, 33 };
     cvia_req_t sr[5];
+    unsigned char *p[5];
 
     for (int rep = 0; rep < 3; rep++) {
         for (int i = 0; i < 5; i++) {
-            /* each message its own slice of the stream */
-            unsigned char *p = malloc(lens[i] ? lens[i] : 1);
-            fill(p, lens[i], seed_of(rank, to, lens[i], (unsigned)(rep * 5 + i)));
-            memcpy(s, p, lens[i]);
-            CHECK_RC(cvia_send(p, lens[i], to, 100 + i));   /* completes once in the ring */
-            free(p);
+            /* each message its own buffer; a large send may wait for its
+             * receive (rendezvous), so all are waited on at the end */
+            p[i] = malloc(lens[i] ? lens[i] : 1);
+            fill(p[i], lens[i], seed_of(rank, to, lens[i], (unsigned)(rep * 5 + i)));
+            CHECK_RC(cvia_isend(p[i], lens[i], to, 100 + i, &sr[i]));
         }
         if (rep == 1)
             CHECK_RC(cvia_barrier());   /* all fully unexpected */
@@ -347,6 +348,9 @@ static void case_unexpected(void)
                 FAIL("unexpected message %d (%zu B) differs at %zu", i, lens[i], bad);
             check_guard(r, lens[i]);
         }
+        CHECK_RC(cvia_waitall(5, sr, NULL));
+        for (int i = 0; i < 5; i++)
+            free(p[i]);
         CHECK_RC(cvia_barrier());
     }
     /* partially arrived: the sender pushes 3 MiB while the receiver only

@@ -21,6 +21,7 @@
 #include "util/param.h"
 
 #include "tap.h"
+#include "prov/shm/shm.h"
 
 extern char **environ;
 
@@ -662,7 +663,7 @@ static void test_load(void)
 
     /* the real shm table */
     {
-        struct { long nslots; size_t slot_size; } s;   /* struct shm_cfg */
+        struct shm_cfg s;   /* the provider's own struct, whatever it grows to */
         setenv("CVIA_SHM_SLOT_SIZE", "64k", 1);
         setenv("CVIA_SHM_SLOTS", "8", 1);
         rc = cvia__param_load(&cvia__shm_param_table, &s);
