@@ -4,6 +4,8 @@
  * with its liveness checks, barrier and the public entry points. */
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -138,6 +140,53 @@ static int core_load_config(struct cvia_ctx *c)
     return rc;
 }
 
+/* This host, as peers on it see it: the kernel's boot id and the network
+ * namespace (ranks in different namespaces are different "hosts" even on
+ * one machine, as the network lab makes them). */
+static void host_key(char *buf, size_t cap)
+{
+    char boot_id[64] = "unknown";
+    struct stat st;
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+    if (f) {
+        if (!fgets(boot_id, sizeof(boot_id), f))
+            strcpy(boot_id, "unknown");
+        boot_id[strcspn(boot_id, "\n")] = '\0';
+        fclose(f);
+    }
+    if (stat("/proc/self/ns/net", &st) < 0)
+        st.st_ino = 0;
+    snprintf(buf, cap, "%s:%llu", boot_id, (unsigned long long)st.st_ino);
+}
+
+/* Which ranks share this host: put our key, fence, read everyone's. */
+static int find_host_peers(struct cvia_ctx *c)
+{
+    char mine[128], key[32], theirs[128];
+    int rc;
+
+    host_key(mine, sizeof(mine));
+    snprintf(key, sizeof(key), "host.%d", c->rank);
+    if ((rc = cvia__boot_put(c->boot, key, mine)) || (rc = cvia__boot_fence(c->boot)))
+        return rc;
+    for (int p = 0; p < c->size; p++) {
+        if (p == c->rank) {
+            c->same_host[p] = 1;
+            continue;
+        }
+        snprintf(key, sizeof(key), "host.%d", p);
+        if ((rc = cvia__boot_get(c->boot, key, theirs, sizeof(theirs)))) {
+            cvia_error(CORE, "rank %d published no host identity: %s", p, cvia_strerror(rc));
+            return rc == -ENOENT ? -CVIA_EBOOT : rc;
+        }
+        c->same_host[p] = !strcmp(mine, theirs);
+        if (!c->same_host[p])
+            c->nremote++;
+    }
+    return 0;
+}
+
 static void close_providers(struct cvia_ctx *c, int clean)
 {
     for (int i = c->nprov - 1; i >= 0; i--)
@@ -170,10 +219,13 @@ int cvia_init(int *argc, char ***argv)
 
     c->peer_prov = calloc((size_t)c->size, 1);
     c->peer_lost = calloc((size_t)c->size, 1);
-    if (!c->peer_prov || !c->peer_lost) {
+    c->same_host = calloc((size_t)c->size, 1);
+    if (!c->peer_prov || !c->peer_lost || !c->same_host) {
         rc = -ENOMEM;
         goto err_free;
     }
+    if ((rc = find_host_peers(c)))
+        goto err_free;
     cvia_spin_init(&c->lock);
     cvia_spin_init(&c->slow_lock);
     cvia_spin_init(&c->mr_lock);
@@ -187,11 +239,16 @@ int cvia_init(int *argc, char ***argv)
 
     struct cvia_prov_args args = {
         .boot = c->boot, .rank = c->rank, .size = c->size,
-        .jobid = c->jobid, .up = &c->up,
+        .jobid = c->jobid, .up = &c->up, .same_host = c->same_host,
     };
+    /* the host's provider always; the network one CVIA_NET names, if some
+     * rank lives elsewhere */
     for (int i = 0; cvia__prov_list[i] && c->nprov < CVIA_MAX_PROV; i++) {
         const struct cvia_prov_desc *d = cvia__prov_list[i];
         struct cvia_prov_ep *ep;
+        if (d->scope == CVIA_PROV_NET &&
+            (!c->nremote || strcmp(d->name, cvia__net_names[c->cfg.net])))
+            continue;
         rc = d->ops->open(&args, &ep);
         if (rc)   /* the provider logged why */
             goto err_close;
@@ -215,7 +272,8 @@ int cvia_init(int *argc, char ***argv)
             if (c->prov[i].desc->ops->reachable(c->prov[i].ep, p))
                 break;
         if (i == c->nprov) {
-            cvia_error(CORE, "no provider reaches rank %d", p);
+            cvia_error(CORE, "no provider reaches rank %d%s", p, c->same_host[p] ? "" :
+                       " on another host (is CVIA_NET's provider built?)");
             rc = -CVIA_ENOPROV;
             goto err_close;
         }
@@ -229,6 +287,7 @@ err_close:
 err_free:
     free(c->peer_prov);
     free(c->peer_lost);
+    free(c->same_host);
     cvia__boot_close(c->boot);
     memset(c, 0, sizeof(*c));
     return rc;
@@ -428,6 +487,7 @@ int cvia_finalize(void)
     cvia__rma_fini(c);
     free(c->peer_prov);
     free(c->peer_lost);
+    free(c->same_host);
     memset(c, 0, sizeof(*c));
     cvia__log_set_rank(-1);
     return rc;

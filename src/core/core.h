@@ -47,7 +47,11 @@ struct cvia_core_cfg {
     long   spin_count;
     double boot_timeout;
     double liveness;
+    int    net;                /* index in cvia__net_names */
 };
+
+/* CVIA_NET values: the provider for ranks on other hosts. */
+extern const char *const cvia__net_names[];
 
 /* A registered region (cvia_mr_reg). */
 struct cvia_mr {
@@ -76,6 +80,8 @@ struct cvia_ctx {
     int      nprov;
     uint8_t *peer_prov;        /* provider index per peer */
     uint8_t *peer_lost;        /* 1 once a peer is gone */
+    uint8_t *same_host;        /* 1 for ranks on this host */
+    int      nremote;          /* ranks elsewhere */
     int      nlost;
     int      aborted;          /* launcher tears the job down */
     struct cvia_req_queue posted;

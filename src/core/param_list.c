@@ -12,6 +12,8 @@ static const char *const log_levels[] = {
     "error", "warn", "info", "debug", "trace", NULL
 };
 
+const char *const cvia__net_names[] = { "tcp", NULL };
+
 static const struct cvia_param core_params[] = {
     { "LOG", "warn", CVIA_PARAM_ENUM, offsetof(struct cvia_core_cfg, log_level),
       "Logging level for messages on stderr (debug and trace need a Debug build).",
@@ -26,6 +28,10 @@ static const struct cvia_param core_params[] = {
     { "BOOT_TIMEOUT", "120s", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, boot_timeout),
       "Longest wait for the launcher during wire-up (fence, get) before cvia_init fails.",
       0, 0, NULL },
+    { "NET", "tcp", CVIA_PARAM_ENUM, offsetof(struct cvia_core_cfg, net),
+      "Provider for ranks on other hosts (another boot, or another network "
+      "namespace); ranks on this host always use shm.",
+      0, 0, cvia__net_names },
     { "LIVENESS_INTERVAL", "20ms", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, liveness),
       "How often an idle waiter checks whether its peers are still alive; a dead "
       "peer is reported within about this time.",

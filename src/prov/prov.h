@@ -89,6 +89,9 @@ struct cvia_prov_args {
     int    size;
     uint64_t jobid;
     const struct cvia_prov_upcalls *up;
+    /* [size]: 1 for the ranks on this host (same boot and network
+     * namespace), this rank included */
+    const uint8_t *same_host;
 };
 
 struct cvia_prov_ep;   /* each provider defines it, embedding nothing */
@@ -136,9 +139,16 @@ struct cvia_prov_ops {
     void (*peer_info)(struct cvia_prov_ep *ep, int peer, char *buf, size_t cap);
 };
 
+/* What a provider reaches: the ranks on this host, or those elsewhere. */
+enum cvia_prov_scope {
+    CVIA_PROV_LOCAL = 1,   /* shm: same host, always opened */
+    CVIA_PROV_NET,         /* tcp, udp, eth: other hosts, the one CVIA_NET names */
+};
+
 struct cvia_prov_desc {
     const char *name;
     const char *desc;
+    int         scope;      /* enum cvia_prov_scope */
     const struct cvia_prov_ops *ops;
     const struct cvia_param_table *params;
 };

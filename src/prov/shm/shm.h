@@ -12,7 +12,8 @@
  *              remote access; peers check every one-sided access here
  *   rv_off     struct shm_rndv rv[nranks * rv_per_peer]: this rank's
  *              outgoing rendezvous transfers, rv_per_peer per destination
- *   ring_off   one receive ring per sender (itself included)
+ *   ring_off   one receive ring per sender on this host (itself included),
+ *              in rank order: local index lidx[rank]
  *
  * A ring (util/ring.h) is single-producer / single-consumer: the sender
  * writes slots, the owner reads them, and they share no head/tail counter,
@@ -70,6 +71,8 @@ struct shm_seg_hdr {
     uint64_t self_addr;      /* this header's address in its owner: CMA probe */
     uint32_t owner;          /* rank that reads these rings */
     uint32_t nranks;
+    uint32_t nlocal;         /* ranks on this host: rings */
+    uint32_t reserved;
     uint32_t nslots;         /* power of two */
     uint32_t slot_size;      /* bytes, header included, multiple of 64 */
     uint32_t rv_per_peer;
@@ -202,7 +205,9 @@ struct cvia_prov_ep {
     uint64_t          cma_off, mr_off, rv_off, ring_off;
     char              name[SHM_NAME_MAX];  /* my segment, "" once unlinked */
     struct shm_seg_hdr *seg;               /* my segment */
-    struct shm_peer  *peers;               /* [size] */
+    struct shm_peer  *peers;               /* [size]; seg NULL for other hosts */
+    int              *lidx;                /* [size]: ring index, -1 elsewhere */
+    int               nlocal;
     _Atomic int       npending;            /* peers with queued sends */
     _Atomic int       poll_start;          /* round-robin fairness */
     int               rndv_any;            /* rendezvous possible with someone */

@@ -97,6 +97,12 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
     }
     ep->nslots = (uint32_t)ep->cfg.nslots;
     ep->slot_size = (uint32_t)ep->cfg.slot_size;
+    if (!(ep->lidx = malloc((size_t)args->size * sizeof(int)))) {
+        rc = -ENOMEM;
+        goto err_free;
+    }
+    for (int p = 0; p < args->size; p++)
+        ep->lidx[p] = args->same_host[p] ? ep->nlocal++ : -1;
     shm_seg_layout(ep);
     ep->peers = calloc((size_t)args->size, sizeof(*ep->peers));
     if (!ep->peers) {
@@ -150,6 +156,7 @@ err_free_peers:
         free(ep->peers[p].rv_users);
     free(ep->peers);
 err_free:
+    free(ep->lidx);
     free(ep);
     return rc;
 }
@@ -160,6 +167,8 @@ static int shm_connect(struct cvia_prov_ep *ep)
     int rc;
 
     for (int p = 0; p < ep->args.size; p++) {
+        if (ep->lidx[p] < 0)
+            continue;   /* another host: another provider's */
         if (p == ep->args.rank) {
             rc = shm_seg_attach(ep, p, ep->name);
         } else {
@@ -189,6 +198,8 @@ static int shm_ready(struct cvia_prov_ep *ep)
     /* every peer has probed me: learn who may copy into and out of me */
     for (int p = 0; p < ep->args.size; p++) {
         struct shm_peer *pp = &ep->peers[p];
+        if (!pp->seg)
+            continue;
         pp->can_cma = shm_cma_table(ep->seg)[p];
         pp->peer_cma = shm_cma_table(pp->seg)[me];
         if (pp->can_cma || pp->peer_cma)
@@ -196,7 +207,7 @@ static int shm_ready(struct cvia_prov_ep *ep)
     }
     if (ep->cfg.cma == 1)
         for (int p = 0; p < ep->args.size; p++)
-            if (!ep->peers[p].can_cma) {
+            if (ep->peers[p].seg && !ep->peers[p].can_cma) {
                 cvia_error(SHM, "CVIA_SHM_CMA=y: Cross Memory Attach to rank %d is "
                            "refused by the kernel", p);
                 return -EPERM;
@@ -218,14 +229,14 @@ static int shm_close(struct cvia_prov_ep *ep, int clean)
     }
     shm_seg_detach_all(ep);
     free(ep->peers);
+    free(ep->lidx);
     free(ep);
     return 0;
 }
 
 static int shm_reachable(struct cvia_prov_ep *ep, int peer)
 {
-    /* all ranks of a cvia-run job share the node */
-    return peer >= 0 && peer < ep->args.size;
+    return peer >= 0 && peer < ep->args.size && ep->lidx[peer] >= 0;
 }
 
 static void shm_describe(char *buf, size_t cap)
@@ -328,6 +339,7 @@ static const struct cvia_prov_ops shm_ops = {
 const struct cvia_prov_desc cvia_prov_shm = {
     .name   = "shm",
     .desc   = "intra-node shared-memory rings",
+    .scope  = CVIA_PROV_LOCAL,
     .ops    = &shm_ops,
     .params = &cvia__shm_param_table,
 };

@@ -312,7 +312,7 @@ int shm_progress(struct cvia_prov_ep *ep)
     if (atomic_load_explicit(&ep->npending, memory_order_relaxed)) {
         for (int p = 0; p < size; p++) {
             struct shm_peer *pp = &ep->peers[p];
-            if (pp->txq_head && cvia_spin_trylock(&pp->tx_lock)) {
+            if (pp->seg && pp->txq_head && cvia_spin_trylock(&pp->tx_lock)) {
                 events += shm_push(ep, p);
                 cvia_spin_unlock(&pp->tx_lock);
             }
@@ -321,10 +321,14 @@ int shm_progress(struct cvia_prov_ep *ep)
     first = atomic_load_explicit(&ep->poll_start, memory_order_relaxed);
     for (int i = 0, p = first; i < size; i++) {
         struct shm_peer *pp = &ep->peers[p];
-        if (atomic_load_explicit(&pp->rv_pending, memory_order_relaxed))
-            events += shm_rndv_progress(ep, p);
-        if (!atomic_load_explicit(&pp->gone, memory_order_relaxed))
-            events += shm_poll_peer(ep, p, 0);
+        if (!pp->seg)
+            ;   /* another host */
+        else {
+            if (atomic_load_explicit(&pp->rv_pending, memory_order_relaxed))
+                events += shm_rndv_progress(ep, p);
+            if (!atomic_load_explicit(&pp->gone, memory_order_relaxed))
+                events += shm_poll_peer(ep, p, 0);
+        }
         if (++p == size)
             p = 0;
     }
@@ -339,7 +343,7 @@ void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
     const struct cvia_prov_upcalls *up = ep->args.up;
     struct cvia_xfer *x, *q, *reads;
 
-    if (peer == ep->args.rank || atomic_exchange(&pp->gone, 1))
+    if (peer == ep->args.rank || !pp->seg || atomic_exchange(&pp->gone, 1))
         return;
     /* what it sent before it died is still ours to deliver */
     if (pp->rx_ring.base) {

@@ -95,7 +95,7 @@ void shm_seg_layout(struct cvia_prov_ep *ep)
     off += n * (size_t)ep->cfg.rv_per_peer * sizeof(struct shm_rndv);
     ep->ring_off = align_up(off, page);
     ep->ring_bytes = align_up((size_t)ep->nslots * ep->slot_size, page);
-    ep->seg_bytes = ep->ring_off + n * ep->ring_bytes;
+    ep->seg_bytes = ep->ring_off + (size_t)ep->nlocal * ep->ring_bytes;
 }
 
 int shm_seg_create(struct cvia_prov_ep *ep)
@@ -152,6 +152,7 @@ int shm_seg_create(struct cvia_prov_ep *ep)
     hdr->self_addr   = (uint64_t)(uintptr_t)hdr;
     hdr->owner       = (uint32_t)ep->args.rank;
     hdr->nranks      = (uint32_t)ep->args.size;
+    hdr->nlocal      = (uint32_t)ep->nlocal;
     hdr->nslots      = ep->nslots;
     hdr->slot_size   = ep->slot_size;
     hdr->rv_per_peer = (uint32_t)ep->cfg.rv_per_peer;
@@ -166,7 +167,9 @@ int shm_seg_create(struct cvia_prov_ep *ep)
     atomic_store_explicit(&hdr->finalized, 0, memory_order_relaxed);
     for (int p = 0; p < ep->args.size; p++) {
         struct cvia_ring *r = &ep->peers[p].rx_ring;
-        r->base = (unsigned char *)addr + ep->ring_off + (size_t)p * ep->ring_bytes;
+        if (ep->lidx[p] < 0)
+            continue;   /* on another host: no ring */
+        r->base = (unsigned char *)addr + ep->ring_off + (size_t)ep->lidx[p] * ep->ring_bytes;
         r->nslots = ep->nslots;
         r->slot_size = ep->slot_size;
         cvia_ring_init(r);
@@ -225,6 +228,7 @@ int shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name)
     atomic_thread_fence(memory_order_acquire);
     if (hdr->magic != SHM_MAGIC || hdr->jobid != ep->args.jobid ||
         hdr->owner != (uint32_t)peer || hdr->nranks != (uint32_t)ep->args.size ||
+        hdr->nlocal != (uint32_t)ep->nlocal ||
         hdr->nslots != ep->nslots || hdr->slot_size != ep->slot_size ||
         hdr->ring_off != ep->ring_off || hdr->rv_off != ep->rv_off ||
         hdr->mr_off != ep->mr_off || hdr->rv_per_peer != (uint32_t)ep->cfg.rv_per_peer) {
@@ -234,7 +238,7 @@ int shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name)
     }
 found:
     pp->tx_ring.base = (unsigned char *)hdr + ep->ring_off +
-                       (size_t)ep->args.rank * ep->ring_bytes;
+                       (size_t)ep->lidx[ep->args.rank] * ep->ring_bytes;
     pp->tx_ring.nslots = ep->nslots;
     pp->tx_ring.slot_size = ep->slot_size;
     pp->tx_pos = 0;
@@ -300,7 +304,7 @@ void shm_probe_cma(struct cvia_prov_ep *ep)
             continue;
         }
         tab[p] = 0;
-        if (ep->cfg.cma == 0)
+        if (ep->cfg.cma == 0 || !pp->seg)
             continue;
         if (process_vm_readv(pp->pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(word) &&
             word == SHM_MAGIC) {
