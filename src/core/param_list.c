@@ -85,6 +85,7 @@ const struct cvia_param_table cvia__test_param_table = {
 };
 
 extern const struct cvia_param_table cvia__shm_param_table;
+extern const struct cvia_param_table cvia__tcp_param_table;
 extern const struct cvia_param_table cvia__topo_param_table;
 extern const struct cvia_param_table cvia__mem_param_table;
 
@@ -94,6 +95,7 @@ const struct cvia_param_table *const cvia__param_tables[] = {
     &cvia__topo_param_table,
     &cvia__mem_param_table,
     &cvia__shm_param_table,
+    &cvia__tcp_param_table,
     &cvia__test_param_table,
     NULL,
 };

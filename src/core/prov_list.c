@@ -9,9 +9,11 @@
 #include "prov/prov.h"
 
 extern const struct cvia_prov_desc cvia_prov_shm;
+extern const struct cvia_prov_desc cvia_prov_tcp;
 
 const struct cvia_prov_desc *const cvia__prov_list[] = {
     &cvia_prov_shm,
+    &cvia_prov_tcp,
     NULL,
 };
 

@@ -296,16 +296,17 @@ void shm_probe_cma(struct cvia_prov_ep *ep)
     for (int p = 0; p < ep->args.size; p++) {
         struct shm_peer *pp = &ep->peers[p];
         uint64_t word = 0;
-        struct iovec l = { &word, sizeof(word) };
-        struct iovec r = { (void *)(uintptr_t)pp->seg->self_addr, sizeof(word) };
+        struct iovec l = { &word, sizeof(word) }, r;
 
         if (p == ep->args.rank) {
             tab[p] = 1;   /* myself: plain memcpy */
             continue;
         }
         tab[p] = 0;
-        if (ep->cfg.cma == 0 || !pp->seg)
+        if (ep->cfg.cma == 0 || !pp->seg)   /* off, or on another host */
             continue;
+        r.iov_base = (void *)(uintptr_t)pp->seg->self_addr;
+        r.iov_len = sizeof(word);
         if (process_vm_readv(pp->pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(word) &&
             word == SHM_MAGIC) {
             tab[p] = 1;
