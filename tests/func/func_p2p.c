@@ -372,9 +372,10 @@ static void case_unexpected(void)
 
 /* The last rank leaves without finalizing (exit 0) or is killed in the
  * middle of a large send; the others are waiting on it and must get an
- * error, not hang. The victim's message (64 MiB) is far larger than a
- * ring, and it dies right after its first push, so the message can never
- * be complete. */
+ * error, not hang. Every survivor first posts its receive and tells the
+ * victim so; only then does the victim die. The victim's message (64 MiB,
+ * two-copy path: run with CVIA_SHM_RNDV_THRESHOLD=1t) is far larger than a
+ * ring and it dies right after its first push, so it can never arrive whole. */
 static int case_death(int kill_it)
 {
     int victim = size - 1;
@@ -382,6 +383,8 @@ static int case_death(int kill_it)
 
     CHECK_RC(cvia_barrier());
     if (rank == victim) {
+        for (int p = 0; p < size - 1; p++)
+            CHECK_RC(cvia_recv(NULL, 0, CVIA_ANY_SOURCE, 77, NULL));
         if (kill_it) {
             unsigned char *s = calloc(1, big);
             cvia_req_t sr;
@@ -392,8 +395,13 @@ static int case_death(int kill_it)
     }
     unsigned char *r = malloc(big);
     cvia_status_t st;
-    int rc = rank == 0 ? cvia_recv(r, big, victim, 5, &st)
-                       : cvia_recv(r, 16, CVIA_ANY_SOURCE, 5, &st);
+    cvia_req_t rr;
+    int rc = rank == 0 ? cvia_irecv(r, big, victim, 5, &rr)
+                       : cvia_irecv(r, 16, CVIA_ANY_SOURCE, 5, &rr);
+    if (rc)
+        FAIL("posting the receive: %s", cvia_err_name(rc));
+    CHECK_RC(cvia_send(NULL, 0, victim, 77));
+    rc = cvia_wait(&rr, &st);
     if (rc == -CVIA_ENOPEER || rc == -CVIA_EABORT) {
         printf("rank %d: expected-error %s\n", rank, cvia_err_name(rc));
         fflush(stdout);
