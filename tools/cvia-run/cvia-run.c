@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
-/* cvia-run: start N ranks of a program on this host, serve their wire-up
+/* cvia-run: start N ranks of a program, on this host or spread over network
+ * namespaces standing for hosts (--hosts), serve their wire-up
  * (src/boot/boot_proto.h), forward their output, and end the whole job when
  * one rank fails. Single-threaded: one poll() loop over a signalfd, the
  * listening socket, the ranks' sockets and output pipes; it never spins.
+ * This file: options, setup, spawning, the ranks' lifecycle and the loop;
+ * run.h says where the rest is.
  *
  * An exited rank stays a zombie (seen with waitid(WNOWAIT)) until the very
  * end, so its pid, which is also its process group id, cannot be reused
  * while we may still killpg() that group. */
-#include <alloca.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +19,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
-#include <search.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,9 +36,9 @@
 #include <sys/wait.h>
 
 #include <corevia/corevia.h>
-#include "boot/boot_proto.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "run.h"
 
 #ifndef CVIA_VERSION_STRING
 #define RUN_STR_(x) #x
@@ -46,67 +47,10 @@
     RUN_STR(CVIA_VERSION_MINOR) "." RUN_STR(CVIA_VERSION_PATCH)
 #endif
 
-#define RUN_NP_MAX     65536
-#define RUN_OUTBUF     16384   /* per stream: longer lines are cut */
-#define RUN_TERM_WAIT  2.0     /* SIGTERM -> SIGKILL */
-#define RUN_KILL_WAIT  3.0     /* SIGKILL -> give up waiting */
-#define RUN_GRACE_DFLT 5.0
-
-enum { RUN_BIND_AUTO = -1, RUN_BIND_NONE, RUN_BIND_CORE };
-enum { RUN_RUNNING, RUN_GRACE, RUN_TERM, RUN_KILL };
-
-struct run_stream {             /* one output pipe of one rank */
-    int    fd;                  /* read end; -1 once closed */
-    int    to;                  /* 1 or 2 */
-    int    bol;                 /* the next byte starts a line */
-    size_t len;
-    char  *buf;                 /* RUN_OUTBUF bytes, allocated on first use */
+struct run_state run = {
+    .bind = RUN_BIND_AUTO, .map = RUN_MAP_CYCLIC, .grace = RUN_GRACE_DFLT,
+    .lfd = -1, .sfd = -1,
 };
-
-struct run_conn {
-    struct run_conn *next;
-    int    fd;                  /* -1 once closed; freed by run_conn_sweep() */
-    int    rank;                /* -1 until HELLO */
-    int    wdead;               /* sending failed: read only */
-    size_t inlen, outlen, outcap;
-    char  *out;
-    char   in[CVIA_BOOT_LINE_MAX];
-};
-
-struct run_rank {
-    pid_t  pid;                 /* 0: never started */
-    int    alive;               /* not yet seen exiting */
-    int    hello, fini, in_fence;
-    pid_t  lib_pid;             /* pid in HELLO (differs under a wrapper) */
-    char   event[48];           /* EXIT/KILLED line sent about it, for late HELLOs */
-    struct run_conn  *conn;
-    struct run_stream out, err;
-};
-
-struct run_kv {                 /* the key-value store: a tsearch() tree */
-    char  *val;
-    char   key[];
-};
-
-static struct {
-    int     np, bind, prefix;
-    double  timeout, grace;
-    char  **argv;
-    char    dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-    struct sockaddr_un addr;
-    int     lfd, sfd, info;
-    pid_t   self;
-    char    jobid[17];
-    struct rlimit nofile;       /* as inherited, restored in ranks */
-    int    *cpus, ncpus;
-    struct run_rank *ranks;
-    int     nalive, nanon;
-    struct run_conn *conns;
-    int     phase, cause, status, out_dead[3];
-    double  job_deadline, phase_deadline;
-    int     fence_count;        /* ranks in the current fence; 0 after each FENCED */
-    void   *kv;
-} run = { .bind = RUN_BIND_AUTO, .grace = RUN_GRACE_DFLT, .lfd = -1, .sfd = -1 };
 
 static double run_now(void)
 {
@@ -115,8 +59,7 @@ static double run_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void run_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void run_msg(const char *fmt, ...)
+void run_msg(const char *fmt, ...)
 {
     char line[1024];
     va_list ap;
@@ -131,8 +74,7 @@ static void run_msg(const char *fmt, ...)
     if (write(2, line, (size_t)n) < 0) { /* nowhere left to report it */ }
 }
 
-static _Noreturn void run_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static _Noreturn void run_usage(const char *fmt, ...)
+_Noreturn void run_usage(const char *fmt, ...)
 {
     va_list ap;
 
@@ -145,7 +87,7 @@ static _Noreturn void run_usage(const char *fmt, ...)
 }
 
 /* Strict decimal, optionally negative, in [min, max]. */
-static int run_int_ok(const char *s, long min, long max, int *out)
+int run_int_ok(const char *s, long min, long max, int *out)
 {
     char *end;
     long v;
@@ -189,30 +131,43 @@ static void run_help(void)
     printf(
 "Usage: cvia-run -n N [OPTIONS] [--] PROG [ARGS...]\n"
 "\n"
-"Start N ranks of PROG on this host, serve their corevia wire-up (rank,\n"
-"size, key-value put/get/fence), forward their output, and end the whole\n"
-"job when one rank fails.\n"
+"Start N ranks of PROG on this host, or spread over network namespaces\n"
+"that stand for hosts, serve their corevia wire-up (rank, size, key-value\n"
+"put/get/fence), forward their output, and end the whole job when one\n"
+"rank fails.\n"
 "\n"
 "Options:\n"
 "  -n, --np N        number of ranks, 1..%d (required)\n"
-"      --bind MODE   core: pin rank r to the r-th CPU this command may use\n"
-"                    (modulo their number); none: leave affinity alone\n"
-"                    (default: core if N <= usable CPUs, here %d, else none)\n"
+"      --hosts LIST  comma-separated network namespaces, one per \"host\":\n"
+"                    NAME (/run/netns/NAME, as made by ip netns add) or a\n"
+"                    path to a namespace file; each rank enters its host's\n"
+"                    namespace before PROG starts (default: none, every\n"
+"                    rank stays in cvia-run's namespace, a single host)\n"
+"      --map-by WAY  how ranks are placed on the hosts: cyclic: rank r on\n"
+"                    host r %% H; block: consecutive ranks on a host, N/H\n"
+"                    each, the first N%%H hosts one more (default: cyclic)\n"
+"      --bind MODE   core: pin each rank to the l-th CPU this command may\n"
+"                    use, l being its rank on its host (modulo the number\n"
+"                    of CPUs; every host counts as having all of them);\n"
+"                    none: leave affinity alone (default: core if no host\n"
+"                    has more ranks than usable CPUs, here %d, else none)\n"
 "      --timeout T   kill the job after T and exit 124; T in seconds or with\n"
 "                    a unit: 500ms, 30s, 2m, 1h (default: 0 = no limit)\n"
 "      --grace T     after a rank fails or aborts, give the others T to exit\n"
 "                    by themselves, then SIGTERM, then SIGKILL %g s later\n"
 "                    (default: %gs)\n"
-"      --prefix      prefix every output line with \"[rank] \" (default: off;\n"
-"                    output is still forwarded whole lines at a time)\n"
+"      --prefix      prefix every output line with \"[rank] \", or with\n"
+"                    \"[rank@host] \" under --hosts (default: off; output is\n"
+"                    still forwarded whole lines at a time)\n"
 "  -h, --help        print this help and exit\n"
 "  -V, --version     print the version and exit\n"
 "\n"
 "Environment of each rank (set by cvia-run):\n"
 "  CVIA_RANK          rank, 0..N-1\n"
 "  CVIA_SIZE          N\n"
-"  CVIA_LOCAL_RANK    rank among the ranks on this host (= CVIA_RANK)\n"
-"  CVIA_LOCAL_SIZE    ranks on this host (= N)\n"
+"  CVIA_LOCAL_RANK    rank among the ranks on its host (without --hosts:\n"
+"                     CVIA_RANK)\n"
+"  CVIA_LOCAL_SIZE    ranks on its host (without --hosts: N)\n"
 "  CVIA_BOOT_ADDR     path of the launcher's unix socket\n"
 "  CVIA_JOBID         the job's random key, 16 lowercase hex digits\n"
 "Stdin of each rank is /dev/null.\n"
@@ -223,8 +178,8 @@ static void run_help(void)
 "\n"
 "Exit status: the first non-zero status of a rank (128+S if it died of\n"
 "signal S); 124 after --timeout; 128+S if cvia-run got signal S (SIGINT,\n"
-"SIGTERM, SIGHUP); 2 for usage errors; 1 if the launcher itself failed;\n"
-"else 0.\n", RUN_NP_MAX, run.ncpus, RUN_TERM_WAIT, RUN_GRACE_DFLT);
+"SIGTERM, SIGHUP); 2 for usage errors, an unknown host included; 1 if\n"
+"the launcher itself failed (it may not enter a host, say); else 0.\n", RUN_NP_MAX, run.ncpus, RUN_TERM_WAIT, RUN_GRACE_DFLT);
     exit(0);
 }
 
@@ -232,6 +187,8 @@ static void run_parse_args(int argc, char **argv)
 {
     static const struct option opts[] = {
         { "np",      required_argument, NULL, 'n' },
+        { "hosts",   required_argument, NULL, 'H' },
+        { "map-by",  required_argument, NULL, 'm' },
         { "bind",    required_argument, NULL, 'b' },
         { "timeout", required_argument, NULL, 't' },
         { "grace",   required_argument, NULL, 'g' },
@@ -248,6 +205,17 @@ static void run_parse_args(int argc, char **argv)
         case 'n':
             if (!run_int_ok(optarg, 1, RUN_NP_MAX, &run.np))
                 run_usage("invalid -n value '%s' (expected 1..%d)", optarg, RUN_NP_MAX);
+            break;
+        case 'H':
+            run.hosts_arg = optarg;
+            break;
+        case 'm':
+            if (!strcmp(optarg, "cyclic"))
+                run.map = RUN_MAP_CYCLIC;
+            else if (!strcmp(optarg, "block"))
+                run.map = RUN_MAP_BLOCK;
+            else
+                run_usage("invalid --map-by value '%s' (expected cyclic or block)", optarg);
             break;
         case 'b':
             if (!strcmp(optarg, "core"))
@@ -341,15 +309,16 @@ static int run_setup(void)
         run_msg("signalfd: %s", strerror(errno));
         return -1;
     }
-    /* each rank costs 3 descriptors here: socket and two pipes */
+    /* each rank costs 3 descriptors here: socket and two pipes (and each
+     * host one, already open) */
     getrlimit(RLIMIT_NOFILE, &run.nofile);
     rl = run.nofile;
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        (rlim_t)run.np * 3 + 64 > rl.rlim_cur) {
+        (rlim_t)run.np * 3 + (rlim_t)run.nhosts + 64 > rl.rlim_cur) {
         run_msg("-n %d needs about %d file descriptors, the limit is %ju",
-                run.np, run.np * 3 + 64, (uintmax_t)rl.rlim_cur);
+                run.np, run.np * 3 + run.nhosts + 64, (uintmax_t)rl.rlim_cur);
         return -1;
     }
     if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id)) {
@@ -357,16 +326,19 @@ static int run_setup(void)
         return -1;
     }
     snprintf(run.jobid, sizeof(run.jobid), "%016" PRIx64, id);
-    run_get_cpus();
-    if (run.bind == RUN_BIND_AUTO)
-        run.bind = run.ncpus > 0 && run.np <= run.ncpus ? RUN_BIND_CORE : RUN_BIND_NONE;
     run.ranks = calloc((size_t)run.np, sizeof(*run.ranks));
     if (!run.ranks) {
         run_msg("out of memory");
         return -1;
     }
+    run_hosts_place();
     for (int r = 0; r < run.np; r++)
         run.ranks[r].out.fd = run.ranks[r].err.fd = -1;
+    /* every host is a machine of its own with our CPUs (see --help) */
+    run_get_cpus();
+    if (run.bind == RUN_BIND_AUTO)
+        run.bind = run.ncpus > 0 && run_hosts_max_size() <= run.ncpus ?
+                   RUN_BIND_CORE : RUN_BIND_NONE;
     return run_listen();
 }
 
@@ -374,7 +346,8 @@ static int run_setup(void)
 
 static _Noreturn void run_child(int r, int out, int err)
 {
-    char num[2][16];
+    const struct run_rank *rk = &run.ranks[r];
+    char num[4][16];
     sigset_t none;
     int fd;
 
@@ -385,14 +358,17 @@ static _Noreturn void run_child(int r, int out, int err)
     if ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 || dup2(fd, 0) < 0 ||
         dup2(out, 1) < 0 || dup2(err, 2) < 0)
         _exit(127);
+    run_host_enter(r);          /* from here on, we are on our host */
     snprintf(num[0], sizeof(num[0]), "%d", r);
     snprintf(num[1], sizeof(num[1]), "%d", run.np);
+    snprintf(num[2], sizeof(num[2]), "%d", rk->local_rank);
+    snprintf(num[3], sizeof(num[3]), "%d", run.hosts[rk->host].nranks);
     if (setenv("CVIA_RANK", num[0], 1) || setenv("CVIA_SIZE", num[1], 1) ||
-        setenv("CVIA_LOCAL_RANK", num[0], 1) || setenv("CVIA_LOCAL_SIZE", num[1], 1) ||
+        setenv("CVIA_LOCAL_RANK", num[2], 1) || setenv("CVIA_LOCAL_SIZE", num[3], 1) ||
         setenv("CVIA_BOOT_ADDR", run.addr.sun_path, 1) || setenv("CVIA_JOBID", run.jobid, 1))
         _exit(127);
     if (run.bind == RUN_BIND_CORE && run.ncpus > 0) {
-        int cpu = run.cpus[r % run.ncpus];
+        int cpu = run.cpus[rk->local_rank % run.ncpus];
         cpu_set_t *set = CPU_ALLOC(cpu + 1);
         size_t sz = CPU_ALLOC_SIZE(cpu + 1);
         if (set) {
@@ -454,412 +430,6 @@ err_msg:
     return -1;
 }
 
-/* ------------------------------------------------------ output forwarding */
-
-static void run_write(int to, const char *p, size_t n)
-{
-    while (n && !run.out_dead[to]) {
-        ssize_t w = write(to, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN) {
-            struct pollfd pfd = { .fd = to, .events = POLLOUT };
-            poll(&pfd, 1, -1);
-            continue;
-        }
-        if (w < 0) {
-            run.out_dead[to] = 1;   /* e.g. EPIPE: discard from now on */
-            return;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-/* Forward @n bytes of @s's buffer; with --prefix, tag each line start. */
-static void run_emit(int r, struct run_stream *s, size_t n)
-{
-    char tag[16], stage[2 * RUN_OUTBUF];
-    size_t taglen, k = 0;
-
-    if (!run.prefix) {
-        run_write(s->to, s->buf, n);
-    } else {
-        taglen = (size_t)snprintf(tag, sizeof(tag), "[%d] ", r);
-        for (size_t i = 0; i < n; i++) {
-            if (s->bol) {
-                if (k + taglen > sizeof(stage)) {
-                    run_write(s->to, stage, k);
-                    k = 0;
-                }
-                memcpy(stage + k, tag, taglen);
-                k += taglen;
-            }
-            if (k == sizeof(stage)) {
-                run_write(s->to, stage, k);
-                k = 0;
-            }
-            stage[k++] = s->buf[i];
-            s->bol = s->buf[i] == '\n';
-        }
-        run_write(s->to, stage, k);
-    }
-    s->len -= n;
-    memmove(s->buf, s->buf + n, s->len);
-}
-
-/* Forward what has ended: at EOF all, a partial last line included. */
-static void run_stream_close(int r, struct run_stream *s)
-{
-    if (s->len) {
-        run_emit(r, s, s->len);
-        if (run.prefix && !s->bol)
-            run_write(s->to, "\n", 1);
-    }
-    close(s->fd);
-    s->fd = -1;
-    free(s->buf);
-    s->buf = NULL;
-}
-
-/* Read what is there (at most a few buffers, for fairness); forward
- * complete lines, keep a partial one unless the buffer is full. */
-static void run_stream_read(int r, struct run_stream *s)
-{
-    for (int i = 0; i < 4 && s->fd >= 0; i++) {
-        if (!s->buf && !(s->buf = malloc(RUN_OUTBUF)))
-            return;
-        ssize_t n = read(s->fd, s->buf + s->len, RUN_OUTBUF - s->len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            return;
-        if (n <= 0) {
-            run_stream_close(r, s);
-            return;
-        }
-        s->len += (size_t)n;
-        char *nl = memrchr(s->buf, '\n', s->len);
-        size_t upto = nl ? (size_t)(nl - s->buf) + 1 : s->len == RUN_OUTBUF ? s->len : 0;
-        if (upto)
-            run_emit(r, s, upto);
-    }
-}
-
-/* Forward what a rank has written so far, so that it precedes what we say
- * about that rank. */
-static void run_rank_drain(int r)
-{
-    struct run_rank *rk = &run.ranks[r];
-
-    for (int i = 0; i < 16 && (rk->out.fd >= 0 || rk->err.fd >= 0); i++) {
-        run_stream_read(r, &rk->out);
-        run_stream_read(r, &rk->err);
-    }
-}
-
-/* -------------------------------------------------- launcher <-> ranks */
-
-static void run_conn_close(struct run_conn *c)
-{
-    if (c->fd < 0)
-        return;
-    close(c->fd);
-    c->fd = -1;
-    if (c->rank >= 0)
-        run.ranks[c->rank].conn = NULL;
-    else
-        run.nanon--;
-}
-
-static void run_conn_flush(struct run_conn *c)
-{
-    while (c->outlen && c->fd >= 0) {
-        ssize_t w = send(c->fd, c->out, c->outlen, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN)
-            return;
-        if (w < 0) {
-            /* the peer is gone; keep reading what it sent before (an
-             * ABORT, say) until EOF closes the connection */
-            c->wdead = 1;
-            c->outlen = 0;
-            return;
-        }
-        c->outlen -= (size_t)w;
-        memmove(c->out, c->out + w, c->outlen);
-    }
-}
-
-static void run_send(struct run_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void run_send(struct run_conn *c, const char *fmt, ...)
-{
-    char line[CVIA_BOOT_LINE_MAX + 1];
-    va_list ap;
-    int n;
-
-    if (!c || c->fd < 0 || c->wdead)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (n < 0 || n >= (int)sizeof(line))
-        return;
-    if (c->outlen + (size_t)n > c->outcap) {
-        size_t cap = c->outcap ? 2 * c->outcap : 4096;
-        while (cap < c->outlen + (size_t)n)
-            cap *= 2;
-        char *p = realloc(c->out, cap);
-        if (!p) {
-            run_conn_close(c);
-            return;
-        }
-        c->out = p;
-        c->outcap = cap;
-    }
-    memcpy(c->out + c->outlen, line, (size_t)n);
-    c->outlen += (size_t)n;
-    run_conn_flush(c);
-}
-
-static void run_refuse(struct run_conn *c, const char *why)
-{
-    run_send(c, "ERR %s\n", why);
-    if (run.info)
-        run_msg("refused a connection: %s", why);
-    run_conn_close(c);
-}
-
-/* Send @line to every connected rank but @except. */
-static void run_broadcast(int except, const char *line)
-{
-    for (int r = 0; r < run.np; r++)
-        if (r != except && run.ranks[r].alive)
-            run_send(run.ranks[r].conn, "%s", line);
-}
-
-static int run_kv_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct run_kv *)a)->key, ((const struct run_kv *)b)->key);
-}
-
-static void run_kv_free(void *e)
-{
-    free(((struct run_kv *)e)->val);
-    free(e);
-}
-
-static int run_kv_put(const char *key, const char *val)
-{
-    struct run_kv *e = malloc(sizeof(*e) + strlen(key) + 1), **slot;
-
-    if (!e || !(e->val = strdup(val))) {
-        free(e);
-        return -ENOMEM;
-    }
-    strcpy(e->key, key);
-    if (!(slot = tsearch(e, &run.kv, run_kv_cmp))) {
-        run_kv_free(e);
-        return -ENOMEM;
-    }
-    if (*slot != e) {           /* key known: replace the value */
-        free((*slot)->val);
-        (*slot)->val = e->val;
-        free(e);
-    }
-    return 0;
-}
-
-static const char *run_kv_get(const char *key)
-{
-    struct run_kv *k = alloca(sizeof(*k) + strlen(key) + 1), **slot;
-
-    strcpy(k->key, key);
-    slot = tfind(k, &run.kv, run_kv_cmp);
-    return slot ? (*slot)->val : NULL;
-}
-
-static int run_word_ok(const char *s, size_t max)
-{
-    size_t n = 0;
-
-    for (; s && s[n]; n++)
-        if ((unsigned char)s[n] <= ' ' || (unsigned char)s[n] > '~')
-            return 0;
-    return n > 0 && n <= max;
-}
-
-static void run_teardown(int cause);
-
-static void run_hello(struct run_conn *c, char *arg)
-{
-    char *w[3], *save = NULL;
-    struct run_rank *rk;
-    const char *why = NULL;
-    int r, pid, i;
-
-    for (i = 0; i < 3 && (w[i] = strtok_r(i ? NULL : arg, " ", &save)); i++)
-        ;
-    if (i < 3 || strtok_r(NULL, " ", &save) || !run_int_ok(w[0], INT_MIN, INT_MAX, &r) ||
-        !run_int_ok(w[2], 1, INT_MAX, &pid))
-        why = "malformed HELLO";
-    else if (r < 0 || r >= run.np)
-        why = "no such rank in this job";
-    else if (strcasecmp(w[1], run.jobid))
-        why = "wrong job id";
-    else if (run.ranks[r].conn)
-        why = "this rank is already connected";
-    else if (!run.ranks[r].alive)
-        why = "this rank has exited";
-    if (why) {
-        run_refuse(c, why);
-        return;
-    }
-    rk = &run.ranks[r];
-    run.nanon--;
-    c->rank = r;
-    rk->conn = c;
-    rk->hello = 1;
-    rk->fini = 0;
-    rk->lib_pid = pid;
-    if (rk->in_fence) {         /* a new program in the same rank starts afresh */
-        rk->in_fence = 0;
-        run.fence_count--;
-    }
-    for (i = 0; i < run.np; i++)        /* what it missed */
-        if (run.ranks[i].event[0])
-            run_send(c, "%s", run.ranks[i].event);
-    if (run.phase != RUN_RUNNING)
-        run_send(c, "TEARDOWN %d\n", run.cause);
-}
-
-static void run_fence(struct run_rank *rk)
-{
-    if (rk->in_fence)
-        return;                 /* re-sent after a client-side timeout */
-    rk->in_fence = 1;
-    if (++run.fence_count < run.np)
-        return;
-    for (int r = 0; r < run.np; r++) {
-        run.ranks[r].in_fence = 0;
-        run_send(run.ranks[r].conn, "FENCED\n");
-    }
-    run.fence_count = 0;
-}
-
-static void run_line(struct run_conn *c, char *line)
-{
-    char *arg = strchr(line, ' '), *val;
-    struct run_rank *rk;
-    const char *v;
-    int code;
-
-    if (arg)
-        *arg++ = '\0';
-    if (c->rank < 0) {
-        if (strcmp(line, "HELLO") || !arg)
-            run_refuse(c, "expected HELLO <rank> <jobid> <pid>");
-        else
-            run_hello(c, arg);
-        return;
-    }
-    rk = &run.ranks[c->rank];
-    if (!strcmp(line, "PUT") && arg && (val = strchr(arg, ' '))) {
-        *val++ = '\0';
-        if (!run_word_ok(arg, CVIA_BOOT_KEY_MAX) || !run_word_ok(val, CVIA_BOOT_VAL_MAX))
-            run_refuse(c, "bad key or value in PUT");
-        else if (run_kv_put(arg, val))
-            run_refuse(c, "out of memory");
-    } else if (!strcmp(line, "GET") && run_word_ok(arg, CVIA_BOOT_KEY_MAX)) {
-        if ((v = run_kv_get(arg)))
-            run_send(c, "VAL %s\n", v);
-        else
-            run_send(c, "NONE\n");
-    } else if (!strcmp(line, "FENCE") && !arg) {
-        run_fence(rk);
-    } else if (!strcmp(line, "FINI") && !arg) {
-        rk->fini = 1;
-    } else if (!strcmp(line, "ABORT") && arg) {
-        val = strchr(arg, ' ');
-        if (val)
-            *val++ = '\0';
-        if (!run_int_ok(arg, INT_MIN, INT_MAX, &code))
-            code = 1;
-        run_rank_drain(c->rank);
-        run_msg("rank %d aborted the job (code %d): %s", c->rank, code, val ? val : "");
-        if (!run.status)
-            run.status = code & 0xff ? code & 0xff : 1;
-        run_teardown(c->rank);
-    } else {
-        run_refuse(c, "malformed or unknown request");
-    }
-}
-
-static void run_conn_read(struct run_conn *c)
-{
-    while (c->fd >= 0) {
-        ssize_t n = recv(c->fd, c->in + c->inlen, sizeof(c->in) - c->inlen, MSG_DONTWAIT);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            return;
-        if (n <= 0) {
-            run_conn_close(c);
-            return;
-        }
-        c->inlen += (size_t)n;
-        char *p = c->in, *nl;
-        while (c->fd >= 0 && (nl = memchr(p, '\n', c->inlen - (size_t)(p - c->in)))) {
-            *nl = '\0';
-            run_line(c, p);
-            p = nl + 1;
-        }
-        c->inlen -= (size_t)(p - c->in);
-        memmove(c->in, p, c->inlen);
-        if (c->inlen == sizeof(c->in))
-            run_refuse(c, "line too long");
-    }
-}
-
-static void run_accept(void)
-{
-    for (;;) {
-        int fd = accept4(run.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            return;             /* EAGAIN, or out of descriptors: retry later */
-        }
-        struct run_conn *c = calloc(1, sizeof(*c));
-        if (!c || run.nanon > run.np + 16) {    /* stray clients: not ours */
-            free(c);
-            close(fd);
-            continue;
-        }
-        c->fd = fd;
-        c->rank = -1;
-        c->next = run.conns;
-        run.conns = c;
-        run.nanon++;
-    }
-}
-
-/* Free closed connections; only between poll rounds, when no pointer to
- * them is held. */
-static void run_conn_sweep(void)
-{
-    for (struct run_conn **pp = &run.conns, *c; (c = *pp);) {
-        if (c->fd < 0) {
-            *pp = c->next;
-            free(c->out);
-            free(c);
-        } else {
-            pp = &c->next;
-        }
-    }
-}
-
 /* ------------------------------------------------------ ranks' lifecycle */
 
 static void run_killall(int sig)
@@ -893,7 +463,7 @@ static int run_grace_useful(void)
 
 /* Tell everyone the job ends, give corevia ranks --grace to exit by
  * themselves (they can say why), then SIGTERM. */
-static void run_teardown(int cause)
+void run_teardown(int cause)
 {
     char line[32];
 
@@ -928,13 +498,18 @@ static void run_rank_exited(int r, const siginfo_t *si)
         run.status = sig ? 128 + si->si_status : si->si_status;
     /* deaths we caused with SIGTERM/SIGKILL are expected: say nothing */
     if (run.phase < RUN_TERM) {
+        const char *host = run_host_name(r);
+        char where[RUN_HOST_NAME_MAX + 16] = "";
+        if (host)
+            snprintf(where, sizeof(where), " on host %s", host);
         if (sig) {
             const char *name = sigabbrev_np(si->si_status);
-            run_msg("rank %d (pid %d) killed by signal %s%s%s", r, (int)rk->pid,
+            run_msg("rank %d (pid %d)%s killed by signal %s%s%s", r, (int)rk->pid, where,
                     name ? "SIG" : "", name ? name : "", si->si_code == CLD_DUMPED ?
                     " (core dumped)" : "");
         } else {
-            run_msg("rank %d (pid %d) exited with status %d", r, (int)rk->pid, si->si_status);
+            run_msg("rank %d (pid %d)%s exited with status %d", r, (int)rk->pid, where,
+                    si->si_status);
         }
     }
     snprintf(rk->event, sizeof(rk->event), "%s %d %d\n", sig ? "KILLED" : "EXIT",
@@ -1158,7 +733,8 @@ static void run_finish(void)
         unlink(run.addr.sun_path);
     if (run.dir[0])
         rmdir(run.dir);
-    tdestroy(run.kv, run_kv_free);
+    run_kv_destroy();
+    run_hosts_close();
     free(run.ranks);
     free(run.cpus);
 }
@@ -1166,6 +742,7 @@ static void run_finish(void)
 int main(int argc, char **argv)
 {
     run_parse_args(argc, argv);
+    run_hosts_open();           /* a host that is not there: exit 2 */
     if (run_setup()) {
         run_finish();
         return 1;
