@@ -17,12 +17,20 @@ out=$(mktemp) || exit 1
 trap 'rm -f "$out"' EXIT
 
 segments_of_dead() {
-    # segments whose creator is gone: leaked
-    local f pid
+    # segments whose creator is gone: leaked. A segment of another test
+    # running at the same time may be seen in the instant between its
+    # rank's reaping and its launcher's clean-up, so a suspect counts only
+    # if it is still there a moment later.
+    local f pid suspects=""
     for f in /dev/shm/cvia-$(id -u)-*; do
         [ -e "$f" ] || continue
         pid=$(basename "$f" | cut -d- -f3)
-        kill -0 "$pid" 2>/dev/null || echo "$f"
+        kill -0 "$pid" 2>/dev/null || suspects="$suspects $f"
+    done
+    [ -n "$suspects" ] || return 0
+    sleep 2
+    for f in $suspects; do
+        [ -e "$f" ] && echo "$f"
     done
 }
 
