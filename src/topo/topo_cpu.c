@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <corevia/cvia_errno.h>
+#include "topo/topo.h"
+#include "topo/topo_cpu.h"
+
+static const char *const rel_names[CVIA_REL_COUNT] = {
+    "same", "l2", "l3", "numa", "package", "remote",
+};
+
+const char *cvia__topo_rel_name(int rel)
+{
+    return rel >= 0 && rel < CVIA_REL_COUNT ? rel_names[rel] : NULL;
+}
+
+int cvia__topo_rel_parse(const char *name)
+{
+    for (int i = 0; i < CVIA_REL_COUNT; i++)
+        if (!strcmp(name, rel_names[i]))
+            return i;
+    return -1;
+}
+
+/* A directory is a fake Linux root (sys/, proc/): hwloc's linux backend
+ * reads it when HWLOC_FSROOT names it, as lstopo --input DIR does. The x86
+ * backend would read this machine's CPUID instead, so it is left out. */
+static int topo_load_fsroot(hwloc_topology_t t, const char *dir, char *err, size_t errcap)
+{
+    char probe[4096];
+    const char *old = getenv("HWLOC_FSROOT");
+    char *saved = old ? strdup(old) : NULL;
+    int rc;
+
+    snprintf(probe, sizeof(probe), "%s/sys/devices/system/cpu", dir);
+    if (access(probe, R_OK) < 0) {
+        snprintf(err, errcap, "'%s' is a directory but not a Linux sysfs dump "
+                 "(no sys/devices/system/cpu)", dir);
+        free(saved);
+        return -CVIA_ETOPO;
+    }
+    setenv("HWLOC_FSROOT", dir, 1);
+    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+    rc = hwloc_topology_load(t);
+    if (saved) {
+        setenv("HWLOC_FSROOT", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("HWLOC_FSROOT");
+    }
+    if (rc < 0) {
+        snprintf(err, errcap, "hwloc cannot load the sysfs dump '%s': %s", dir,
+                 strerror(errno));
+        return -CVIA_ETOPO;
+    }
+    return 0;
+}
+
+int cvia__topo_open_path(const char *path, hwloc_topology_t *topo_p, char *err,
+                         size_t errcap)
+{
+    hwloc_topology_t t;
+    struct stat st;
+    int rc;
+
+    if (!path) {
+        char source[256];
+        if ((rc = cvia__topo_open(&t, source, sizeof(source)))) {
+            snprintf(err, errcap, "cannot load the topology (%s)", cvia_strerror(rc));
+            return rc;
+        }
+        *topo_p = t;
+        return 0;
+    }
+    if (stat(path, &st) < 0 || access(path, R_OK) < 0) {
+        rc = -errno;
+        snprintf(err, errcap, "cannot read topology '%s': %s", path, strerror(errno));
+        return rc;
+    }
+    if (hwloc_topology_init(&t) < 0) {
+        snprintf(err, errcap, "out of memory");
+        return -ENOMEM;
+    }
+    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (S_ISDIR(st.st_mode)) {
+        if ((rc = topo_load_fsroot(t, path, err, errcap)))
+            goto err_destroy;
+    } else {
+        if (hwloc_topology_set_xml(t, path) < 0) {
+            snprintf(err, errcap, "'%s' is not an hwloc XML file", path);
+            rc = -CVIA_ETOPO;
+            goto err_destroy;
+        }
+        if (hwloc_topology_load(t) < 0) {
+            snprintf(err, errcap, "hwloc cannot load '%s': %s", path, strerror(errno));
+            rc = -CVIA_ETOPO;
+            goto err_destroy;
+        }
+    }
+    if (hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE) <= 0) {
+        snprintf(err, errcap, "topology '%s' has no cores", path);
+        rc = -CVIA_ETOPO;
+        goto err_destroy;
+    }
+    *topo_p = t;
+    return 0;
+
+err_destroy:
+    hwloc_topology_destroy(t);
+    return rc;
+}
+
+int cvia__topo_ncores(hwloc_topology_t t)
+{
+    return hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+}
+
+hwloc_obj_t cvia__topo_core(hwloc_topology_t t, int core)
+{
+    return core < 0 ? NULL : hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)core);
+}
+
+int cvia__topo_core_of_pu(hwloc_topology_t t, unsigned pu)
+{
+    hwloc_obj_t p = hwloc_get_pu_obj_by_os_index(t, pu);
+    hwloc_obj_t c = p ? hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, p) : NULL;
+    return c ? (int)c->logical_index : -1;
+}
+
+int cvia__topo_core_first_pu(hwloc_topology_t t, int core)
+{
+    hwloc_obj_t c = cvia__topo_core(t, core);
+    return c ? hwloc_bitmap_first(c->cpuset) : -1;
+}
+
+static hwloc_obj_type_t cache_type(unsigned level)
+{
+    static const hwloc_obj_type_t d[] = { HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE,
+        HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L4CACHE, HWLOC_OBJ_L5CACHE };
+    return level >= 1 && level <= 5 ? d[level - 1] : HWLOC_OBJ_TYPE_MAX;
+}
+
+hwloc_obj_t cvia__topo_core_cache(hwloc_topology_t t, int core, unsigned level)
+{
+    hwloc_obj_t c = cvia__topo_core(t, core);
+    hwloc_obj_type_t ty = cache_type(level);
+
+    if (!c || ty == HWLOC_OBJ_TYPE_MAX)
+        return NULL;
+    return hwloc_get_ancestor_obj_by_type(t, ty, c);
+}
+
+unsigned cvia__topo_last_level(hwloc_topology_t t)
+{
+    for (unsigned l = 5; l >= 1; l--)
+        if (hwloc_get_nbobjs_by_type(t, cache_type(l)) > 0)
+            return l;
+    return 0;
+}
+
+void cvia__topo_cores_in(hwloc_topology_t t, hwloc_const_cpuset_t cpuset,
+                         hwloc_bitmap_t cores_out)
+{
+    hwloc_obj_t c = NULL;
+
+    hwloc_bitmap_zero(cores_out);
+    while ((c = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_CORE, c)))
+        if (!hwloc_bitmap_iszero(c->cpuset) && hwloc_bitmap_isincluded(c->cpuset, cpuset))
+            hwloc_bitmap_set(cores_out, c->logical_index);
+}
+
+void cvia__topo_cores_cpuset(hwloc_topology_t t, hwloc_const_bitmap_t cores,
+                             hwloc_cpuset_t out)
+{
+    int i;
+
+    hwloc_bitmap_zero(out);
+    hwloc_bitmap_foreach_begin(i, cores) {
+        hwloc_obj_t c = cvia__topo_core(t, i);
+        if (c)
+            hwloc_bitmap_or(out, out, c->cpuset);
+    } hwloc_bitmap_foreach_end();
+}
+
+int cvia__topo_cache_sharers(hwloc_topology_t t, int core, unsigned level,
+                             hwloc_bitmap_t out)
+{
+    hwloc_obj_t cache = cvia__topo_core_cache(t, core, level);
+
+    hwloc_bitmap_zero(out);
+    if (!cache)
+        return 0;
+    cvia__topo_cores_in(t, cache->cpuset, out);
+    return hwloc_bitmap_weight(out);
+}
+
+int cvia__topo_core_package(hwloc_topology_t t, int core)
+{
+    hwloc_obj_t c = cvia__topo_core(t, core);
+    hwloc_obj_t p = c ? hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, c) : NULL;
+    return p ? (int)p->logical_index : -1;
+}
+
+int cvia__topo_core_numa(hwloc_topology_t t, int core)
+{
+    hwloc_obj_t c = cvia__topo_core(t, core), n = NULL;
+
+    if (!c)
+        return -1;
+    /* the first NUMA node whose locality covers the core: on KNL in flat
+     * mode that is the DDR node (listed before the MCDRAM one) */
+    while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n)))
+        if (hwloc_bitmap_isincluded(c->cpuset, n->cpuset))
+            return (int)n->logical_index;
+    return -1;
+}
+
+int cvia__topo_relation(hwloc_topology_t t, int a, int b)
+{
+    unsigned last = cvia__topo_last_level(t);
+    hwloc_obj_t ca, cb;
+    int pa, pb, na, nb;
+
+    if (a == b)
+        return CVIA_REL_SAME;
+    ca = cvia__topo_core(t, a);
+    cb = cvia__topo_core(t, b);
+    if (!ca || !cb)
+        return CVIA_REL_REMOTE;
+    /* the deepest shared cache decides; a shared L1 (rare) counts as l2 */
+    for (unsigned l = 1; l <= last; l++) {
+        hwloc_obj_t x = cvia__topo_core_cache(t, a, l);
+        if (x && hwloc_bitmap_isincluded(cb->cpuset, x->cpuset))
+            return l == last && last >= 2 ? CVIA_REL_L3 : CVIA_REL_L2;
+    }
+    na = cvia__topo_core_numa(t, a);
+    nb = cvia__topo_core_numa(t, b);
+    pa = cvia__topo_core_package(t, a);
+    pb = cvia__topo_core_package(t, b);
+    if (na >= 0 && na == nb)
+        return CVIA_REL_NUMA;
+    if (pa >= 0 && pa == pb)
+        return CVIA_REL_PACKAGE;
+    return CVIA_REL_REMOTE;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Cores and what they share: caches at each level, packages, NUMA nodes,
+ * and the relation of two cores as a placement decision sees it. Cores are
+ * named by hwloc logical index (L#), CPU sets hold PU OS indices (what
+ * taskset, sched_setaffinity and smp_affinity_list take). */
+#ifndef COREVIA_TOPO_TOPO_CPU_H
+#define COREVIA_TOPO_TOPO_CPU_H
+
+#include <hwloc.h>
+#include <stddef.h>
+
+/* How core B stands to core A, nearest first. */
+enum cvia_topo_rel {
+    CVIA_REL_SAME = 0,   /* the same core (hyperthread siblings included) */
+    CVIA_REL_L2,         /* another core sharing a cache below L3 */
+    CVIA_REL_L3,         /* shares the L3 (last-level cache), not L2 */
+    CVIA_REL_NUMA,       /* same NUMA node, no shared cache */
+    CVIA_REL_PACKAGE,    /* same package, another NUMA node / die */
+    CVIA_REL_REMOTE,     /* another package */
+    CVIA_REL_COUNT
+};
+
+/* "same", "l2", "l3", "numa", "package", "remote"; NULL if out of range. */
+const char *cvia__topo_rel_name(int rel);
+/* Inverse of the above; -1 if unknown. */
+int cvia__topo_rel_parse(const char *name);
+
+/* Load a topology from @path: an hwloc XML file, or a directory holding a
+ * fake Linux /sys and /proc tree (hwloc's tests' linux-sysfs dumps), or
+ * NULL for CVIA_TOPOLOGY / this machine (cvia__topo_open). I/O devices are
+ * kept. Does not log: on failure returns -CVIA_ETOPO, -ENOENT, -EACCES...
+ * with one line of explanation in @err. */
+int cvia__topo_open_path(const char *path, hwloc_topology_t *topo_p,
+                         char *err, size_t errcap);
+
+int         cvia__topo_ncores(hwloc_topology_t t);
+hwloc_obj_t cvia__topo_core(hwloc_topology_t t, int core);
+/* Logical index of the core holding PU OS index @pu; -1 if none. */
+int cvia__topo_core_of_pu(hwloc_topology_t t, unsigned pu);
+/* PU OS index of the first PU of @core (where an interrupt is sent). */
+int cvia__topo_core_first_pu(hwloc_topology_t t, int core);
+
+/* The cache of @level (1, 2, 3, ...; data or unified) above @core; NULL if
+ * the machine has none at that level. */
+hwloc_obj_t cvia__topo_core_cache(hwloc_topology_t t, int core, unsigned level);
+/* Deepest cache level present on the machine (0 if none recorded). */
+unsigned cvia__topo_last_level(hwloc_topology_t t);
+/* Cores (as a bitmap of core logical indices) that share the level-@level
+ * cache with @core, itself included; returns how many, 0 if no such cache
+ * (@out is then emptied). */
+int cvia__topo_cache_sharers(hwloc_topology_t t, int core, unsigned level,
+                             hwloc_bitmap_t out);
+
+/* Logical index of the package / first local NUMA node of @core; -1. */
+int cvia__topo_core_package(hwloc_topology_t t, int core);
+int cvia__topo_core_numa(hwloc_topology_t t, int core);
+
+/* Relation of core @b to core @a (enum cvia_topo_rel). The last-level
+ * cache counts as "l3" whatever its level, caches between L1 and it as
+ * "l2": a Bulldozer module (2 cores, one L2) is "l2", a Magny-Cours die
+ * (6 cores, one L3) "l3". */
+int cvia__topo_relation(hwloc_topology_t t, int a, int b);
+
+/* Cores (logical indices, as a bitmap) whose PUs all lie in @cpuset. */
+void cvia__topo_cores_in(hwloc_topology_t t, hwloc_const_cpuset_t cpuset,
+                         hwloc_bitmap_t cores_out);
+/* The PUs of the cores in @cores (bitmap of core logical indices). */
+void cvia__topo_cores_cpuset(hwloc_topology_t t, hwloc_const_bitmap_t cores,
+                             hwloc_cpuset_t out);
+
+#endif
