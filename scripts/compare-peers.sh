@@ -14,6 +14,11 @@
 # osu_mpi (bench/peers/osu_mpi.c) is built here with mpicc into build/peers/,
 # so the core build never needs MPI. Installs nothing: a missing peer is
 # skipped with the package that provides it.
+#
+# --corevia-variants runs corevia several ways in the same session (each a
+# peer "corevia-NAME": two copies, single copy read/write/coop, arena, or
+# another build), --memcpy adds cvia-bench's single-thread memcpy bandwidth,
+# and --buffers cycles buffers so that large messages are not cache hits.
 
 set -u -o pipefail
 
@@ -33,6 +38,10 @@ SIZES=""
 UCX_SM_TLS=${UCX_SM_TLS:-sm,self}
 CVIA_BENCH=${CVIA_BENCH:-build/cvia-bench}
 OSU=build/peers/osu_mpi
+VARIANTS=""          # --corevia-variants, as given
+MEMCPY=0
+BUFFERS=1
+declare -A VENV VARGS VBIN VDESC
 
 usage() {
     cat <<EOF
@@ -53,13 +62,33 @@ Options (default in brackets):
   --timeout S     limit for each single command, seconds [$TMO]
   --quiet-wait S  while others keep > 25% of the CPUs busy, wait before a
                   measurement; S seconds in all for the session (0: never) [$QUIET_WAIT]
+  --corevia-variants LIST
+                  run corevia once per variant instead of once, each a peer
+                  "corevia-NAME" ("corevia" for default); LIST is comma-separated:
+                    default  the library's defaults
+                    twocopy  CVIA_SHM_RNDV_THRESHOLD=1t (the foundation's rings only)
+                    read     CVIA_SHM_COPY=read  (receiver pulls by CMA)
+                    write    CVIA_SHM_COPY=write (sender pushes by CMA)
+                    coop     CVIA_SHM_COPY=coop  (both copy chunks at once)
+                    arena    cvia-bench --arena  (buffers from cvia_mem_alloc: loads/stores)
+                    NAME:VAR=VAL+VAR=VAL...  any CVIA_* settings
+                    NAME@PATH                another cvia-bench (e.g. an older build)
+                  Ratios are for "corevia" (else the first variant) against the
+                  best non-corevia peer; summary.csv has every variant's.
+  --memcpy        add cvia-bench memcpy (one thread, same buffers) to the bw table
+  --buffers N|auto
+                  cycle through N buffers per side (cvia-bench and osu_mpi
+                  --buffers; auto: 2 x the last-level cache); ucx_perftest cannot,
+                  so it is skipped unless N is 1 [1: one buffer, as OSU]
   -h, --help      this text
 
 Environment: CVIA_BENCH [$CVIA_BENCH], UCX_SM_TLS [$UCX_SM_TLS], PYTHON.
 
 Output in DIR: all.csv (every run), summary.csv (medians, spread, ratios),
-table.txt, peers.png (gnuplot), snippet.md (for BENCHMARKS.md), machine.txt,
-mechanisms.txt, steal.csv and raw/ (each command's own output and errors).
+paired.csv (each corevia variant against "corevia", run by run: the median of
+the per-run ratios), table.txt, peers.png (gnuplot), snippet.md (for
+BENCHMARKS.md), machine.txt, mechanisms.txt, steal.csv and raw/ (each
+command's own output and errors).
 Ratios are written so that > 1 means corevia is better: latency ratio = best
 peer / corevia, bandwidth ratio = corevia / best peer.
 EOF
@@ -90,6 +119,12 @@ while [ $# -gt 0 ]; do
     --quiet-wait) [ $# -ge 2 ] || die_usage "--quiet-wait needs a value"
                   case "$2" in ''|*[!0-9]*) die_usage "--quiet-wait: seconds expected" ;; esac
                   QUIET_WAIT=$2; shift ;;
+    --corevia-variants) [ $# -ge 2 ] && [ -n "$2" ] || die_usage "--corevia-variants needs a list"
+                  VARIANTS=$2; shift ;;
+    --memcpy) MEMCPY=1 ;;
+    --buffers) [ $# -ge 2 ] || die_usage "--buffers needs a value"
+               case "$2" in auto) ;; ''|*[!0-9]*|0) die_usage "--buffers: a positive integer or auto expected" ;; esac
+               BUFFERS=$2; shift ;;
     *) die_usage "unknown argument '$1'" ;;
     esac
     shift
@@ -102,6 +137,44 @@ SIZES=${SIZES:-$SWEEP_SIZES}
 # The headline sizes are always measured.
 SIZES=$(printf '%s\n' ${SIZES//,/ } ${HEADLINE_SIZES//,/ } | sort -n -u | paste -sd, -)
 
+# corevia variants: each becomes a peer with its environment, cvia-bench
+# arguments and binary.
+add_variant() {  # peer-name env args bin desc
+    PEERS_ALL="$PEERS_ALL $1"
+    VENV[$1]=$2 VARGS[$1]=$3 VBIN[$1]=$4 VDESC[$1]=$5
+}
+if [ -n "$VARIANTS" ]; then
+    case " $PEERS " in *" corevia "*) ;; *) die_usage "--corevia-variants needs the corevia peer" ;; esac
+    PEERS_ALL=${PEERS_ALL/corevia /}
+    vpeers=""
+    for v in ${VARIANTS//,/ }; do
+        case $v in
+        default) n=corevia; add_variant $n "" "" "$CVIA_BENCH" "defaults" ;;
+        twocopy) n=corevia-twocopy; add_variant $n "CVIA_SHM_RNDV_THRESHOLD=1t" "" "$CVIA_BENCH" "CVIA_SHM_RNDV_THRESHOLD=1t: two copies through the rings at every size" ;;
+        read|write|coop) n=corevia-$v; add_variant $n "CVIA_SHM_COPY=$v" "" "$CVIA_BENCH" "CVIA_SHM_COPY=$v" ;;
+        arena) n=corevia-arena; add_variant $n "" "--arena" "$CVIA_BENCH" "cvia-bench --arena: buffers from cvia_mem_alloc, single copy by loads and stores" ;;
+        *@*) n=corevia-${v%%@*}; add_variant $n "" "" "${v#*@}" "cvia-bench at ${v#*@}, defaults" ;;
+        *:*) n=corevia-${v%%:*}; e=${v#*:}; add_variant $n "${e//+/ }" "" "$CVIA_BENCH" "${e//+/ }" ;;
+        *) die_usage "--corevia-variants: unknown variant '$v'" ;;
+        esac
+        case "$n" in *[!A-Za-z0-9_.-]*|corevia-) die_usage "--corevia-variants: bad name in '$v'" ;; esac
+        vpeers="$vpeers $n"
+    done
+    PEERS=$(echo " $PEERS " | sed "s/ corevia / $vpeers /")
+fi
+if [ "$MEMCPY" = 1 ]; then
+    PEERS_ALL="$PEERS_ALL memcpy"
+    PEERS="$PEERS memcpy"
+fi
+if [ "$BUFFERS" != 1 ]; then
+    case " $PEERS " in *" ucx_perftest "*)
+        PEERS=$(echo " $PEERS " | sed "s/ ucx_perftest / /")
+        mkdir -p "$OUT" && echo "skipping ucx_perftest: it cannot cycle buffers (--buffers $BUFFERS); ompi-ucx carries UCX" >>"$OUT/notes.pending" ;;
+    esac
+fi
+is_corevia() { case $1 in corevia|corevia-*) return 0 ;; esac; return 1; }
+cvia_bin() { echo "${VBIN[$1]:-$CVIA_BENCH}"; }
+
 PY=${PYTHON:-}
 [ -n "$PY" ] || PY=$(command -v /usr/bin/python3 || command -v python3 || true)
 [ -n "$PY" ] || { echo "compare-peers: python3 is needed for the medians (Debian: python3)" >&2; exit 1; }
@@ -109,6 +182,10 @@ PY=${PYTHON:-}
 mkdir -p "$OUT/raw" || exit 1
 rm -f "$OUT"/raw/* "$OUT"/{notes.txt,steal.csv,all.csv,summary.csv,table.txt,snippet.md,peers.png} "$OUT"/plot_*
 note() { echo "compare-peers: $*" >&2; echo "$*" >>"$OUT/notes.txt"; }
+if [ -f "$OUT/notes.pending" ]; then
+    while read -r l; do note "$l"; done <"$OUT/notes.pending"
+    rm -f "$OUT/notes.pending"
+fi
 
 if [ "$(id -u)" = 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -125,8 +202,8 @@ drop_peer() { PEERS=$(echo " $PEERS " | sed "s/ $1 / /"); note "skipping $1: $2"
 
 for p in $PEERS; do
     case $p in
-    corevia)
-        [ -x "$CVIA_BENCH" ] || drop_peer corevia "$CVIA_BENCH not found (build corevia: cmake -S . -B build && cmake --build build)" ;;
+    corevia|corevia-*|memcpy)
+        [ -x "$(cvia_bin "$p")" ] || drop_peer "$p" "$(cvia_bin "$p") not found (build corevia: cmake -S . -B build && cmake --build build)" ;;
     ompi-ob1|ompi-ucx)
         if ! have mpicc || ! have mpirun; then
             drop_peer "$p" "mpicc/mpirun not found (Debian: openmpi-bin libopenmpi-dev; scripts/install-deps.sh)"
@@ -168,6 +245,9 @@ esac
     echo "runs=$RUNS"
     echo "peers=$PEERS"
     echo "ucx_tls=$UCX_SM_TLS"
+    echo "buffers=$BUFFERS"
+    echo "variants=$VARIANTS"
+    for p in $PEERS; do is_corevia "$p" && echo "vdesc_$p=${VDESC[$p]:-defaults}"; done
 } >"$OUT/machine.txt"
 
 probe_mechanisms() {
@@ -191,11 +271,19 @@ probe_mechanisms() {
         UCX_LOG_LEVEL=debug ucx_pair tag_bw 4194304 64 0
         printf '%s\n' "$UCX_OUT" | grep -E 'lane\[' | sed 's/^.*UCX  DEBUG *//' | sort -u | head -4 ;;
     esac
-    case " $PEERS " in *" corevia "*)
+    case " $PEERS " in *" corevia "*|*" corevia-"*)
         echo "== corevia (cvia-info -l; cvia-bench latency --sizes 8, human output)"
         timeout "$TMO" "$(dirname "$CVIA_BENCH")/cvia-info" -l 2>&1 | head -10
         timeout "$TMO" "$CVIA_BENCH" latency --sizes 8 2>&1 | head -20 ;;
     esac
+    # each variant's path, from the receiver of a 1 MiB bw (bytes it single-copied)
+    for p in $PEERS; do
+        is_corevia "$p" || continue
+        echo "== variant $p"
+        # shellcheck disable=SC2086
+        env ${VENV[$p]:-} timeout "$TMO" "$(cvia_bin "$p")" bw --sizes 1048576 --iters 2 --warmup 0 \
+            ${VARGS[$p]:-} 2>&1 | sed -n 's/^# path (rank 1 to 0): /path: /p'
+    done
 }
 
 # ---- ucx_perftest: one server/client pair per (test, size) ------------------
@@ -247,10 +335,17 @@ run_ucx_perftest() {
 
 # peer bench sizes: the common CSV on stdout.
 run_peer() {
+    local bopt=()
+    [ "$BUFFERS" = 1 ] || bopt=(--buffers "$BUFFERS")
     case $1 in
-    corevia)      timeout "$TMO" "$CVIA_BENCH" "$2" --sizes "$3" --csv ;;
-    ompi-ob1)     timeout "$TMO" "${MPIRUN[@]}" "${MPI_OB1[@]}" "$OSU" "$2" --sizes "$3" --csv ;;
-    ompi-ucx)     timeout "$TMO" "${MPIRUN[@]}" "${MPI_UCX[@]}" "$OSU" "$2" --sizes "$3" --csv ;;
+    corevia|corevia-*)
+        # shellcheck disable=SC2086
+        env ${VENV[$1]:-} timeout "$TMO" "$(cvia_bin "$1")" "$2" --sizes "$3" --csv "${bopt[@]}" ${VARGS[$1]:-} ;;
+    memcpy)
+        [ "$2" = bw ] || return 0
+        timeout "$TMO" "$CVIA_BENCH" memcpy --sizes "$3" --csv "${bopt[@]}" | sed 's/^memcpy,/bw,/' ;;
+    ompi-ob1)     timeout "$TMO" "${MPIRUN[@]}" "${MPI_OB1[@]}" "$OSU" "$2" --sizes "$3" --csv "${bopt[@]}" ;;
+    ompi-ucx)     timeout "$TMO" "${MPIRUN[@]}" "${MPI_UCX[@]}" "$OSU" "$2" --sizes "$3" --csv "${bopt[@]}" ;;
     ucx_perftest) run_ucx_perftest "$2" "$3" ;;
     esac
 }
@@ -296,6 +391,7 @@ for run in $(seq 1 "$RUNS"); do
     for p in "${order[@]}"; do
         case " $PEERS " in *" $p "*) ;; *) continue ;; esac   # dropped in an earlier run
         for bench in latency bw; do
+            [ "$p" = memcpy ] && [ "$bench" = latency ] && continue
             f="$OUT/raw/r$run-$p-$bench"
             wait_quiet
             read -r t0 x s0 < <(cpu_stat)
@@ -377,7 +473,14 @@ def med(vals):
     vals = [v for v in vals if v == v]
     return (statistics.median(vals), min(vals), max(vals), len(vals)) if vals else None
 
+def is_cv(p):
+    return p == "corevia" or p.startswith("corevia-")
+# corevia and its variants first, the peers, then memcpy (a yardstick, not a peer)
+peer_order = ([p for p in peer_order if is_cv(p)] + [p for p in peer_order if not is_cv(p) and p != "memcpy"] +
+              [p for p in peer_order if p == "memcpy"])
 peers = [p for p in peer_order if any(r["peer"] == p for r in rows)]
+cvs = [p for p in peers if is_cv(p)]
+REF = "corevia" if "corevia" in peers else (cvs[0] if cvs else "corevia")
 sizes = sorted({r["size_bytes"] for r in rows})
 S = {}           # (peer, bench, size, col) -> (median, lo, hi, n)
 for p in peers:
@@ -397,7 +500,7 @@ def get(p, b, s, c):
 METRICS = [("latency", "latency_us", "One-way latency, mean of half round trips (us)", False),
            ("latency", "latency_p50_us", "One-way latency, median (p50) of half round trips (us)", False),
            ("bw", "bandwidth_mb_s", "Bandwidth, window 64 (MB/s, MB = 10^6 B)", True)]
-others = [p for p in peers if p != "corevia"]
+others = [p for p in peers if not is_cv(p) and p != "memcpy"]
 
 def best_peer(b, s, c, higher):
     cand = [(get(p, b, s, c), p) for p in others if get(p, b, s, c) is not None]
@@ -405,8 +508,8 @@ def best_peer(b, s, c, higher):
         return None, None
     return (max if higher else min)(cand)
 
-def ratio(b, s, c, higher):
-    cv, (bv, bp) = get("corevia", b, s, c), best_peer(b, s, c, higher)
+def ratio(b, s, c, higher, who=None):
+    cv, (bv, bp) = get(who or REF, b, s, c), best_peer(b, s, c, higher)
     if cv is None or bv is None or cv == 0 or bv == 0:
         return None
     return cv / bv if higher else bv / cv
@@ -414,16 +517,19 @@ def ratio(b, s, c, higher):
 with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["benchmark", "metric", "size_bytes", "peer", "median", "min_of_runs", "max_of_runs", "runs",
-                "best_peer", "ratio_gt1_corevia_better"])
+                "best_peer", "ratio_gt1_corevia_better", "ratio_to_memcpy"])
     for b, c, _, higher in METRICS + [("latency", "latency_p99_us", "", False), ("bw", "msg_rate_per_s", "", True)]:
         for s in sizes:
             bv, bp = best_peer(b, s, c, higher)
-            r = ratio(b, s, c, higher)
+            mc = get("memcpy", b, s, c)
             for p in peers:
                 v = S.get((p, b, s, c))
+                # each corevia variant's own ratio; the other rows carry the reference's
+                r = ratio(b, s, c, higher, p if is_cv(p) else None)
                 if v:
                     w.writerow([b, c, s, p, "%.4g" % v[0], "%.4g" % v[1], "%.4g" % v[2], v[3],
-                                bp or "", "" if r is None else "%.3f" % r])
+                                bp or "", "" if r is None else "%.3f" % r,
+                                "%.3f" % (v[0] / mc) if mc and higher and v[0] else ""])
 
 def human(s):
     for unit, k in (("M", 1 << 20), ("K", 1 << 10)):
@@ -436,25 +542,64 @@ def fmt(v, higher):
         return "-"
     return ("%.0f" % v) if higher and v >= 100 else ("%.1f" % v if higher else "%.3f" % v)
 
+# Paired: per run, a variant against the reference measured in the same run;
+# the median of those ratios (> 1: the variant better). With few peers (e.g.
+# --peers corevia and two variants) the two were measured moments apart, which
+# a VM whose speed shifts between modes needs.
+runval = {(r["peer"], r["benchmark"], r["size_bytes"], r["run"], c): r[c] for r in rows for c in COLS}
+def paired(p, b, s, c, higher):
+    v = []
+    for run in sorted({r["run"] for r in rows}):
+        x, y = runval.get((p, b, s, run, c)), runval.get((REF, b, s, run, c))
+        if x and y and x == x and y == y:
+            v.append(x / y if higher else y / x)
+    return statistics.median(v) if v else None
+with open(os.path.join(out, "paired.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["benchmark", "metric", "size_bytes", "variant", "reference", "paired_median_ratio_gt1_variant_better", "runs"])
+    for b, c, _, higher in METRICS:
+        for s in sizes:
+            for p in cvs:
+                if p != REF and paired(p, b, s, c, higher) is not None:
+                    w.writerow([b, c, s, p, REF, "%.3f" % paired(p, b, s, c, higher), machine.get("runs")])
+
+def best_cv(b, s, c, higher):
+    cand = [(get(p, b, s, c), p) for p in cvs if get(p, b, s, c) is not None]
+    return (max if higher else min)(cand) if cand else (None, None)
+
 def table(b, c, title, higher, md):
-    conv = "best peer / corevia" if not higher else "corevia / best peer"
-    head = ["size"] + peers + (["best peer", "ratio"] if "corevia" in peers and others else [])
+    cols = [p for p in peers if not (p == "memcpy" and b == "latency")]
+    conv = ("best peer / %s" if not higher else "%s / best peer") % REF
+    cmp_ = REF in peers and others
+    many = len(cvs) > 1 and cmp_
+    mem = higher and "memcpy" in peers and REF in peers
+    head = ["size"] + cols + (["best peer", "ratio"] if cmp_ else []) + \
+           (["best corevia", "ratio"] if many else []) + (["%s / memcpy" % REF] if mem else [])
+    align = ["---:"] * (len(cols) + 1) + ([":---", "---:"] if cmp_ else []) + \
+            ([":---", "---:"] if many else []) + (["---:"] if mem else [])
     body = []
     for s in sizes:
-        if not any(get(p, b, s, c) is not None for p in peers):
+        if not any(get(p, b, s, c) is not None for p in cols):
             continue
-        row = [human(s)] + [fmt(get(p, b, s, c), higher) for p in peers]
-        if len(head) > len(peers) + 1:
+        row = [human(s)] + [fmt(get(p, b, s, c), higher) for p in cols]
+        if cmp_:
             bv, bp = best_peer(b, s, c, higher)
             r = ratio(b, s, c, higher)
             row += [bp or "-", "-" if r is None else "%.2f" % r]
+        if many:
+            cv, cp = best_cv(b, s, c, higher)
+            r = ratio(b, s, c, higher, cp) if cp else None
+            row += [cp or "-", "-" if r is None else "%.2f" % r]
+        if mem:
+            rv, mv = get(REF, b, s, c), get("memcpy", b, s, c)
+            row += ["%.2f" % (rv / mv) if rv and mv else "-"]
         body.append(row)
     if not body:
         return []
-    lines = ["%s; median of %s runs; ratio = %s (> 1: corevia better)" % (title, machine.get("runs"), conv)]
+    lines = ["%s; median of %s runs; ratio = %s (> 1: corevia better)%s" % (
+        title, machine.get("runs"), conv, "; best corevia: the best variant, its ratio to the best peer" if many else "")]
     if md:
-        lines = ["**" + lines[0] + "**", "", "| " + " | ".join(head) + " |",
-                 "|" + "|".join("---:" if i != len(peers) + 1 else ":---" for i in range(len(head))) + "|"]
+        lines = ["**" + lines[0] + "**", "", "| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
         lines += ["| " + " | ".join(r) + " |" for r in body]
     else:
         wd = [max(len(str(x)) for x in col) for col in zip(head, *body)]
@@ -462,23 +607,54 @@ def table(b, c, title, higher, md):
         lines += ["  ".join(x.rjust(n) for x, n in zip(r, wd)) for r in body]
     return lines + [""]
 
+def issue3_lines():
+    """Issue 3's target: bw at 512 KiB-4 MiB >= memcpy and >= 1.2 x the best peer;
+    8 B latency no worse than the foundation's (two copies, or an older build)."""
+    out_l = []
+    big = [s for s in sizes if 512 * 1024 <= s <= 4 << 20]
+    for s in big:
+        bv, bp = best_peer("bw", s, "bandwidth_mb_s", True)
+        mc = get("memcpy", "bw", s, "bandwidth_mb_s")
+        for who in ([REF] + [p for p in cvs if p != REF]):
+            v = get(who, "bw", s, "bandwidth_mb_s")
+            if v is None:
+                continue
+            parts = ["%s bw %s: %s MB/s" % (human(s), who, fmt(v, True))]
+            ok = True
+            if mc:
+                parts.append("%.2f x memcpy (%s)" % (v / mc, fmt(mc, True)))
+                ok &= v >= mc
+            if bv:
+                parts.append("%.2f x best peer %s (%s)" % (v / bv, bp, fmt(bv, True)))
+                ok &= v >= 1.2 * bv
+            out_l.append(", ".join(parts) + (" -> target met" if ok else " -> target NOT met"))
+    base = [p for p in cvs if p != REF and (p == "corevia-twocopy" or VB.get(p))]
+    for b in base:
+        for c, lab in (("latency_us", "mean"), ("latency_p50_us", "p50")):
+            v, f = get(REF, "latency", 8, c), get(b, "latency", 8, c)
+            pr = paired(b, "latency", 8, c, False)     # > 1: b better, i.e. REF worse
+            if v and f and pr:
+                out_l.append("8 B latency (%s): %s %.3f us vs %s %.3f us (medians); paired per run: %s / %s = %.2f -> %s" % (
+                    lab, REF, v, b, f, REF, b, pr, "no worse" if pr <= 1.05 else "WORSE by more than 5%"))
+    return out_l
+
 def headline_lines():
     out_l = []
-    if "corevia" not in peers or not others:
+    if REF not in peers or not others:
         return out_l
     for b, c, label, higher, s in (("latency", "latency_us", "8 B latency (mean)", False, 8),
                                    ("latency", "latency_p50_us", "8 B latency (p50)", False, 8),
                                    ("bw", "bandwidth_mb_s", "4 KiB bandwidth", True, 4096)):
         if s not in headline:
             continue
-        cv, (bv, bp) = S.get(("corevia", b, s, c)), best_peer(b, s, c, higher)
+        cv, (bv, bp) = S.get((REF, b, s, c)), best_peer(b, s, c, higher)
         r = ratio(b, s, c, higher)
         if cv is None or bv is None:
             continue
         unit = "MB/s" if higher else "us"
         bs = S[(bp, b, s, c)]
-        out_l.append("%s: corevia %s %s (runs %s..%s) vs best peer %s %s %s (runs %s..%s): ratio %.2f -> %s" % (
-            label, fmt(cv[0], higher), unit, fmt(cv[1], higher), fmt(cv[2], higher),
+        out_l.append("%s: %s %s %s (runs %s..%s) vs best peer %s %s %s (runs %s..%s): ratio %.2f -> %s" % (
+            label, REF, fmt(cv[0], higher), unit, fmt(cv[1], higher), fmt(cv[2], higher),
             bp, fmt(bv, higher), unit, fmt(bs[1], higher), fmt(bs[2], higher), r,
             "target met" if r >= 1.0 else "target NOT met"))
     return out_l
@@ -491,24 +667,34 @@ if wide:
 
 placement = ("rank 0 on CPU 0, rank 1 on CPU 1 (Open MPI --bind-to core --map-by core; "
              "ucx_perftest server taskset -c 0, client -c 1; cvia-bench binds its 2 ranks to cores)")
+bufs = machine.get("buffers", "1")
+buffers = ("one send and one receive buffer reused for every message, as OSU (cache-resident where it fits)"
+           if bufs == "1" else
+           "cycling through %s buffers per side (cvia-bench and osu_mpi --buffers %s%s): large messages are not cache hits"
+           % ("enough" if bufs == "auto" else bufs, bufs, ": 2 x the last-level cache per side" if bufs == "auto" else ""))
+VB = {k[len("vdesc_"):]: v for k, v in machine.items() if k.startswith("vdesc_") and "cvia-bench at " in v}
 # What each peer really used, from the probes in mechanisms.txt.
 mech = {}
-section = None
+section = vsec = None
 mpath = os.path.join(out, "mechanisms.txt")
 for line in (open(mpath).read().splitlines() if os.path.exists(mpath) else []):
     if line.startswith("== "):
         section = line.split()[1]
+        vsec = line.split()[2] if section == "variant" and len(line.split()) > 2 else None
         continue
     m = re.search(r'single_copy_mechanism" \(current value: "([^"]+)"', line)
     if m:
         mech["vader"] = m.group(1)
     if section == "corevia":
         m = re.match(r"\s+available: (.*)", line)
-        if m:
+        if m and "corevia" not in mech:     # the first provider listed: shm
             mech["corevia"] = m.group(1).strip()
         m = re.match(r"# placement: (.*)", line)
         if m:
             mech["corevia-placement"] = m.group(1).strip()
+    m = re.match(r"path: (.*)", line)
+    if m and vsec:
+        mech["path-" + vsec] = m.group(1).strip()
     m = re.search(r"lane\[\d+\]:\s+\d+:(\w+)/\S+ .*-> .*\s(am|rma_bw|rma|amo)\b", line)
     if m and m.group(1) != "self":
         mech.setdefault(section, set()).add("%s %s" % (m.group(1), m.group(2)))
@@ -523,7 +709,15 @@ peer_desc = {
         machine.get("ompi", "Open MPI"), machine.get("ucx_tls"), lanes("ompi-ucx")),
     "ucx_perftest": "%s ucx_perftest tag_lat / tag_bw -O 64, UCX_TLS=%s (used: %s); MiB/s converted to MB/s" % (
         machine.get("ucx", "UCX"), machine.get("ucx_tls"), lanes("ucx_perftest")),
+    "memcpy": "cvia-bench memcpy: one thread on CPU 0 copies as many messages as bw sends, same buffers "
+              "(a yardstick, not a peer: not in 'best peer')",
 }
+for p in cvs:
+    # every variant: its settings and the path its receiver reported (bytes single-copied by 1 MiB bw)
+    d = machine.get("vdesc_" + p, "defaults")
+    path = mech.get("path-" + p)
+    base = peer_desc["corevia"] if p == "corevia" else "corevia %s, cvia-bench latency|bw, %s" % (machine.get("corevia", ""), d)
+    peer_desc[p] = base + ("; path seen by the receiver of a 1 MiB bw: %s" % path if path else "")
 
 txt = ["corevia vs peers, %s, %s" % (machine.get("date"), machine.get("host")),
        "machine: %s, %s CPUs (%s core(s)/socket, %s thread(s)/core), %s, kernel %s, hypervisor %s" % (
@@ -534,9 +728,14 @@ txt = ["corevia vs peers, %s, %s" % (machine.get("date"), machine.get("host")),
            machine.get("runs"), machine.get("seconds"), machine.get("steal_pct"), machine.get("steal_max"))]
 txt += ["peer %-12s %s" % (p, peer_desc[p]) for p in peers]
 txt += ["note: " + n for n in notes] + [""]
+txt.insert(3, "buffers: " + buffers)
 hl = headline_lines()
 if hl:
     txt += ["Headline (issue target: corevia at least as good as the best of UCX and Open MPI):"] + ["  " + l for l in hl] + [""]
+h3 = issue3_lines()
+if h3:
+    txt += ["Issue 3 target (512 KiB-4 MiB bw >= memcpy and >= 1.2 x best peer; 8 B latency no worse than two copies / older build):"] + \
+           ["  " + l for l in h3] + [""]
 for b, c, title, higher in METRICS:
     txt += table(b, c, title, higher, md=False)
 report = "\n".join(txt)
@@ -549,6 +748,7 @@ md = ["### corevia vs Open MPI and UCX (shared memory, 2 ranks)", "",
           machine.get("threads_per_core"), machine.get("hypervisor") or "none", machine.get("os"), machine.get("kernel")),
       "- Compiler (osu_mpi, via mpicc -O2): %s" % machine.get("cc"),
       "- Placement: " + placement,
+      "- Buffers: " + buffers,
       "- Definitions: OSU. Latency = half the round trip of a blocking ping-pong, mean after warm-up (p50 also shown); "
       "bandwidth = window of 64 non-blocking sends then a 4-byte ack; MB = 10^6 bytes. "
       "Iterations as OSU (latency 10000/100 warm-up up to 8 KiB, 1000/10 above; bw 100/10, 20/2).",
@@ -562,6 +762,9 @@ md += ["- `ucx_perftest` tag_bw streams with 64 sends outstanding and no per-win
 md += ["- Note: " + n for n in notes] + [""]
 if hl:
     md += ["Headline (target: at least as good as the best peer):", ""] + ["- " + l for l in hl] + [""]
+if h3:
+    md += ["Issue 3 target (512 KiB-4 MiB bandwidth at least memcpy and 1.2 x the best peer; 8 B latency no worse "
+           "than two copies / the older build):", ""] + ["- " + l for l in h3] + [""]
 for b, c, title, higher in METRICS:
     md += table(b, c, title, higher, md=True)
 open(os.path.join(out, "snippet.md"), "w").write("\n".join(md) + "\n")
@@ -569,6 +772,7 @@ open(os.path.join(out, "snippet.md"), "w").write("\n".join(md) + "\n")
 # Wide files for gnuplot, NaN where a peer has no figure.
 for b, c in (("latency", "latency_us"), ("bw", "bandwidth_mb_s")):
     with open(os.path.join(out, "plot_%s.dat" % b), "w") as f:
+        # memcpy has no latency: its column stays NaN there and the plot skips it
         f.write("# size " + " ".join(peers) + "\n")
         for s in sizes:
             vals = [get(p, b, s, c) for p in peers]
@@ -582,13 +786,14 @@ if have gnuplot; then
     read -r -a pp <"$OUT/plot_peers.txt"
     lat="" bw=""
     for i in "${!pp[@]}"; do
-        lat+="${lat:+, }'$OUT/plot_latency.dat' using 1:$((i + 2)) with linespoints title '${pp[$i]}'"
+        [ "${pp[$i]}" = memcpy ] ||
+            lat+="${lat:+, }'$OUT/plot_latency.dat' using 1:$((i + 2)) with linespoints title '${pp[$i]}'"
         bw+="${bw:+, }'$OUT/plot_bw.dat' using 1:$((i + 2)) with linespoints title '${pp[$i]}'"
     done
     if ! timeout "$TMO" gnuplot 2>"$OUT/raw/gnuplot.err" <<EOF
 set terminal pngcairo size 1400,560 font ',10'
 set output '$OUT/peers.png'
-set multiplot layout 1,2 title "corevia vs peers, $(sed -n 's/^cpu_model=//p' "$OUT/machine.txt"), 2 ranks on CPU 0/1, median of $RUNS run(s)"
+set multiplot layout 1,2 title "corevia vs peers, $(sed -n 's/^cpu_model=//p' "$OUT/machine.txt"), 2 ranks on CPU 0/1, median of $RUNS run(s), buffers $BUFFERS"
 set termoption noenhanced
 set logscale x 2
 set xtics ($(cat "$OUT/plot_xtics.txt"))

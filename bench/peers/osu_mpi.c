@@ -19,6 +19,11 @@
  *
  * --csv prints the same columns as `cvia-bench --csv`, so one parser reads
  * both.  Percentiles are nearest-rank over the per-iteration samples.
+ *
+ * --buffers N|auto cycles through N send and N receive buffers of each size
+ * (auto: as many as cover twice the last-level cache, 16 MiB at least, per
+ * side), as `cvia-bench --buffers` does, so that large messages are not
+ * cache hits; OSU (and the default, 1) reuses one buffer.
  */
 
 #include <errno.h>
@@ -51,7 +56,45 @@ struct opts {
     int       nsizes;
     long      iters;   /* 0: OSU default for the size */
     long      warmup;  /* -1: OSU default for the size */
+    long      buffers; /* per side; 0: auto */
 };
+
+/* The buffers of one size: nbuf of them, stride bytes apart. */
+struct bufs {
+    char   *s, *r;
+    size_t stride;
+    long   nbuf;
+};
+
+static char *sb_at(const struct bufs *b, long k) { return b->s + (size_t)(k % b->nbuf) * b->stride; }
+static char *rb_at(const struct bufs *b, long k) { return b->r + (size_t)(k % b->nbuf) * b->stride; }
+
+/* The largest cache of CPU 0 (sysfs), 32 MiB if unknown. */
+static size_t llc_bytes(void)
+{
+    size_t best = 0;
+    for (int i = 0; i < 16; i++) {
+        char path[96], line[64], *end;
+        FILE *f;
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (!(f = fopen(path, "r")))
+            break;
+        if (fgets(line, sizeof(line), f)) {
+            unsigned long long v = strtoull(line, &end, 10);
+            v *= *end == 'M' ? 1u << 20 : *end == 'K' ? 1024u : 1u;
+            if (v > best)
+                best = (size_t)v;
+        }
+        fclose(f);
+    }
+    return best ? best : 32u << 20;
+}
+
+static void size_bufs(const struct opts *o, size_t size, size_t footprint, struct bufs *b)
+{
+    b->stride = (size + 4095) / 4096 * 4096;
+    b->nbuf = o->buffers ? o->buffers : (long)((footprint + b->stride - 1) / b->stride);
+}
 
 static double now_us(void)
 {
@@ -69,6 +112,9 @@ static void usage(FILE *f, const char *prog)
             "  --csv            print CSV (same columns as cvia-bench --csv)\n"
             "  -i, --iterations N  timed iterations per size (default: OSU's, see below)\n"
             "  -x, --warmup N      warm-up iterations per size (default: OSU's)\n"
+            "  --buffers N|auto cycle through N send and N receive buffers per size\n"
+            "                   (auto: 2 x the last-level cache, >= 16 MiB, per side);\n"
+            "                   default 1, as OSU\n"
             "  -h, --help       this text\n"
             "OSU defaults: latency 10000/100 for sizes <= %d, 1000/10 above;\n"
             "              bw, bibw 100/10 for sizes <= %d, 20/2 above; window %d.\n",
@@ -125,6 +171,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->warmup = -1;
+    o->buffers = 1;
     if (argc < 2)
         return 2;
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
@@ -159,6 +206,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
             if (parse_long(v, 0, &o->warmup))
                 return 2;
             i++;
+        } else if (!strcmp(a, "--buffers") && v) {
+            if (!strcmp(v, "auto"))
+                o->buffers = 0;
+            else if (parse_long(v, 1, &o->buffers))
+                return 2;
+            i++;
         } else {
             return 2;
         }
@@ -190,7 +243,7 @@ struct result {
 };
 
 static void run_latency(int rank, size_t size, long iters, long warmup,
-                        char *sbuf, char *rbuf, double *samples, struct result *r)
+                        const struct bufs *b, double *samples, struct result *r)
 {
     double t_start = 0.0;
     int peer = 1 - rank;
@@ -198,6 +251,7 @@ static void run_latency(int rank, size_t size, long iters, long warmup,
     MPI_Barrier(MPI_COMM_WORLD);
     for (long i = 0; i < warmup + iters; i++) {
         double t0 = now_us();
+        char *sbuf = sb_at(b, i), *rbuf = rb_at(b, i);
         if (i == warmup)
             t_start = t0;
         if (rank == 0) {
@@ -224,7 +278,7 @@ static void run_latency(int rank, size_t size, long iters, long warmup,
 }
 
 static void run_bw(int rank, int bidir, size_t size, long iters, long warmup,
-                   char *sbuf, char *rbuf, struct result *r)
+                   const struct bufs *b, struct result *r)
 {
     MPI_Request req[2 * WINDOW];
     double t_start = 0.0;
@@ -238,10 +292,12 @@ static void run_bw(int rank, int bidir, size_t size, long iters, long warmup,
         int n = 0;
         if (bidir || rank == 1)
             for (int w = 0; w < WINDOW; w++)
-                MPI_Irecv(rbuf, (int)size, MPI_CHAR, peer, TAG_DATA, MPI_COMM_WORLD, &req[n++]);
+                MPI_Irecv(rb_at(b, i * WINDOW + w), (int)size, MPI_CHAR, peer, TAG_DATA,
+                          MPI_COMM_WORLD, &req[n++]);
         if (bidir || rank == 0)
             for (int w = 0; w < WINDOW; w++)
-                MPI_Isend(sbuf, (int)size, MPI_CHAR, peer, TAG_DATA, MPI_COMM_WORLD, &req[n++]);
+                MPI_Isend(sb_at(b, i * WINDOW + w), (int)size, MPI_CHAR, peer, TAG_DATA,
+                          MPI_COMM_WORLD, &req[n++]);
         MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
         if (!bidir) {
             if (rank == 0)
@@ -302,11 +358,15 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    size_t max_size = 0;
+    size_t max_size = 0, footprint = llc_bytes() * 2;
     long max_iters = 0;
+    struct bufs b;
+    if (footprint < (16u << 20))
+        footprint = 16u << 20;
     for (int i = 0; i < o.nsizes; i++) {
-        if (o.sizes[i] > max_size)
-            max_size = o.sizes[i];
+        size_bufs(&o, o.sizes[i], footprint, &b);
+        if (b.stride * (size_t)b.nbuf > max_size)
+            max_size = b.stride * (size_t)b.nbuf;
         long it = o.iters ? o.iters : (o.sizes[i] <= LARGE_MSG ? 10000 : 1000);
         if (it > max_iters)
             max_iters = it;
@@ -339,14 +399,17 @@ int main(int argc, char **argv)
         int large = size > LARGE_MSG;
         struct result r = { 0 };
         long iters, warmup;
+        size_bufs(&o, size, footprint, &b);
+        b.s = sbuf;
+        b.r = rbuf;
         if (o.mode == MODE_LATENCY) {
             iters  = o.iters ? o.iters : (large ? 1000 : 10000);
             warmup = o.warmup >= 0 ? o.warmup : (large ? 10 : 100);
-            run_latency(rank, size, iters, warmup, sbuf, rbuf, samples, &r);
+            run_latency(rank, size, iters, warmup, &b, samples, &r);
         } else {
             iters  = o.iters ? o.iters : (large ? 20 : 100);
             warmup = o.warmup >= 0 ? o.warmup : (large ? 2 : 10);
-            run_bw(rank, o.mode == MODE_BIBW, size, iters, warmup, sbuf, rbuf, &r);
+            run_bw(rank, o.mode == MODE_BIBW, size, iters, warmup, &b, &r);
         }
         if (rank == 0)
             print_result(&o, size, &r);

@@ -17,7 +17,7 @@
 
 #include "bench.h"
 
-const char *const bench_kind_name[BENCH_NKINDS] = { "latency", "bw", "bibw" };
+const char *const bench_kind_name[BENCH_NKINDS] = { "latency", "bw", "bibw", "memcpy" };
 
 /* ---- help ---------------------------------------------------------------- */
 
@@ -25,6 +25,8 @@ void bench_help(void)
 {
     printf(
 "Usage: cvia-bench [OPTIONS] BENCH [BENCH...]\n"
+"       cvia-bench [OPTIONS] crossover\n"
+"       cvia-bench --plan [--placement CLASS] [--cpus LIST]\n"
 "\n"
 "Point-to-point benchmarks between rank 0 and rank 1, measured as the OSU\n"
 "Micro-Benchmarks measure them. Started without a launcher, cvia-bench runs\n"
@@ -35,7 +37,13 @@ void bench_help(void)
 "            mean, p50 and p99\n"
 "  bw        a window of non-blocking sends, then a 4-byte reply (osu_bw)\n"
 "  bibw      windows of sends in both directions at once (osu_bibw)\n"
+"  memcpy    memcpy() of one thread on rank 0's core, as many copies of each\n"
+"            size as bw sends messages, from its send to its receive buffers\n"
 "  all       latency bw bibw\n"
+"  crossover latency and bw with two copies (CVIA_SHM_RNDV_THRESHOLD=1t) and\n"
+"            single copy (=0), --repeat jobs of each interleaved [5], sizes\n"
+"            [1k-1m]; reports from which size single copy wins: the\n"
+"            CVIA_SHM_RNDV_THRESHOLD to use on this machine\n"
 "\n"
 "Options:\n"
 "  -s, --sizes LIST      message sizes [1-4m: 1 B to 4 MiB, powers of two]\n"
@@ -60,6 +68,24 @@ void bench_help(void)
 "                        gnuplot [none]\n"
 "  -b, --bind core|none  placement asked of cvia-run when cvia-bench launches\n"
 "                        itself [core]\n"
+"      --placement CLASS pin rank 0 and rank 1 to two cores chosen by what they\n"
+"                        share, from the hwloc topology (CVIA_TOPOLOGY=FILE.xml\n"
+"                        for a recorded machine): l2 (share an L2 cache), l3\n"
+"                        (share the L3 or last-level cache, not an L2), package\n"
+"                        (same package, no shared cache), remote (different\n"
+"                        packages), any (the first two cores); a class this\n"
+"                        machine lacks is an error (exit 3) [--bind]\n"
+"      --plan            print the pair of CPUs --placement would use (every\n"
+"                        class without --placement) and exit\n"
+"      --cpus LIST       choose the pair among these CPUs only, like 0-3,8\n"
+"                        [the CPUs this process may use; a recorded topology:\n"
+"                        all of its CPUs]\n"
+"      --buffers N|auto  cycle through N send and N receive buffers of each\n"
+"                        size, so that large messages are not cache hits;\n"
+"                        auto: as many as cover twice the last-level cache\n"
+"                        (16 MiB at least) per side [1: one buffer, as OSU]\n"
+"      --arena           allocate the buffers with cvia_mem_alloc() (shared\n"
+"                        arena: single copy by loads and stores) [malloc]\n"
 "  -q, --quiet           no progress on stderr [shown when the run is expected\n"
 "                        to take more than 3 s]\n"
 "  -h, --help            print this help and exit\n"
@@ -143,6 +169,7 @@ static double bench_estimate_s(const struct bench_result *r)
     switch (r->kind) {
     case BENCH_LATENCY: return n * 2 * per;
     case BENCH_BW:      return n * ((double)r->window * per + 2e-6);
+    case BENCH_MEMCPY:  return n * (double)r->window * (double)r->size / 5e9;
     default:            return n * 2 * (double)r->window * per;
     }
 }
@@ -265,6 +292,7 @@ static const char *bench_title(enum bench_kind k)
     switch (k) {
     case BENCH_LATENCY: return "Latency: half the round trip of a blocking ping-pong (osu_latency)";
     case BENCH_BW:      return "Bandwidth: a window of sends, then a 4-byte reply (osu_bw)";
+    case BENCH_MEMCPY:  return "memcpy of one thread on rank 0's core (as many copies as bw sends)";
     default:            return "Bi-directional bandwidth: windows of sends both ways (osu_bibw)";
     }
 }
@@ -300,6 +328,25 @@ static void bench_place_line(FILE *f, const struct bench_report *rep)
         fprintf(f, " (allowed %s)", p->affinity[i][0] ? p->affinity[i] : "?");
     }
     fprintf(f, "; bind %s\n", rep->bind ? rep->bind : "by the launcher");
+    if (rep->plan.planned)
+        fprintf(f, "# placement class %s (asked: %s): %s\n", bench_class_name(rep->plan.found),
+                bench_class_name(rep->plan.cls), rep->plan.text);
+}
+
+void bench_buffers_text(char *out, size_t cap, const struct bench_report *rep)
+{
+    const char *mem = rep->arena ? "cvia_mem_alloc (shared arena)" : "page-aligned malloc";
+
+    if (rep->buffers == 1)
+        snprintf(out, cap, "one send and one receive buffer for every message, as OSU "
+                 "(cache-resident where the size fits the caches); %s", mem);
+    else if (rep->buffers > 1)
+        snprintf(out, cap, "cycling through %ld send and %ld receive buffers of each size "
+                 "per rank; %s", rep->buffers, rep->buffers, mem);
+    else
+        snprintf(out, cap, "cycling through at least %zu MiB of send and of receive buffers "
+                 "per rank (2 x the %zu KiB last-level cache), not cache-resident; %s",
+                 rep->footprint >> 20, rep->llc >> 10, mem);
 }
 
 int bench_print_table(FILE *f, const struct bench_report *rep)
@@ -315,6 +362,13 @@ int bench_print_table(FILE *f, const struct bench_report *rep)
                 "p50 and p99 over the iterations of all runs\n", rep->repeat);
     if (rep->check)
         fputs("# --check: every payload verified; timings include it, not for comparison\n", f);
+    {
+        char b[320];
+        bench_buffers_text(b, sizeof(b), rep);
+        fprintf(f, "# buffers: %s\n", b);
+    }
+    fprintf(f, "# path (rank 0 to 1): %s\n", rep->path[0]);
+    fprintf(f, "# path (rank 1 to 0): %s\n", rep->path[1]);
     for (size_t i = 0; i < rep->nres;) {
         const struct bench_result *r = &rep->res[i];
         size_t n = 0;
@@ -325,7 +379,8 @@ int bench_print_table(FILE *f, const struct bench_report *rep)
         if (r->kind == BENCH_LATENCY)
             fprintf(f, "# %-10s%14s%12s%12s\n", "size", "latency_us", "p50_us", "p99_us");
         else
-            fprintf(f, "# %-10s%14s%14s\n", "size", "MB/s", "msg/s");
+            fprintf(f, "# %-10s%14s%14s\n", "size", "MB/s",
+                    r->kind == BENCH_MEMCPY ? "copies/s" : "msg/s");
         for (size_t j = 0; j < n; j++, r++) {
             if (r->kind == BENCH_LATENCY)
                 fprintf(f, "%-12zu%14.2f%12.2f%12.2f\n", r->size, r->latency_us,
@@ -352,7 +407,7 @@ static void bench_num(FILE *f, const char *fmt, double v, const char *none)
 int bench_print_csv(FILE *f, const struct bench_report *rep)
 {
     fputs("benchmark,size_bytes,iterations,latency_us,latency_p50_us,latency_p99_us,"
-          "latency_min_us,bandwidth_mb_s,msg_rate_per_s\n", f);
+          "latency_min_us,bandwidth_mb_s,msg_rate_per_s,buffers\n", f);
     for (size_t i = 0; i < rep->nres; i++) {
         const struct bench_result *r = &rep->res[i];
         fprintf(f, "%s,%zu,%ld,", bench_kind_name[r->kind], r->size, r->iters);
@@ -367,12 +422,12 @@ int bench_print_csv(FILE *f, const struct bench_report *rep)
         bench_num(f, "%.3f", r->mb_s, "");
         fputc(',', f);
         bench_num(f, "%.1f", r->msg_s, "");
-        fputc('\n', f);
+        fprintf(f, ",%ld\n", r->nbuf);
     }
     return ferror(f) ? -1 : 0;
 }
 
-static void bench_json_str(FILE *f, const char *s)
+void bench_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -410,7 +465,31 @@ int bench_print_json(FILE *f, const struct bench_report *rep)
     bench_json_str(f, p->affinity[0]);
     fputs(", ", f);
     bench_json_str(f, p->affinity[1]);
-    fprintf(f, "]},\n  \"timer\": {\"clock\": \"CLOCK_MONOTONIC\", \"resolution_ns\": %.0f, "
+    fputs("]", f);
+    if (rep->plan.planned) {
+        fprintf(f, ",\n                \"class\": \"%s\", \"requested\": \"%s\", "
+                "\"cores\": [%d, %d], \"planned_cpus\": [%d, %d], \"shared\": ",
+                bench_class_name(rep->plan.found), bench_class_name(rep->plan.cls),
+                rep->plan.core[0], rep->plan.core[1], rep->plan.cpu[0], rep->plan.cpu[1]);
+        bench_json_str(f, rep->plan.text);
+    } else {
+        fputs(", \"class\": null", f);
+    }
+    fputs("},\n  \"path\": ", f);
+    bench_json_str(f, rep->path[0]);
+    fputs(",\n  \"path_rank1\": ", f);
+    bench_json_str(f, rep->path[1]);
+    {
+        char b[320];
+        bench_buffers_text(b, sizeof(b), rep);
+        fputs(",\n  \"buffers\": {\"count\": ", f);
+        rep->buffers ? fprintf(f, "%ld", rep->buffers) : fputs("\"auto\"", f);
+        fprintf(f, ", \"footprint_bytes\": %zu, \"llc_bytes\": %zu, \"arena\": %s, "
+                "\"text\": ", rep->buffers ? (size_t)0 : rep->footprint, rep->llc,
+                rep->arena ? "true" : "false");
+        bench_json_str(f, b);
+    }
+    fprintf(f, "},\n  \"timer\": {\"clock\": \"CLOCK_MONOTONIC\", \"resolution_ns\": %.0f, "
             "\"read_ns\": %.0f},\n", rep->timer_res_ns, rep->timer_read_ns);
     fprintf(f, "  \"repeat\": %d,\n  \"check\": %s,\n  \"mb\": 1000000,\n  \"results\": [",
             rep->repeat, rep->check ? "true" : "false");
@@ -418,8 +497,8 @@ int bench_print_json(FILE *f, const struct bench_report *rep)
         const struct bench_result *r = &rep->res[i];
         int lat = r->kind == BENCH_LATENCY;
         fprintf(f, "%s\n    {\"benchmark\": \"%s\", \"size_bytes\": %zu, \"iterations\": %ld, "
-                "\"warmup\": %ld, \"window\": ", i ? "," : "", bench_kind_name[r->kind],
-                r->size, r->iters, r->warmup);
+                "\"warmup\": %ld, \"buffers\": %ld, \"window\": ", i ? "," : "",
+                bench_kind_name[r->kind], r->size, r->iters, r->warmup, r->nbuf);
         if (lat)
             fputs("null", f);
         else
@@ -543,7 +622,8 @@ static int bench_gp_data(FILE *f, const struct bench_report *rep, int index[BENC
 static void bench_gp_script(FILE *f, const char *png, const char *data,
                             const struct bench_report *rep, const int index[BENCH_NKINDS])
 {
-    int lat = index[BENCH_LATENCY] >= 0, bw = index[BENCH_BW] >= 0 || index[BENCH_BIBW] >= 0;
+    int lat = index[BENCH_LATENCY] >= 0, bw = index[BENCH_BW] >= 0 || index[BENCH_BIBW] >= 0 ||
+              index[BENCH_MEMCPY] >= 0;
     int panels = lat + bw;
     long window = 0;
     char host[128], model[128], title[400];
@@ -583,14 +663,15 @@ static void bench_gp_script(FILE *f, const char *png, const char *data,
         fprintf(f, "set title 'Bandwidth (window %ld, osu\\_bw / osu\\_bibw)'\n"
                    "set ylabel 'bandwidth (MB/s, 1 MB = 10^6 bytes)'\n"
                    "set yrange [0:*]\n", window);
-        for (int k = BENCH_BW; k <= BENCH_BIBW; k++) {
+        for (int k = BENCH_BW; k <= BENCH_MEMCPY; k++) {
             if (index[k] < 0)
                 continue;
             fputs(sep, f);
             bench_gp_quoted(f, data);
             fprintf(f, " index %d using 1:2 with linespoints lw 2 pt %d ps 0.6 title '%s'",
-                    index[k], k == BENCH_BW ? 7 : 5,
-                    k == BENCH_BW ? "bw (one direction)" : "bibw (both directions)");
+                    index[k], k == BENCH_BW ? 7 : k == BENCH_BIBW ? 5 : 9,
+                    k == BENCH_BW ? "bw (one direction)" : k == BENCH_BIBW ?
+                    "bibw (both directions)" : "memcpy (one thread)");
             sep = ", \\\n     ";
         }
         fputc('\n', f);
@@ -598,7 +679,7 @@ static void bench_gp_script(FILE *f, const char *png, const char *data,
     fputs("unset multiplot\nset output\n", f);
 }
 
-static FILE *bench_tmpfile(char *path, size_t cap, const char *suffix)
+FILE *bench_tmpfile(char *path, size_t cap, const char *suffix)
 {
     const char *dir = getenv("TMPDIR");
     int fd;
@@ -618,7 +699,7 @@ static FILE *bench_tmpfile(char *path, size_t cap, const char *suffix)
 
 /* fork/exec gnuplot SCRIPT; a close-on-exec pipe carries exec's errno back,
  * so "not installed" can be told from "failed". */
-static int bench_gp_run(const char *script)
+int bench_gp_run(const char *script)
 {
     int pfd[2], err = 0, status;
     pid_t pid;
