@@ -223,12 +223,26 @@ int cvia_peer_info(int peer, char *buf, size_t cap);
  * Allocate @p len bytes (0 counts as 1) of kind @p kind and store the
  * address in @p *ptr_p (set on success only). Blocks are 64-byte aligned;
  * from 4096 bytes on they are page-aligned and share no page with another
- * block. @p kind is NULL or "default"; memory tiers (issue 4: "hbw",
- * "hbw-preferred", "ddr", "node:N", "near-nic:IF") are not there yet and
- * any other kind is -EINVAL. Returns -ENOMEM when the machine's memory,
- * CVIA_MEM_LIMIT or the arena's chunk slots are exhausted (checked when
- * the memory is reserved, so a full machine never shows up later as a
- * SIGBUS), -::CVIA_ECONFIG for a malformed CVIA_MEM_* variable.
+ * block. @p kind places the memory on a tier of the machine (the NUMA
+ * nodes ranked from hwloc, see `cvia-info --tiers`; CVIA_MEM_TIERS names
+ * them by hand, CVIA_TOPOLOGY decides on a recorded machine):
+ *  - NULL or "default": no policy (first touch, or the process's own, as
+ *    numactl sets it); loads no topology;
+ *  - "hbw": the high-bandwidth tier (MCDRAM, HBM), the node(s) local to
+ *    the CPUs this process may run on; -ENODEV where there is none;
+ *  - "hbw-preferred": hbw, else default memory, with one warning per
+ *    process (also when the hbw nodes have no room left);
+ *  - "ddr": ordinary memory local to those CPUs; "node:N": NUMA node N (OS
+ *    index); "near-nic:IFNAME": ordinary memory local to that network
+ *    interface. A node or interface that does not exist is -ENODEV.
+ * The pages are bound (mbind) before they are allocated, so every page is
+ * where the kind says; memory of different kinds never shares a page.
+ * Returns -EINVAL for a malformed kind, -ENODEV as above, -ENOMEM when the
+ * machine's memory, the free memory of the kind's nodes (checked before
+ * binding rather than left to the OOM killer), CVIA_MEM_LIMIT or the
+ * arena's chunk slots are exhausted (checked when the memory is reserved,
+ * so a full machine never shows up later as a SIGBUS), -::CVIA_ECONFIG for
+ * a malformed CVIA_MEM_* variable.
  */
 int cvia_mem_alloc(size_t len, const char *kind, void **ptr_p);
 

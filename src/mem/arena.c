@@ -18,6 +18,7 @@
 #include <corevia/cvia_errno.h>
 #include "mem/arena.h"
 #include "mem/arena_int.h"
+#include "mem/mem_tier.h"
 #include "util/log.h"
 #include "util/param.h"
 
@@ -460,7 +461,8 @@ int cvia__arena_alloc_place(size_t len, size_t align, int place, void **ptr_p)
 {
     int rc;
 
-    if (!ptr_p || (align & (align - 1)) || align > ARENA_MAX_ALIGN || place != 0)
+    if (!ptr_p || (align & (align - 1)) || align > ARENA_MAX_ALIGN ||
+        !cvia__mem_place_known(place))
         return -EINVAL;
     if (len > SIZE_MAX / 4)
         return -ENOMEM;

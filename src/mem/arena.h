@@ -65,6 +65,8 @@ struct cvia_mem_cfg {
     size_t large;        /* allocations >= this get their own chunk */
     size_t limit;        /* most bytes of chunks at once; 0 = no limit */
     long   max_chunks;   /* index slots: most chunks at once */
+    char   tiers[CVIA_PARAM_STRLEN];     /* CVIA_MEM_TIERS (mem_tier.c) */
+    char   shm_kind[CVIA_PARAM_STRLEN];  /* CVIA_MEM_SHM_KIND (mem_tier.c) */
 };
 
 extern const struct cvia_param_table cvia__mem_param_table;
@@ -79,12 +81,12 @@ extern const struct cvia_param_table cvia__mem_param_table;
  * CVIA_MEM_* variable). *ptr_p is set on success only. */
 int cvia__arena_alloc(size_t len, size_t align, void **ptr_p);
 
-/* The same on a placement. Placement 0 is the default tier and the only
- * one for now; issue 4 (memory tiers: hbw, node:N, ...) makes @place an
- * index into a table of mbind policies built by topo/, applied to each new
- * chunk between its mmap and its fallocate (see arena_chunk_place() in
- * arena_chunk.c). Chunks of different placements never share memory.
- * Any other @place is -EINVAL today. */
+/* The same on a placement: 0 is the default (no policy); others are
+ * handed out by cvia__mem_kind_place() (mem_tier.h), each an mbind policy
+ * applied to every new chunk between its mmap and its fallocate (see
+ * arena_chunk_place() in arena_chunk.c). Chunks of different placements
+ * never share memory. A placement never handed out is -EINVAL; -ENOMEM
+ * also when the placement's nodes have no room for a new chunk. */
 int cvia__arena_alloc_place(size_t len, size_t align, int place, void **ptr_p);
 
 /* Free what cvia__arena_alloc returned. -EINVAL if @ptr is not the start

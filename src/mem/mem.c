@@ -10,6 +10,8 @@
 
 #include <corevia/corevia.h>
 #include "mem/arena.h"
+#include "mem/mem_tier.h"
+#include "util/log.h"
 #include "util/param.h"
 
 static const struct cvia_param mem_params[] = {
@@ -32,6 +34,18 @@ static const struct cvia_param mem_params[] = {
       "Most arena chunks at once (slots in the index that peers read; each "
       "chunk holds one file descriptor).",
       16, 65536, NULL },
+    { "TIERS", "", CVIA_PARAM_STRING, offsetof(struct cvia_mem_cfg, tiers),
+      "Memory tiers named by hand, fastest first, instead of ranking the NUMA nodes "
+      "from hwloc (bandwidth and latency attributes, subtypes, distances): "
+      "NAME:NODES;... with NUMA node OS indices, e.g. hbw:4-7;ddr:0-3. Nodes left "
+      "out form a last tier, ddr if no tier is named so. cvia-info --tiers shows "
+      "the result.", 0, 0, NULL },
+    { "SHM_KIND", "default", CVIA_PARAM_STRING, offsetof(struct cvia_mem_cfg, shm_kind),
+      "Memory kind of each rank's shared-memory receive segment, bound before its "
+      "pages are allocated: default, hbw, hbw-preferred, ddr, node:N or "
+      "near-nic:IFNAME (as cvia_mem_alloc). hbw without such memory makes cvia_init "
+      "fail with ENODEV; hbw-preferred falls back to default with one warning.",
+      0, 0, NULL },
     { NULL }
 };
 
@@ -42,13 +56,27 @@ const struct cvia_param_table cvia__mem_param_table = {
 
 int cvia_mem_alloc(size_t len, const char *kind, void **ptr_p)
 {
+    static int warned;
+    int place, rc;
+
     if (!ptr_p)
         return -EINVAL;
-    /* Issue 4 (memory tiers) adds hbw, hbw-preferred, ddr, node:N and
-     * near-nic:IF here, each mapped to an arena placement. */
-    if (kind && strcmp(kind, "default"))
-        return -EINVAL;
-    return cvia__arena_alloc(len, 0, ptr_p);
+    /* the default kind loads no topology: the common case stays cheap */
+    if (!kind || !*kind || !strcmp(kind, "default"))
+        return cvia__arena_alloc(len, 0, ptr_p);
+    if ((rc = cvia__mem_kind_place(kind, "cvia_mem_alloc", &place)) < 0)
+        return rc;
+    rc = cvia__arena_alloc_place(len, 0, place, ptr_p);
+    /* capacity: hbw-preferred falls back as when there is no hbw at all */
+    if (rc == -ENOMEM && place && !strcmp(kind, "hbw-preferred")) {
+        if (!warned) {
+            warned = 1;
+            cvia_warn(MEM, "cvia_mem_alloc: hbw-preferred: no room for %zu bytes on %s; "
+                      "using default memory", len, cvia__mem_place_label(place));
+        }
+        rc = cvia__arena_alloc(len, 0, ptr_p);
+    }
+    return rc;
 }
 
 int cvia_mem_free(void *ptr)

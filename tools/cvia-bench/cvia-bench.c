@@ -2,9 +2,11 @@
 /* Copyright (c) 2026 corevia developers */
 /* cvia-bench: point-to-point latency and bandwidth between rank 0 and
  * rank 1, with the OSU Micro-Benchmarks definitions (osu_latency, osu_bw,
- * osu_bibw), so that its figures can be set beside theirs. This file
- * parses options, launches itself under cvia-run when needed and measures;
- * bench_output.c reports. Only the public API and the util parsers. */
+ * osu_bibw), so that its figures can be set beside theirs, and the memcpy
+ * of one core beside them. This file measures; bench_opts.c parses the
+ * command line, bench_run.c launches the job (and the crossover's jobs),
+ * bench_place.c places the ranks, bench_output.c reports. The public API,
+ * and the topology (cvia__topo_*) for the placement. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -22,54 +24,19 @@
 #include <corevia/corevia.h>
 #include "util/param.h"
 #include "bench.h"
+#include "bench_mbw.h"
 
 #define BENCH_LARGE        8192     /* OSU's LARGE_MESSAGE_SIZE */
-#define BENCH_MAX_SIZE     (1ul << 30)
-#define BENCH_MAX_SIZES    4096
 #define BENCH_ACK_LEN      4        /* osu_bw's reply */
 
 /* Tags; matching is per (source, tag), so one tag serves both directions. */
 enum { TAG_CTRL = 1, TAG_SYNC = 2, TAG_LAT = 10, TAG_BW = 100, TAG_ACK = 101,
        TAG_BIBW = 200 };
 
-struct bench_opts {
-    enum bench_kind order[BENCH_NKINDS];  /* as given, without repeats */
-    int    nkinds;
-    size_t *sizes;                        /* ascending, no repeats */
-    size_t nsizes;
-    long   iters, warmup;                 /* -1: OSU default for the size */
-    long   window;
-    long   repeat;
-    int    check, quiet, csv, json;
-    const char *output, *plot, *bind;
-};
-
 static int bench_rank = -1;
 static const char *bench_step = "";       /* "latency 4096 B" while measuring */
 
 /* ---- errors --------------------------------------------------------------- */
-
-/* Before cvia_init(): under a launcher, only rank 0 speaks. */
-static int bench_rank0(void)
-{
-    const char *r = getenv("CVIA_RANK");
-    return !r || !strcmp(r, "0");
-}
-
-static __attribute__((format(printf, 1, 2), noreturn))
-void bench_usage_error(const char *fmt, ...)
-{
-    va_list ap;
-
-    if (bench_rank0()) {
-        fputs("cvia-bench: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputs(" (try --help)\n", stderr);
-    }
-    exit(2);
-}
 
 /* A failure while the job runs: say where, then take the job down so the
  * peer does not wait for a message that will never come. */
@@ -104,276 +71,6 @@ void bench_fail(const char *fmt, ...)
         if (rc_ < 0)                                                        \
             bench_fail("%s: %s", (what), cvia_strerror(rc_));               \
     } while (0)
-
-/* ---- options -------------------------------------------------------------- */
-
-static size_t *bench_add_size(size_t *v, size_t *n, size_t s)
-{
-    if (*n >= BENCH_MAX_SIZES)
-        bench_usage_error("--sizes: more than %d sizes", BENCH_MAX_SIZES);
-    if (s > BENCH_MAX_SIZE)
-        bench_usage_error("--sizes: %zu bytes is above the limit of 1 GiB", s);
-    if (!(v = realloc(v, (*n + 1) * sizeof(*v)))) {
-        fprintf(stderr, "cvia-bench: out of memory\n");
-        exit(1);
-    }
-    v[(*n)++] = s;
-    return v;
-}
-
-static size_t bench_size_arg(const char *item, const char *text, size_t len)
-{
-    char buf[64];
-    size_t s;
-
-    if (len == 0 || len >= sizeof(buf))
-        bench_usage_error("--sizes: bad item '%s'", item);
-    memcpy(buf, text, len);
-    buf[len] = '\0';
-    if (cvia__parse_size(buf, &s))
-        bench_usage_error("--sizes: '%s' is not a size", buf);
-    return s;
-}
-
-static int bench_cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* "0,8,4k,1-64k:x4" -> ascending sizes without repeats. */
-static void bench_parse_sizes(const char *text, struct bench_opts *o)
-{
-    char *copy = strdup(text), *save = NULL, *item;
-    size_t *v = NULL, n = 0, k = 0;
-
-    if (!copy || !*text || text[strlen(text) - 1] == ',' || *text == ',' ||
-        strstr(text, ",,"))
-        bench_usage_error("--sizes: empty item in '%s'", text);
-    for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        char *dash = strchr(item, '-'), *colon = strchr(item, ':');
-        size_t lo, hi, f = 2;
-
-        if (!dash) {
-            if (colon)
-                bench_usage_error("--sizes: ':xF' needs a range in '%s'", item);
-            v = bench_add_size(v, &n, bench_size_arg(item, item, strlen(item)));
-            continue;
-        }
-        lo = bench_size_arg(item, item, (size_t)(dash - item));
-        hi = bench_size_arg(item, dash + 1,
-                            colon ? (size_t)(colon - dash - 1) : strlen(dash + 1));
-        if (colon) {
-            long l;
-            const char *fs = colon + 1;
-            if (*fs == 'x' || *fs == 'X' || *fs == '*')
-                fs++;
-            if (cvia__parse_long(fs, &l) || l < 2 || l > 1024)
-                bench_usage_error("--sizes: bad factor in '%s' (want :x2 .. :x1024)", item);
-            f = (size_t)l;
-        }
-        if (lo == 0 || hi < lo)
-            bench_usage_error("--sizes: bad range '%s' (want 1 <= LO <= HI)", item);
-        for (size_t s = lo; s <= hi; s *= f) {
-            v = bench_add_size(v, &n, s);
-            if (s > hi / f)
-                break;
-        }
-    }
-    free(copy);
-    qsort(v, n, sizeof(*v), bench_cmp_size);
-    for (size_t i = 0; i < n; i++)
-        if (k == 0 || v[i] != v[k - 1])
-            v[k++] = v[i];
-    free(o->sizes);
-    o->sizes = v;
-    o->nsizes = k;
-}
-
-static long bench_long_arg(const char *opt, const char *text, long min, long max)
-{
-    long l;
-
-    if (cvia__parse_long(text, &l) || l < min || l > max)
-        bench_usage_error("%s: '%s' is not a number in %ld..%ld", opt, text, min, max);
-    return l;
-}
-
-static void bench_add_kind(struct bench_opts *o, enum bench_kind k)
-{
-    for (int i = 0; i < o->nkinds; i++)
-        if (o->order[i] == k)
-            return;
-    o->order[o->nkinds++] = k;
-}
-
-static void bench_parse(int argc, char **argv, struct bench_opts *o)
-{
-    enum { OPT_CSV = 256, OPT_JSON };
-    static const struct option lopts[] = {
-        { "sizes",   required_argument, NULL, 's' },
-        { "iters",   required_argument, NULL, 'i' },
-        { "warmup",  required_argument, NULL, 'w' },
-        { "window",  required_argument, NULL, 'W' },
-        { "repeat",  required_argument, NULL, 'r' },
-        { "check",   no_argument,       NULL, 'c' },
-        { "csv",     no_argument,       NULL, OPT_CSV },
-        { "json",    no_argument,       NULL, OPT_JSON },
-        { "output",  required_argument, NULL, 'o' },
-        { "plot",    required_argument, NULL, 'p' },
-        { "bind",    required_argument, NULL, 'b' },
-        { "quiet",   no_argument,       NULL, 'q' },
-        { "help",    no_argument,       NULL, 'h' },
-        { "version", no_argument,       NULL, 'V' },
-        { NULL, 0, NULL, 0 }
-    };
-    int c;
-
-    memset(o, 0, sizeof(*o));
-    o->iters = o->warmup = -1;
-    o->window = 64;
-    o->repeat = 1;
-    o->bind = "core";
-    bench_parse_sizes("1-4m", o);
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":s:i:w:W:r:co:p:b:qhV", lopts, NULL)) != -1) {
-        switch (c) {
-        case 's': bench_parse_sizes(optarg, o); break;
-        case 'i': o->iters = bench_long_arg("--iters", optarg, 1, 100000000); break;
-        case 'w': o->warmup = bench_long_arg("--warmup", optarg, 0, 100000000); break;
-        case 'W': o->window = bench_long_arg("--window", optarg, 1, 1 << 20); break;
-        case 'r': o->repeat = bench_long_arg("--repeat", optarg, 1, 10000); break;
-        case 'c': o->check = 1; break;
-        case OPT_CSV:  o->csv = 1; break;
-        case OPT_JSON: o->json = 1; break;
-        case 'o': o->output = optarg; break;
-        case 'p': o->plot = optarg; break;
-        case 'b':
-            if (strcmp(optarg, "core") && strcmp(optarg, "none"))
-                bench_usage_error("--bind: '%s' is not core or none", optarg);
-            o->bind = optarg;
-            break;
-        case 'q': o->quiet = 1; break;
-        case 'h':
-            if (bench_rank0())
-                bench_help();
-            exit(0);
-        case 'V':
-            if (bench_rank0())
-                printf("cvia-bench (corevia) %s\n", cvia_version());
-            exit(0);
-        case ':':
-            bench_usage_error("option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt && optopt < 256)
-                bench_usage_error("unknown option '-%c'", optopt);
-            bench_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (o->csv && o->json)
-        bench_usage_error("--csv and --json exclude each other");
-    if (o->output && !*o->output)
-        bench_usage_error("--output: empty file name");
-    if (o->plot && (!*o->plot || strchr(o->plot, '\n')))
-        bench_usage_error("--plot: bad file name");
-    if (o->output && !o->csv && !o->json) {
-        size_t l = strlen(o->output);
-        if (l >= 5 && !strcasecmp(o->output + l - 5, ".json"))
-            o->json = 1;
-        else
-            o->csv = 1;
-    }
-    if (optind >= argc)
-        bench_usage_error("no benchmark given (latency, bw, bibw or all)");
-    for (; optind < argc; optind++) {
-        const char *b = argv[optind];
-        if (!strcmp(b, "all")) {
-            for (int k = 0; k < BENCH_NKINDS; k++)
-                bench_add_kind(o, (enum bench_kind)k);
-            continue;
-        }
-        int k;
-        for (k = 0; k < BENCH_NKINDS; k++)
-            if (!strcmp(b, bench_kind_name[k]))
-                break;
-        if (k == BENCH_NKINDS)
-            bench_usage_error("unknown benchmark '%s' (latency, bw, bibw, all)", b);
-        bench_add_kind(o, (enum bench_kind)k);
-    }
-}
-
-/* ---- launching ------------------------------------------------------------ */
-
-static int bench_is_exec(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
-}
-
-/* cvia-run next to our own executable, else in PATH. */
-static int bench_find_runner(const char *self, char *out, size_t cap)
-{
-    const char *slash = strrchr(self, '/');
-    const char *path = getenv("PATH");
-
-    if (slash && (size_t)snprintf(out, cap, "%.*s/cvia-run", (int)(slash - self),
-                                  self) < cap && bench_is_exec(out))
-        return 0;
-    while (path && *path) {
-        const char *end = strchr(path, ':');
-        size_t len = end ? (size_t)(end - path) : strlen(path);
-        if ((size_t)snprintf(out, cap, "%.*s/cvia-run", len ? (int)len : 1,
-                             len ? path : ".") < cap && bench_is_exec(out))
-            return 0;
-        path = end ? end + 1 : NULL;
-    }
-    return -1;
-}
-
-/* Run "cvia-run -n 2 --bind B -- SELF ARGS..." in place of this process. */
-static int bench_relaunch(int argc, char **argv, const char *bind)
-{
-    char self[PATH_MAX], runner[PATH_MAX + 16];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    char **args;
-    int k = 0;
-
-    if (getenv(BENCH_ENV_REEXEC)) {
-        fprintf(stderr, "cvia-bench: started by cvia-run but CVIA_BOOT_ADDR is not set\n");
-        return 1;
-    }
-    if (n <= 0) {
-        fprintf(stderr, "cvia-bench: cannot find own executable: %s\n", strerror(errno));
-        return 1;
-    }
-    self[n] = '\0';
-    if (bench_find_runner(self, runner, sizeof(runner))) {
-        fprintf(stderr, "cvia-bench: cvia-run not found next to %s nor in PATH; "
-                "start cvia-bench under a launcher\n", self);
-        return 2;
-    }
-    if (!(args = calloc((size_t)argc + 8, sizeof(*args)))) {
-        fprintf(stderr, "cvia-bench: out of memory\n");
-        return 1;
-    }
-    args[k++] = runner;
-    args[k++] = "-n";
-    args[k++] = "2";
-    args[k++] = "--bind";
-    args[k++] = (char *)bind;
-    args[k++] = "--";
-    args[k++] = self;
-    for (int i = 1; i < argc; i++)
-        args[k++] = argv[i];
-    args[k] = NULL;
-    setenv(BENCH_ENV_REEXEC, bind, 1);
-    setenv(BENCH_ENV_TTY, isatty(STDERR_FILENO) ? "1" : "0", 1);
-    fflush(NULL);
-    execv(runner, args);
-    fprintf(stderr, "cvia-bench: cannot run %s: %s\n", runner, strerror(errno));
-    return 1;
-}
 
 /* ---- measuring ------------------------------------------------------------ */
 
@@ -465,17 +162,41 @@ static void bench_pat_verify(const void *buf, size_t len, uint64_t seed,
 struct bench_ctx {
     const struct bench_opts *o;
     int    rank, peer, run;
-    unsigned char *sbuf, *rbuf; /* rbuf: one slot, or window slots (--check) */
-    size_t stride;              /* bytes between receive slots */
+    unsigned char *sbuf, *rbuf; /* send / receive buffers, cycled through */
+    size_t slen, rlen;          /* their lengths */
+    size_t page;
     cvia_req_t *sreq, *rreq;
     cvia_status_t *st;
     unsigned char ack[64];      /* osu_bw's reply */
     unsigned char sync[8];
 };
 
-static unsigned char *bench_rslot(struct bench_ctx *c, long j)
+/* Buffers of one size start on a page boundary each. */
+static size_t bench_stride(const struct bench_ctx *c, size_t size)
 {
-    return c->rbuf + (c->o->check ? (size_t)j * c->stride : 0);
+    return (size + c->page - 1) / c->page * c->page + (size ? 0 : c->page);
+}
+
+/* Receive buffers: --buffers, or a window of them with --check so every
+ * message of a window lands apart and can be verified. */
+static long bench_nrecv(const struct bench_ctx *c, const struct bench_result *r)
+{
+    long n = r->nbuf;
+
+    if (c->o->check && (r->kind == BENCH_BW || r->kind == BENCH_BIBW) && r->window > n)
+        n = r->window;
+    return n;
+}
+
+/* The buffer of message @k (counted from the first of the size). */
+static unsigned char *bench_sb(const struct bench_ctx *c, const struct bench_result *r, long k)
+{
+    return c->sbuf + (size_t)(k % r->nbuf) * bench_stride(c, r->size);
+}
+
+static unsigned char *bench_rb(const struct bench_ctx *c, const struct bench_result *r, long k)
+{
+    return c->rbuf + (size_t)(k % bench_nrecv(c, r)) * bench_stride(c, r->size);
 }
 
 /* A barrier of the two ranks that measure (ranks above 1 are not in it). */
@@ -499,27 +220,28 @@ static void bench_latency(struct bench_ctx *c, struct bench_result *r)
     cvia_status_t st, *stp = check ? &st : NULL;
 
     for (long i = 0; i < n; i++) {
+        unsigned char *sb = bench_sb(c, r, i), *rb = bench_rb(c, r, i);
         if (c->rank == 0) {
             uint64_t t0, t1;
             if (check)
-                bench_pat_fill(c->sbuf, size, bench_seed(size, i, 0, c->run));
+                bench_pat_fill(sb, size, bench_seed(size, i, 0, c->run));
             t0 = bench_now_ns();
-            BENCH_CALL("send", cvia_send(c->sbuf, size, 1, TAG_LAT));
-            BENCH_CALL("recv", cvia_recv(c->rbuf, size, 1, TAG_LAT, stp));
+            BENCH_CALL("send", cvia_send(sb, size, 1, TAG_LAT));
+            BENCH_CALL("recv", cvia_recv(rb, size, 1, TAG_LAT, stp));
             t1 = bench_now_ns();
             if (i >= r->warmup) {
                 lat[i - r->warmup] = (double)(t1 - t0) / 2e3;
                 sum += lat[i - r->warmup];
             }
             if (check)
-                bench_pat_verify(c->rbuf, size, bench_seed(size, i, 1, c->run), i, 0, stp);
+                bench_pat_verify(rb, size, bench_seed(size, i, 1, c->run), i, 0, stp);
         } else {
             if (check)
-                bench_pat_fill(c->sbuf, size, bench_seed(size, i, 1, c->run));
-            BENCH_CALL("recv", cvia_recv(c->rbuf, size, 0, TAG_LAT, stp));
-            BENCH_CALL("send", cvia_send(c->sbuf, size, 0, TAG_LAT));
+                bench_pat_fill(sb, size, bench_seed(size, i, 1, c->run));
+            BENCH_CALL("recv", cvia_recv(rb, size, 0, TAG_LAT, stp));
+            BENCH_CALL("send", cvia_send(sb, size, 0, TAG_LAT));
             if (check)
-                bench_pat_verify(c->rbuf, size, bench_seed(size, i, 0, c->run), i, 0, stp);
+                bench_pat_verify(rb, size, bench_seed(size, i, 0, c->run), i, 0, stp);
         }
     }
     if (c->rank == 0) {
@@ -528,11 +250,19 @@ static void bench_latency(struct bench_ctx *c, struct bench_result *r)
     }
 }
 
+/* --check: the send buffers of iteration @i's window hold its pattern. */
+static void bench_fill_window(struct bench_ctx *c, struct bench_result *r, long i, int dir)
+{
+    for (long j = 0; j < r->window && j < r->nbuf; j++)
+        bench_pat_fill(bench_sb(c, r, i * r->window + j), r->size,
+                       bench_seed(r->size, i, dir, c->run));
+}
+
 static void bench_verify_window(struct bench_ctx *c, struct bench_result *r,
                                 long i, int from)
 {
     for (long j = 0; j < r->window; j++)
-        bench_pat_verify(bench_rslot(c, j), r->size,
+        bench_pat_verify(bench_rb(c, r, i * r->window + j), r->size,
                          bench_seed(r->size, i, from, c->run), i, j, &c->st[j]);
 }
 
@@ -550,14 +280,15 @@ static void bench_bw(struct bench_ctx *c, struct bench_result *r)
             t0 = bench_now_ns();
         if (c->rank == 0) {
             if (check)
-                bench_pat_fill(c->sbuf, size, bench_seed(size, i, 0, c->run));
+                bench_fill_window(c, r, i, 0);
             for (long j = 0; j < w; j++)
-                BENCH_CALL("isend", cvia_isend(c->sbuf, size, 1, TAG_BW, &c->sreq[j]));
+                BENCH_CALL("isend", cvia_isend(bench_sb(c, r, i * w + j), size, 1, TAG_BW,
+                                               &c->sreq[j]));
             BENCH_CALL("waitall", cvia_waitall((size_t)w, c->sreq, NULL));
             BENCH_CALL("recv", cvia_recv(c->ack, BENCH_ACK_LEN, 1, TAG_ACK, NULL));
         } else {
             for (long j = 0; j < w; j++)
-                BENCH_CALL("irecv", cvia_irecv(bench_rslot(c, j), size, 0, TAG_BW,
+                BENCH_CALL("irecv", cvia_irecv(bench_rb(c, r, i * w + j), size, 0, TAG_BW,
                                                &c->rreq[j]));
             BENCH_CALL("waitall", cvia_waitall((size_t)w, c->rreq,
                                                check ? c->st : NULL));
@@ -587,12 +318,13 @@ static void bench_bibw(struct bench_ctx *c, struct bench_result *r)
         if (i == r->warmup)
             t0 = bench_now_ns();
         if (check)
-            bench_pat_fill(c->sbuf, size, bench_seed(size, i, c->rank, c->run));
+            bench_fill_window(c, r, i, c->rank);
         for (long j = 0; j < w; j++)
-            BENCH_CALL("irecv", cvia_irecv(bench_rslot(c, j), size, c->peer, TAG_BIBW,
+            BENCH_CALL("irecv", cvia_irecv(bench_rb(c, r, i * w + j), size, c->peer, TAG_BIBW,
                                            &c->rreq[j]));
         for (long j = 0; j < w; j++)
-            BENCH_CALL("isend", cvia_isend(c->sbuf, size, c->peer, TAG_BIBW, &c->sreq[j]));
+            BENCH_CALL("isend", cvia_isend(bench_sb(c, r, i * w + j), size, c->peer, TAG_BIBW,
+                                           &c->sreq[j]));
         BENCH_CALL("waitall", cvia_waitall((size_t)w, c->sreq, NULL));
         BENCH_CALL("waitall", cvia_waitall((size_t)w, c->rreq, check ? c->st : NULL));
         if (check)
@@ -606,7 +338,42 @@ static void bench_bibw(struct bench_ctx *c, struct bench_result *r)
     }
 }
 
-/* OSU's defaults, unless --iters / --warmup say otherwise. */
+/* memcpy: what one core copies on its own, the yardstick of a single-copy
+ * transfer (which also reads and writes each byte once). Rank 0 copies
+ * window x iterations times from its send buffers to its receive buffers,
+ * cycled through as the messages are; rank 1 waits. */
+static void bench_memcpy(struct bench_ctx *c, struct bench_result *r)
+{
+    const size_t size = r->size;
+    const long n = r->warmup + r->iters, w = r->window;
+    uint64_t t0 = 0, t1;
+
+    if (c->rank != 0)
+        return;
+    if (c->o->check)
+        for (long k = 0; k < r->nbuf; k++)
+            bench_pat_fill(bench_sb(c, r, k), size, bench_seed(size, k, 0, c->run));
+    for (long i = 0; i < n; i++) {
+        if (i == r->warmup)
+            t0 = bench_now_ns();
+        for (long j = 0; j < w; j++) {
+            long k = i * w + j;
+            memcpy(bench_rb(c, r, k), bench_sb(c, r, k), size);
+            __asm__ volatile("" ::: "memory");   /* every copy happens */
+        }
+    }
+    t1 = bench_now_ns();
+    if (c->o->check)
+        bench_pat_verify(bench_rb(c, r, n * w - 1), size,
+                         bench_seed(size, (n * w - 1) % r->nbuf, 0, c->run), n - 1, w - 1, NULL);
+    {
+        double s = (double)(t1 - t0) * 1e-9, copies = (double)w * (double)r->iters;
+        r->runs[r->nruns] = (double)size * copies / s / 1e6;
+        r->runs_rate[r->nruns++] = copies / s;
+    }
+}
+
+/* OSU's defaults, unless --iters / --warmup say otherwise; memcpy as bw. */
 static void bench_counts(const struct bench_opts *o, struct bench_result *r)
 {
     int large = r->size > BENCH_LARGE;
@@ -655,47 +422,119 @@ static int bench_exchange(struct bench_ctx *c, struct bench_place *pl, int end, 
     return go;
 }
 
-static void *bench_alloc(size_t len)
+/* After the run: how each rank reaches the other (cvia_peer_info: the
+ * mechanism, and the bytes it single-copied), to rank 0; for crossover,
+ * also into the file its launcher named. */
+static void bench_paths(struct bench_ctx *c, struct bench_report *rep)
+{
+    char mine[sizeof(rep->path[0])] = "";
+    const char *info = getenv(BENCH_ENV_INFO);
+    FILE *f;
+
+    BENCH_CALL("peer info", cvia_peer_info(c->peer, mine, sizeof(mine)));
+    if (c->rank == 1) {
+        BENCH_CALL("exchange", cvia_send(mine, sizeof(mine), 0, TAG_CTRL));
+        return;
+    }
+    memcpy(rep->path[0], mine, sizeof(mine));
+    BENCH_CALL("exchange", cvia_recv(rep->path[1], sizeof(rep->path[1]), 1, TAG_CTRL, NULL));
+    rep->path[1][sizeof(rep->path[1]) - 1] = '\0';
+    if (info && *info && (f = fopen(info, "w"))) {
+        fprintf(f, "path0=%s\npath1=%s\n", rep->path[0], rep->path[1]);
+        fclose(f);
+    }
+}
+
+/* The last-level cache of this CPU (sysfs; else the C library's idea), for
+ * --buffers auto. */
+static size_t bench_llc(void)
+{
+    size_t best = 0;
+
+    for (int i = 0; i < 16; i++) {
+        char path[96], line[64];
+        FILE *f;
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (!(f = fopen(path, "r")))
+            break;
+        if (fgets(line, sizeof(line), f)) {
+            char *end;
+            unsigned long long v = strtoull(line, &end, 10);
+            v *= *end == 'M' ? 1u << 20 : *end == 'K' ? 1024u : 1u;
+            if (v > best)
+                best = (size_t)v;
+        }
+        fclose(f);
+    }
+    if (!best) {
+        long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (v <= 0)
+            v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        best = v > 0 ? (size_t)v : 32u << 20;
+    }
+    return best;
+}
+
+void bench_buffers_plan(const struct bench_opts *o, struct bench_report *rep)
+{
+    rep->buffers = o->buffers;
+    rep->arena = o->arena;
+    rep->llc = bench_llc();
+    /* each side cycles through twice the last-level cache, 16 MiB at least:
+     * sender and receiver together then touch four caches' worth */
+    rep->footprint = rep->llc * 2 > (16u << 20) ? rep->llc * 2 : 16u << 20;
+}
+
+static void *bench_alloc(const struct bench_ctx *c, size_t len)
 {
     void *p = NULL;
-    long page = sysconf(_SC_PAGESIZE);
+    int rc;
 
-    if (posix_memalign(&p, page > 0 ? (size_t)page : 4096, len ? len : 1))
+    if (c->o->arena) {
+        if ((rc = cvia_mem_alloc(len, NULL, &p)) < 0)
+            bench_fail("--arena: cannot allocate %zu bytes: %s", len, cvia_strerror(rc));
+    } else if (posix_memalign(&p, c->page, len ? len : 1)) {
         bench_fail("cannot allocate %zu bytes", len);
+    }
     return p;
+}
+
+static void bench_release(const struct bench_ctx *c, void *p)
+{
+    if (c->o->arena)
+        cvia_mem_free(p);
+    else
+        free(p);
 }
 
 static void bench_setup(struct bench_ctx *c, struct bench_report *rep)
 {
     const struct bench_opts *o = c->o;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), maxsz = o->sizes[o->nsizes - 1];
-    long slots = 1;
 
-    c->stride = (maxsz + page - 1) / page * page;
-    if (c->stride == 0)
-        c->stride = page;
-    for (int k = 0; k < o->nkinds; k++)
-        if (o->check && o->order[k] != BENCH_LATENCY)
-            slots = o->window;
-    c->sbuf = bench_alloc(c->stride);
-    c->rbuf = bench_alloc(c->stride * (size_t)slots);
-    /* touch every page now, outside the timing; osu's 'a' and 'b' */
-    memset(c->sbuf, 'a', c->stride);
-    memset(c->rbuf, 'b', c->stride * (size_t)slots);
+    c->page = (size_t)sysconf(_SC_PAGESIZE);
     c->sreq = calloc((size_t)o->window, sizeof(*c->sreq));
     c->rreq = calloc((size_t)o->window, sizeof(*c->rreq));
     c->st = calloc((size_t)o->window, sizeof(*c->st));
     if (!c->sreq || !c->rreq || !c->st)
         bench_fail("out of memory");
 
+    bench_buffers_plan(o, rep);
     rep->nres = (size_t)o->nkinds * o->nsizes;
     if (!(rep->res = calloc(rep->nres, sizeof(*rep->res))))
         bench_fail("out of memory");
     for (size_t i = 0; i < rep->nres; i++) {
         struct bench_result *r = &rep->res[i];
+        size_t stride;
         r->kind = o->order[i / o->nsizes];
         r->size = o->sizes[i % o->nsizes];
         bench_counts(o, r);
+        stride = bench_stride(c, r->size);
+        r->nbuf = o->buffers ? o->buffers :
+                  (long)((rep->footprint + stride - 1) / stride);
+        if (stride * (size_t)r->nbuf > c->slen)
+            c->slen = stride * (size_t)r->nbuf;
+        if (stride * (size_t)bench_nrecv(c, r) > c->rlen)
+            c->rlen = stride * (size_t)bench_nrecv(c, r);
         r->runs = calloc((size_t)o->repeat, sizeof(double));
         r->runs_rate = calloc((size_t)o->repeat, sizeof(double));
         if (r->kind == BENCH_LATENCY && c->rank == 0)
@@ -704,6 +543,11 @@ static void bench_setup(struct bench_ctx *c, struct bench_report *rep)
                                           !r->samples))
             bench_fail("out of memory for %s results", bench_kind_name[r->kind]);
     }
+    c->sbuf = bench_alloc(c, c->slen);
+    c->rbuf = bench_alloc(c, c->rlen);
+    /* touch every page now, outside the timing; osu's 'a' and 'b' */
+    memset(c->sbuf, 'a', c->slen);
+    memset(c->rbuf, 'b', c->rlen);
 }
 
 static void bench_measure(struct bench_ctx *c, struct bench_report *rep)
@@ -724,6 +568,7 @@ static void bench_measure(struct bench_ctx *c, struct bench_report *rep)
             switch (r->kind) {
             case BENCH_LATENCY: bench_latency(c, r); break;
             case BENCH_BW:      bench_bw(c, r);      break;
+            case BENCH_MEMCPY:  bench_memcpy(c, r);  break;
             default:            bench_bibw(c, r);    break;
             }
         }
@@ -742,12 +587,36 @@ static void bench_free(struct bench_ctx *c, struct bench_report *rep,
         free(rep->res[i].samples);
     }
     free(rep->res);
-    free(c->sbuf);
-    free(c->rbuf);
+    bench_release(c, c->sbuf);
+    bench_release(c, c->rbuf);
     free(c->sreq);
     free(c->rreq);
     free(c->st);
     free(o->sizes);
+}
+
+/* Without a launcher: plan the placement, then launch the job(s). */
+static int bench_launch(int argc, char **argv, struct bench_opts *o)
+{
+    struct bench_plan plan;
+    int rc;
+
+    if (o->placement >= 0) {
+        if ((rc = bench_plan_make(o->placement, o->cpus, &plan)) < 0) {
+            fprintf(stderr, "cvia-bench: --placement: %s\n", plan.text);
+            return 1;
+        }
+        if (rc > 0) {
+            bench_plan_error(&plan);
+            return 3;
+        }
+        plan.planned = 1;
+        bench_plan_export(&plan);
+        o->bind = "none";       /* the ranks pin themselves */
+    }
+    if (o->crossover)
+        return bench_crossover(o, o->placement >= 0 ? &plan : NULL);
+    return bench_relaunch(argc, argv, o->bind);
 }
 
 int main(int argc, char **argv)
@@ -761,12 +630,35 @@ int main(int argc, char **argv)
 
     if (!orig)
         return 1;
+    if (bench_mbw_claims(argc, argv)) {     /* mbw, and its part of --help */
+        free(orig);
+        return bench_mbw_main(argc, argv);
+    }
     memcpy(orig, argv, (size_t)argc * sizeof(*argv));   /* getopt permutes */
     bench_parse(argc, argv, &o);
-    if (!getenv("CVIA_BOOT_ADDR"))
-        return bench_relaunch(argc, orig, o.bind);
+    if (o.plan) {
+        free(orig);
+        free(o.sizes);
+        return bench_rank0() ? bench_plan_print(o.placement, o.cpus) : 0;
+    }
+    if (!getenv("CVIA_BOOT_ADDR")) {
+        rc = bench_launch(argc, orig, &o);
+        free(orig);
+        free(o.sizes);
+        return rc;
+    }
     free(orig);
+    if (o.crossover)
+        bench_usage_error("crossover starts its own jobs: run it without a launcher");
 
+    memset(&rep, 0, sizeof(rep));
+    if (o.placement >= 0 || getenv(BENCH_ENV_CPUS)) {
+        const char *r = getenv("CVIA_RANK");
+        if ((rc = bench_plan_pin(o.placement, o.cpus, r ? atoi(r) : 0, &rep.plan))) {
+            free(o.sizes);
+            return rc;
+        }
+    }
     if ((rc = cvia_init(NULL, NULL)) < 0) {
         fprintf(stderr, "cvia-bench: init: %s\n", cvia_strerror(rc));
         return 1;
@@ -785,7 +677,6 @@ int main(int argc, char **argv)
         return cvia_finalize() < 0;
     }
 
-    memset(&rep, 0, sizeof(rep));
     memset(&c, 0, sizeof(c));
     c.o = &o;
     c.rank = bench_rank;
@@ -819,6 +710,7 @@ int main(int argc, char **argv)
     bench_setup(&c, &rep);
     bench_measure(&c, &rep);
     bench_exchange(&c, &rep.place, 1, 1);
+    bench_paths(&c, &rep);
 
     BENCH_CALL("barrier", cvia_barrier());
     if ((rc = cvia_finalize()) < 0)

@@ -14,10 +14,16 @@
 #include "topo/topo.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "info_mem.h"
 
 #define OPT_JSON 1000
 #define OPT_MAN  1001
 #define OPT_CLEANUP 1002
+#define OPT_TIERS 1003
+#define OPT_KIND 1004
+#define OPT_CPUS 1005
+#define OPT_MEM 1006
+#define OPT_PID 1007
 
 static void info_usage(FILE *f)
 {
@@ -39,6 +45,15 @@ static void info_usage(FILE *f)
 "      --json         machine-readable output of everything (JSON)\n"
 "      --man          the CVIA_* reference as a markdown man page (cvia-config.7)\n"
 "      --cleanup      remove shared-memory segments left by dead processes\n"
+"      --tiers        memory tiers: NUMA nodes ranked fastest first, each core's\n"
+"                     node in every tier (CVIA_TOPOLOGY, CVIA_MEM_TIERS apply)\n"
+"      --kind KIND    with --tiers: where memory of KIND goes (default, hbw,\n"
+"                     hbw-preferred, ddr, node:N, near-nic:IFNAME); repeatable\n"
+"      --cpus LIST    with --kind: for a process on these PUs (default: the\n"
+"                     CPUs cvia-info may run on)\n"
+"      --mem          per NUMA node: bytes corevia placed there (move_pages) and\n"
+"                     the process's total (numa_maps, as numastat -p), node free\n"
+"      --pid PID      with --mem: that process instead of cvia-info itself\n"
 "  -h, --help         this help\n");
 }
 
@@ -284,11 +299,20 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, OPT_JSON },
         { "man", no_argument, NULL, OPT_MAN },
         { "cleanup", no_argument, NULL, OPT_CLEANUP },
+        { "tiers", no_argument, NULL, OPT_TIERS },
+        { "kind", required_argument, NULL, OPT_KIND },
+        { "cpus", required_argument, NULL, OPT_CPUS },
+        { "mem", no_argument, NULL, OPT_MEM },
+        { "pid", required_argument, NULL, OPT_PID },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
     int version = 0, prov = 0, config = 0, full = 0, cdef = 0, topo = 0, env = 0;
     int json = 0, man = 0, cleanup = 0, any, c, rc = 0;
+    int tiers = 0, mem = 0, nkinds = 0;
+    char *kinds[INFO_MAX_KINDS];
+    const char *cpus = NULL;
+    long pid = 0;
     const char *filter = NULL;
 
     opterr = 0;
@@ -305,10 +329,24 @@ int main(int argc, char **argv)
         case OPT_JSON: json = 1; break;
         case OPT_MAN: man = 1; break;
         case OPT_CLEANUP: cleanup = 1; break;
+        case OPT_TIERS: tiers = 1; break;
+        case OPT_KIND:
+            if (nkinds == INFO_MAX_KINDS)
+                info_fail_usage("too many --kind options", NULL);
+            kinds[nkinds++] = optarg;
+            break;
+        case OPT_CPUS: cpus = optarg; break;
+        case OPT_MEM: mem = 1; break;
+        case OPT_PID:
+            if (cvia__parse_long(optarg, &pid) || pid <= 0 || pid > 0x3fffffff)
+                info_fail_usage("--pid: not a process id:", optarg);
+            break;
         case 'h': info_usage(stdout); return 0;
         case '?':
             if (optopt == 'F')
                 info_fail_usage("option requires an argument:", "-F");
+            if (optopt >= OPT_KIND && optopt <= OPT_PID)
+                info_fail_usage("option requires an argument:", argv[optind - 1]);
             if (optopt) {
                 char opt[3] = { '-', (char)optopt, '\0' };
                 info_fail_usage("unknown option", opt);
@@ -335,6 +373,17 @@ int main(int argc, char **argv)
     }
     if (man) {
         info_man();
+        return rc;
+    }
+    if (tiers || nkinds || mem) {
+        if ((nkinds || cpus) && !tiers)
+            tiers = 1;
+        if (pid && !mem)
+            info_fail_usage("--pid needs --mem", NULL);
+        if (tiers && (c = info_tiers(cpus, kinds, nkinds)))
+            rc = c;
+        if (mem && info_mem((pid_t)pid))
+            rc = 1;
         return rc;
     }
     if (cleanup) {

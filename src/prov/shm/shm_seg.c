@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <corevia/cvia_errno.h>
+#include "mem/mem_tier.h"
 #include "prov/shm/shm.h"
 #include "util/log.h"
 
@@ -128,22 +129,26 @@ int shm_seg_create(struct cvia_prov_ep *ep)
         cvia_error(SHM, "fchmod segment %s: %s", ep->name, strerror(errno));
         goto err_unlink;
     }
-    /* reserve the memory now, so a full /dev/shm is an error here and not
-     * a SIGBUS later */
-    rc = posix_fallocate(fd, 0, (off_t)ep->seg_bytes);
-    if (rc) {
-        cvia_error(SHM, "cannot reserve %zu bytes for segment %s: %s "
-                   "(is /dev/shm large enough?)", ep->seg_bytes, ep->name,
-                   strerror(rc));
-        rc = -rc;
-        goto err_unlink;
-    }
+    /* map the still empty file first: the tier (CVIA_MEM_SHM_KIND) is an
+     * mbind of this mapping, and it only places pages allocated after it */
     addr = mmap(NULL, ep->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (addr == MAP_FAILED) {
         rc = -errno;
         cvia_error(SHM, "mmap segment %s (%zu bytes): %s", ep->name,
                    ep->seg_bytes, strerror(errno));
         goto err_unlink;
+    }
+    if ((rc = cvia__mem_shm_place(addr, ep->seg_bytes)) < 0)
+        goto err_unmap;
+    /* reserve the memory now (this allocates every page, on the tier just
+     * bound), so a full /dev/shm is an error here and not a SIGBUS later */
+    rc = posix_fallocate(fd, 0, (off_t)ep->seg_bytes);
+    if (rc) {
+        cvia_error(SHM, "cannot reserve %zu bytes for segment %s: %s "
+                   "(is /dev/shm large enough?)", ep->seg_bytes, ep->name,
+                   strerror(rc));
+        rc = -rc;
+        goto err_unmap;
     }
     close(fd);
 
@@ -181,6 +186,8 @@ int shm_seg_create(struct cvia_prov_ep *ep)
     ep->seg = hdr;
     return 0;
 
+err_unmap:
+    munmap(addr, ep->seg_bytes);
 err_unlink:
     close(fd);
     shm_seg_unlink(ep);
