@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Fault handling: mprotect + SIGSEGV on the application view.
+ *
+ * The handler path is async-signal-safe by construction: it takes d->lock
+ * (atomics and sched_yield), copies with memcpy, changes protections with
+ * mprotect, reads clock_gettime and sleeps on a futex. Anything that needs
+ * communication (a fetch, a first-touch claim) goes to the service thread
+ * through the fault slot; the handler never calls corevia, malloc or
+ * stdio. It can never find d->lock held by the thread it interrupted,
+ * because DSM faults only happen in application code (the DSM and corevia
+ * never touch the application view).
+ *
+ * Unit states (dsm.h): a non-home unit goes INVALID -> CLEAN on a fetch
+ * (read-only) -> DIRTY on the first write (twin, writable) -> CLEAN at the
+ * end of the interval (diff sent home); a write notice from another rank
+ * makes it INVALID again. A home unit is never invalid: EXCL (writable, no
+ * copy elsewhere, writes untracked), CLEAN (copies exist: write-protected
+ * so that a write is noticed) or DIRTY. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include "dsm/dsm.h"
+
+static struct sigaction old_segv;
+static int installed;
+
+void dsm_unit_prot(struct dsm *d, size_t u, int prot)
+{
+    struct dsm_unit *x = &d->u[u];
+
+    if (x->prot == prot)
+        return;
+    x->prot = (uint8_t)prot;
+    if (!d->scratch)
+        mprotect(d->base + u * d->unit, d->unit, prot);
+}
+
+void dsm_prot_all(struct dsm *d)
+{
+    size_t n = d->brk / d->unit, i = 0;
+
+    while (i < n) {
+        size_t j = i + 1;
+        int p = d->u[i].prot;
+        while (j < n && d->u[j].prot == p)
+            j++;
+        mprotect(d->base + i * d->unit, (j - i) * d->unit, p);
+        i = j;
+    }
+}
+
+/* 1 for a write, 0 for a read, -1 when the machine does not say. */
+static int fault_is_write(void *ucv)
+{
+#if defined(__x86_64__)
+    const ucontext_t *uc = ucv;
+    return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+    (void)ucv;
+    return -1;
+#endif
+}
+
+/* Sleep until the service thread marks the fault slot done. */
+static void fault_sleep(struct dsm *d)
+{
+    uint32_t s;
+
+    while ((s = atomic_load_explicit(&d->fault.state, memory_order_acquire)) != F_DONE)
+        dsm_futex_wait(&d->fault.state, s, 0);
+    atomic_store_explicit(&d->fault.state, F_IDLE, memory_order_relaxed);
+    atomic_fetch_sub(&d->app_waiting, 1);
+}
+
+/* Hand unit @u to the service thread and sleep until it is done. */
+static void fault_request(struct dsm *d, size_t u, int kind)
+{
+    d->fault.unit = (uint32_t)u;
+    d->fault.kind = kind;
+    atomic_fetch_add(&d->app_waiting, 1);
+    atomic_store_explicit(&d->fault.state, F_REQ, memory_order_release);
+    dsm_kick(d);
+    fault_sleep(d);
+}
+
+static void make_dirty(struct dsm *d, size_t u)
+{
+    d->u[u].state = U_DIRTY;
+    d->dirty[d->ndirty++] = (uint32_t)u;
+    d->st.write_faults++;
+}
+
+/* Resolve an access to unit @u. Returns 0, or -EFAULT when @u is not
+ * allocated (a real segmentation fault). Safe in the SIGSEGV handler. */
+int dsm_fault(struct dsm *d, size_t u, int write)
+{
+    double t0 = dsm_now();
+    struct dsm_unit *x = &d->u[u];
+
+    cvia_spin_lock(&d->lock);
+    if (x->state == U_NONE) {
+        cvia_spin_unlock(&d->lock);
+        return -EFAULT;
+    }
+    if (x->home < 0 && (write || x->state == U_INVALID)) {
+        /* first touch: the unit's manager decides who is home */
+        cvia_spin_unlock(&d->lock);
+        fault_request(d, u, FK_CLAIM);
+        cvia_spin_lock(&d->lock);
+    }
+    if (x->home == d->rank) {
+        if (write && x->state == U_CLEAN)
+            make_dirty(d, u);
+        dsm_unit_prot(d, u, x->state == U_CLEAN ? P_READ : P_RW);
+        cvia_spin_unlock(&d->lock);
+        d->st.fault_time += dsm_now() - t0;
+        return 0;
+    }
+    if (x->state == U_CLEAN && x->prot == P_NONE) {
+        /* a prefetched unit, touched for the first time: it is in place,
+         * this fault only records the use */
+        x->used = 1;
+        d->st.prefetch_hits++;
+    }
+    if (x->state == U_INVALID && x->pf == PF_FLIGHT) {
+        /* a prefetch is on its way: wait for it rather than ask again (the
+         * service thread checks the slot under the lock when it lands) */
+        d->fault.unit = (uint32_t)u;
+        d->fault.kind = FK_WAITPF;
+        atomic_fetch_add(&d->app_waiting, 1);
+        atomic_store_explicit(&d->fault.state, F_SENT, memory_order_release);
+        cvia_spin_unlock(&d->lock);
+        dsm_kick(d);
+        fault_sleep(d);
+        cvia_spin_lock(&d->lock);
+        x->used = 1;
+        d->st.prefetch_waits++;
+        if (!write)
+            d->st.read_faults++;
+    }
+    if (x->state == U_INVALID) {
+        cvia_spin_unlock(&d->lock);
+        fault_request(d, u, FK_FETCH);
+        cvia_spin_lock(&d->lock);
+        if (d->cfg.fetch == DSM_FETCH_COPY)   /* the paper's base: one more copy */
+            memcpy(d->pview + u * d->unit, d->land, d->unit);
+        x->state = U_CLEAN;
+        x->used = 1;
+        x->fetched = 1;
+        d->st.fetches++;
+        d->st.pages_fetched += d->unit / d->page;
+        d->st.fetch_bytes += d->unit;
+        if (!write)
+            d->st.read_faults++;
+    }
+    if (write && x->state == U_CLEAN) {
+        memcpy(d->twins + u * d->unit, d->pview + u * d->unit, d->unit);
+        d->st.twins++;
+        make_dirty(d, u);
+    }
+    dsm_unit_prot(d, u, x->state == U_DIRTY ? P_RW : P_READ);
+    cvia_spin_unlock(&d->lock);
+    d->st.fault_time += dsm_now() - t0;
+    return 0;
+}
+
+/* ---- prefetch -------------------------------------------------------------- */
+
+/* Read unit @u from its home into our protocol view (RDMA read). Only for
+ * a unit this rank fetched before: its home tracks every write to it. */
+int dsm_pull(struct dsm *d, size_t u)
+{
+    cvia_req_t req = NULL;
+    size_t off = u * d->unit;
+    int rc = cvia_read(d->pview + off, d->unit, &d->peer_view[d->u[u].home], off, &req);
+
+    if (!rc)
+        rc = cvia_wait(&req, NULL);
+    if (rc)
+        dsm_fatal(rc, "reading unit %zu from rank %d: %s", u, d->u[u].home,
+                  cvia_strerror(rc));
+    __atomic_fetch_add(&d->st.rdma_bytes, d->unit, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* Ask the homes of @units (invalidated at a barrier, valid and used before
+ * it) for them now, so that they are back before they are touched. App
+ * thread, outside signal context. A unit fetched before is read at once
+ * (pull); another is asked for and arrives as a tagged write. */
+void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
+{
+    cvia_req_t *reqs = NULL;
+    uint32_t *pulled = NULL;
+    size_t np = 0;
+
+    if (d->cfg.fetch == DSM_FETCH_PULL && n) {
+        reqs = calloc(n, sizeof(*reqs));
+        pulled = malloc(n * sizeof(*pulled));
+        if (!reqs || !pulled)
+            dsm_fatal(-ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct dsm_unit *x = &d->u[units[i]];
+        struct dsm_hdr h = { .type = M_FETCH, .a = units[i], .pad = 1 };
+        int slot = 0, home;
+
+        cvia_spin_lock(&d->lock);
+        if (x->state != U_INVALID || x->pf || x->home < 0 || x->home == d->rank ||
+            (d->cfg.fetch == DSM_FETCH_COPY && !d->npf_free)) {
+            cvia_spin_unlock(&d->lock);
+            continue;
+        }
+        home = x->home;
+        if (reqs && x->fetched) {
+            size_t off = (size_t)units[i] * d->unit;
+            cvia_spin_unlock(&d->lock);
+            int rc = cvia_read(d->pview + off, d->unit, &d->peer_view[home], off, &reqs[np]);
+            if (rc)
+                dsm_fatal(rc, "reading unit %u from rank %d: %s", units[i], home,
+                          cvia_strerror(rc));
+            pulled[np++] = units[i];
+            continue;
+        }
+        if (d->cfg.fetch == DSM_FETCH_COPY) {
+            slot = d->pf_free[--d->npf_free];
+            h.c = (uint64_t)slot + 1;
+        }
+        x->pf = PF_FLIGHT;
+        h.b = d->epoch;
+        cvia_spin_unlock(&d->lock);
+        dsm_send(d, home, &h, NULL, 0);
+        d->st.prefetches++;
+    }
+    for (size_t i = 0; i < np; i++) {
+        int rc = cvia_wait(&reqs[i], NULL);
+        if (rc)
+            dsm_fatal(rc, "reading unit %u: %s", pulled[i], cvia_strerror(rc));
+    }
+    cvia_spin_lock(&d->lock);
+    for (size_t i = 0; i < np; i++) {
+        struct dsm_unit *x = &d->u[pulled[i]];
+        /* valid, but left inaccessible until touched (see dsm_page_landed) */
+        x->state = U_CLEAN;
+        d->st.prefetches++;
+        d->st.fetches++;
+        d->st.pages_fetched += d->unit / d->page;
+        d->st.fetch_bytes += d->unit;
+        d->st.rdma_bytes += d->unit;
+    }
+    cvia_spin_unlock(&d->lock);
+    free(reqs);
+    free(pulled);
+}
+
+static void fault_done(struct dsm *d)
+{
+    atomic_store_explicit(&d->fault.state, F_DONE, memory_order_release);
+    dsm_futex_wake(&d->fault.state);
+    d->woke_app = 1;
+}
+
+/* A unit arrived (service thread). A fault's is finished by the handler;
+ * a prefetch's is made valid here, unless it was invalidated again while
+ * on its way. */
+void dsm_page_landed(struct dsm *d, uint64_t imm)
+{
+    size_t u = (size_t)(imm & ((1ull << 40) - 1));
+    unsigned tag = (unsigned)((imm >> 40) & 0xffff);
+    struct dsm_unit *x;
+
+    if (!tag) {
+        fault_done(d);
+        return;
+    }
+    if (u >= d->nunits)
+        dsm_fatal(-CVIA_EPROTO, "a unit %zu beyond the region arrived", u);
+    x = &d->u[u];
+    cvia_spin_lock(&d->lock);
+    if (d->cfg.fetch == DSM_FETCH_COPY) {
+        if (x->pf == PF_FLIGHT)
+            memcpy(d->pview + u * d->unit, d->land + (size_t)tag * d->unit, d->unit);
+        d->pf_free[d->npf_free++] = (uint16_t)tag;
+    }
+    if (x->pf == PF_FLIGHT && x->state == U_INVALID) {
+        /* valid, but left inaccessible: the first touch tells whether the
+         * prefetch was used, which decides whether to prefetch it again */
+        x->state = U_CLEAN;
+        d->st.fetches++;
+        d->st.pages_fetched += d->unit / d->page;
+        d->st.fetch_bytes += d->unit;
+    }
+    x->pf = PF_NONE;
+    if (atomic_load(&d->fault.state) == F_SENT && d->fault.kind == FK_WAITPF &&
+        d->fault.unit == u)
+        fault_done(d);
+    cvia_spin_unlock(&d->lock);
+}
+
+static void segv_handler(int sig, siginfo_t *si, void *uc)
+{
+    struct dsm *d = &dsm__g;
+    int saved = errno;
+    char *a = si->si_addr;
+
+    if (d->up && !d->scratch && a >= d->base && a < d->base + d->brk) {
+        size_t u = (size_t)(a - d->base) / d->unit;
+        int w = fault_is_write(uc);
+        if (w < 0)   /* a fault on a readable unit can only be a write */
+            w = __atomic_load_n(&d->u[u].prot, __ATOMIC_RELAXED) == P_READ;
+        if (dsm_fault(d, u, w) == 0) {
+            errno = saved;
+            return;
+        }
+    }
+    /* not a DSM fault: whoever handled SIGSEGV before us, or the default */
+    if ((old_segv.sa_flags & SA_SIGINFO) && old_segv.sa_sigaction) {
+        old_segv.sa_sigaction(sig, si, uc);
+    } else if (old_segv.sa_handler != SIG_DFL && old_segv.sa_handler != SIG_IGN) {
+        old_segv.sa_handler(sig);
+    } else {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        sigaction(SIGSEGV, &dfl, NULL);   /* the access faults again and kills */
+    }
+    errno = saved;
+}
+
+int dsm_fault_install(struct dsm *d)
+{
+    struct sigaction sa;
+
+    (void)d;
+    if (installed)
+        return 0;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = segv_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old_segv)) {
+        dsm_err("installing the SIGSEGV handler: %s", strerror(errno));
+        return -errno;
+    }
+    installed = 1;
+    return 0;
+}
+
+void dsm_fault_remove(struct dsm *d)
+{
+    (void)d;
+    if (!installed)
+        return;
+    sigaction(SIGSEGV, &old_segv, NULL);
+    installed = 0;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* CVIA_DSM_* variables: the only place they are documented (cvia-info and
+ * man/cvia-config.7.md are generated from this table). Compiled into
+ * libcorevia, read by the DSM library (src/dsm/dsm_init.c). */
+#include <stddef.h>
+
+#include "dsm/dsm_cfg.h"
+
+static const char *const dsm_home_names[] = { "block", "rr", "first-touch", NULL };
+static const char *const dsm_fetch_names[] = { "zcopy", "copy", "pull", NULL };
+static const char *const dsm_stats_names[] = { "none", "text", "json", NULL };
+
+static const struct cvia_param dsm_params[] = {
+    { "SIZE", "1g", CVIA_PARAM_SIZE, offsetof(struct dsm_cfg, size),
+      "Virtual size of the DSM's shared region, reserved at the same address on "
+      "every rank; memory is used only where it is touched.", 1L << 20, 1L << 40, NULL },
+    { "UNIT", "4k", CVIA_PARAM_SIZE, offsetof(struct dsm_cfg, unit),
+      "Coherence granularity, a multiple of the page size: a unit is fetched, "
+      "twinned, diffed and invalidated whole.", 4096, 1 << 26, NULL },
+    { "HOME", "block", CVIA_PARAM_ENUM, offsetof(struct dsm_cfg, home),
+      "Home placement of cvia_dsm_malloc() and G_MALLOC units: block (each "
+      "allocation cut into one contiguous block per rank), rr (unit i on rank "
+      "i mod size), first-touch (the first rank that writes the unit).",
+      0, 0, dsm_home_names },
+    { "FETCH", "pull", CVIA_PARAM_ENUM, offsetof(struct dsm_cfg, fetch),
+      "How a faulting rank gets a unit: zcopy, the home writes it straight into "
+      "the faulting page (RDMA write with immediate, no copy on either side); "
+      "copy, through a send and a receive buffer (the paper's base); pull, "
+      "zcopy the first time, after which the home keeps the unit write-tracked "
+      "and the rank reads it itself (RDMA read into the faulting page), without "
+      "waiting for the home's service thread.", 0, 0, dsm_fetch_names },
+    { "DIFF_BUF", "64k", CVIA_PARAM_SIZE, offsetof(struct dsm_cfg, diff_buf),
+      "Size of each of the two diff buffers a home keeps for every writer "
+      "(used alternately; a larger diff is sent in pieces).", 4096, 1 << 26, NULL },
+    { "NAP", "50us", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, nap),
+      "How long the DSM service thread sleeps between polls while its "
+      "application thread computes: the longest a peer's request waits.",
+      0, 0, NULL },
+    { "SLICE", "0", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, slice),
+      "Scheduler time slice the DSM service thread asks for (sched_setattr, "
+      "honoured by EEVDF from Linux 6.12); 0 keeps the kernel's default. "
+      "Measured on a 2-vCPU VM: 100us made every application slower.",
+      0, 0, NULL },
+    { "POLLS", "200", CVIA_PARAM_INT, offsetof(struct dsm_cfg, polls),
+      "Idle polls the DSM service thread makes after its last event before "
+      "it starts to sleep.", 0, 100000000, NULL },
+    { "PREFETCH", "64", CVIA_PARAM_INT, offsetof(struct dsm_cfg, prefetch),
+      "At a barrier, how many of the units it invalidates (among those this "
+      "rank had touched since it fetched them) a rank fetches again at once, "
+      "before they are touched; 0: fetch on fault only.", 0, 4096, NULL },
+    { "STATS", "none", CVIA_PARAM_ENUM, offsetof(struct dsm_cfg, stats),
+      "At cvia_dsm_finalize, rank 0 prints every rank's DSM counters and "
+      "their sum: none, text (a table) or json.", 0, 0, dsm_stats_names },
+    { "STATS_FILE", "", CVIA_PARAM_STRING, offsetof(struct dsm_cfg, stats_file),
+      "File that CVIA_DSM_STATS output goes to (empty: standard output).",
+      0, 0, NULL },
+    { "MAX_LOCKS", "4096", CVIA_PARAM_INT, offsetof(struct dsm_cfg, max_locks),
+      "Most DSM locks a program may create.", 1, 1 << 24, NULL },
+    { "ADDR", "", CVIA_PARAM_STRING, offsetof(struct dsm_cfg, addr),
+      "Address (hex) of the shared region on every rank; empty: rank 0 picks "
+      "a free range and the others map it at the same place.", 0, 0, NULL },
+    { NULL }
+};
+
+const struct cvia_param_table cvia__dsm_param_table = {
+    .component = "dsm", .prefix = "DSM_", .params = dsm_params,
+    .cfg_size = sizeof(struct dsm_cfg),
+};

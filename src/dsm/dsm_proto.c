@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* HLRC protocol core: intervals and their write notices, vector time, and
+ * diffs.
+ *
+ * An interval ends at every synchronization (acquire, release, barrier,
+ * CREATE, end of a created process) that finds written units. Its diffs
+ * go to their homes first, each by RDMA write with immediate data into one
+ * of the two buffers the home keeps for this writer, used alternately: the
+ * home applies the diff in place and frees the buffer by writing its
+ * sequence number back into our flag (with immediate data, so that our
+ * service thread can wake us). Only when every diff of the interval is
+ * applied does the interval get its number and its write notice (the
+ * units it wrote) join the log: a notice can then never send a reader to
+ * a home that lacks the data. Diffs are byte-exact, so writers of disjoint
+ * bytes of one unit merge at the home. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsm/dsm.h"
+
+#define ADD(field, v) __atomic_fetch_add(&d->st.field, (v), __ATOMIC_RELAXED)
+
+int dsm_buf_put(struct dsm_buf *b, const void *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n)
+            cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q)
+            dsm_fatal(-ENOMEM, "out of memory");
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+void dsm_buf_free(struct dsm_buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ---- the interval log ---------------------------------------------------------- */
+
+static void log_append(struct dsm *d, int o, uint32_t id, uint32_t n, const uint32_t *units)
+{
+    struct dsm_ilog *L = &d->log[o];
+    struct dsm_rec *r;
+
+    if (!L->n)
+        L->base = id;
+    if (L->n == L->cap) {
+        uint32_t cap = L->cap ? L->cap * 2 : 16;
+        struct dsm_rec *q = realloc(L->recs, cap * sizeof(*q));
+        if (!q)
+            dsm_fatal(-ENOMEM, "out of memory");
+        L->recs = q;
+        L->cap = cap;
+    }
+    r = &L->recs[L->n++];
+    r->id = id;
+    r->n = n;
+    r->units = malloc((n ? n : 1) * sizeof(uint32_t));
+    if (!r->units)
+        dsm_fatal(-ENOMEM, "out of memory");
+    memcpy(r->units, units, n * sizeof(uint32_t));
+}
+
+static void put_rec(struct dsm_buf *b, uint32_t o, const struct dsm_rec *r)
+{
+    uint32_t h[3] = { o, r->id, r->n };
+    dsm_buf_put(b, h, sizeof(h));
+    dsm_buf_put(b, r->units, r->n * sizeof(uint32_t));
+}
+
+void dsm_records_since(struct dsm *d, const uint32_t *vt, struct dsm_buf *b)
+{
+    for (int o = 0; o < d->size; o++) {
+        const struct dsm_ilog *L = &d->log[o];
+        for (uint32_t i = 0; i < L->n; i++) {
+            if (L->recs[i].id > vt[o]) {
+                put_rec(b, (uint32_t)o, &L->recs[i]);
+                d->st.notices_sent += L->recs[i].n;
+            }
+        }
+    }
+}
+
+void dsm_own_since_barrier(struct dsm *d, struct dsm_buf *b)
+{
+    const struct dsm_ilog *L = &d->log[d->rank];
+
+    for (uint32_t i = 0; i < L->n; i++) {
+        put_rec(b, (uint32_t)d->rank, &L->recs[i]);
+        d->st.notices_sent += L->recs[i].n;
+    }
+}
+
+/* Acquire: take the intervals we did not know, in order, and invalidate
+ * what they wrote (a home's copy is always current). Under lock. */
+int dsm_records_apply(struct dsm *d, const char *p, size_t len)
+{
+    const char *end = p + len;
+
+    while (p < end) {
+        uint32_t h[3];
+        const uint32_t *units;
+
+        if ((size_t)(end - p) < sizeof(h))
+            return -CVIA_EPROTO;
+        memcpy(h, p, sizeof(h));
+        p += sizeof(h);
+        if (h[0] >= (uint32_t)d->size || (size_t)(end - p) / 4 < h[2])
+            return -CVIA_EPROTO;
+        units = (const uint32_t *)(const void *)p;
+        p += (size_t)h[2] * 4;
+        if (h[1] <= d->vt[h[0]])
+            continue;
+        if (h[1] != d->vt[h[0]] + 1) {
+            dsm_err("interval %u of rank %u arrived before %u", h[1], h[0], d->vt[h[0]] + 1);
+            return -CVIA_EPROTO;
+        }
+        uint32_t *copy = malloc((h[2] ? h[2] : 1) * sizeof(uint32_t));
+        if (!copy)
+            dsm_fatal(-ENOMEM, "out of memory");
+        memcpy(copy, units, (size_t)h[2] * 4);
+        log_append(d, (int)h[0], h[1], h[2], copy);
+        d->vt[h[0]] = h[1];
+        d->st.notices_recv += h[2];
+        for (uint32_t i = 0; i < h[2]; i++) {
+            uint32_t u = copy[i];
+            struct dsm_unit *x;
+            if (u >= d->nunits)
+                return -CVIA_EPROTO;
+            x = &d->u[u];
+            if (x->pf == PF_FLIGHT)   /* it may carry data older than this notice */
+                x->pf = PF_STALE;
+            if (x->home != d->rank && (x->state == U_CLEAN || x->state == U_DIRTY)) {
+                x->state = U_INVALID;
+                x->used = 0;
+                dsm_unit_prot(d, u, P_NONE);
+                d->st.invalidations++;
+            }
+        }
+        free(copy);
+    }
+    return 0;
+}
+
+void dsm_log_gc(struct dsm *d)
+{
+    for (int o = 0; o < d->size; o++) {
+        struct dsm_ilog *L = &d->log[o];
+        for (uint32_t i = 0; i < L->n; i++)
+            free(L->recs[i].units);
+        L->n = 0;
+    }
+}
+
+/* ---- diffs: the writer's side ---------------------------------------------------- */
+
+/* Sleep until home @h has freed its diff buffer @b. */
+static void wait_ack(struct dsm *d, int h, int b)
+{
+    _Atomic uint64_t *f = &d->flags[h * 2 + b];
+    uint64_t want = d->dw_seq[h * 2 + b];
+
+    while (atomic_load_explicit(f, memory_order_acquire) != want) {
+        uint32_t w = atomic_load(&d->ack_word);
+        if (atomic_load_explicit(f, memory_order_acquire) == want)
+            break;
+        atomic_fetch_add(&d->app_waiting, 1);
+        dsm_kick(d);
+        dsm_futex_wait(&d->ack_word, w, 0.001);
+        atomic_fetch_sub(&d->app_waiting, 1);
+    }
+}
+
+struct packer {
+    struct dsm *d;
+    int     home;
+    int     s;           /* staging buffer in use */
+    size_t  pos;
+    size_t  uhdr;        /* where the current unit's header is */
+    uint32_t unit, nruns;
+    int     open_unit;
+};
+
+static void pk_open(struct packer *k)
+{
+    struct dsm *d = k->d;
+    k->s = d->stage_next;
+    d->stage_next ^= 1;
+    if (d->stage_req[k->s]) {   /* its last write must be done with it */
+        int rc = cvia_wait(&d->stage_req[k->s], NULL);
+        if (rc)
+            dsm_fatal(rc, "writing a diff: %s", cvia_strerror(rc));
+    }
+    k->pos = 0;
+}
+
+static void pk_send(struct packer *k)
+{
+    struct dsm *d = k->d;
+    int h = k->home, b = d->dw_next[h], rc;
+    uint64_t seq;
+
+    if (!k->pos)
+        return;
+    wait_ack(d, h, b);
+    seq = ++d->diff_seq & ((1ull << 48) - 1);
+    d->dw_seq[h * 2 + b] = seq;
+    d->dw_next[h] = (uint8_t)(b ^ 1);
+    rc = cvia_write(d->stage[k->s], k->pos, &d->peer_diff[h],
+                    ((size_t)d->rank * 2 + (size_t)b) * d->cfg.diff_buf, CVIA_WRITE_IMM,
+                    ((uint64_t)IMM_DIFF << 56) | ((uint64_t)b << 48) | seq, &d->stage_req[k->s]);
+    if (rc)
+        dsm_fatal(rc, "writing a diff to rank %d: %s", h, cvia_strerror(rc));
+    ADD(rdma_writes, 1);
+    ADD(rdma_bytes, k->pos);
+}
+
+static void pk_end_unit(struct packer *k)
+{
+    if (k->open_unit) {
+        memcpy(k->d->stage[k->s] + k->uhdr + 4, &k->nruns, 4);
+        k->open_unit = 0;
+    }
+}
+
+static void pk_begin_unit(struct packer *k, uint32_t u)
+{
+    uint32_t h[2] = { u, 0 };
+
+    if (k->d->cfg.diff_buf - k->pos < sizeof(h) + 16) {
+        pk_send(k);
+        pk_open(k);
+    }
+    k->uhdr = k->pos;
+    memcpy(k->d->stage[k->s] + k->pos, h, sizeof(h));
+    k->pos += sizeof(h);
+    k->unit = u;
+    k->nruns = 0;
+    k->open_unit = 1;
+}
+
+static void pk_run(struct packer *k, uint32_t off, uint32_t len, const char *data)
+{
+    while (len) {
+        size_t room = k->d->cfg.diff_buf - k->pos;
+        if (room < 8 + 8) {   /* no room for a useful run: next buffer */
+            pk_end_unit(k);
+            pk_send(k);
+            pk_open(k);
+            pk_begin_unit(k, k->unit);
+            room = k->d->cfg.diff_buf - k->pos;
+        }
+        uint32_t n = (uint32_t)(room - 8 < len ? room - 8 : len);
+        uint32_t rh[2] = { off, n };
+        memcpy(k->d->stage[k->s] + k->pos, rh, 8);
+        memcpy(k->d->stage[k->s] + k->pos + 8, data, n);
+        k->pos += 8 + n;
+        k->nruns++;
+        off += n;
+        data += n;
+        len -= n;
+    }
+}
+
+/* The runs of bytes that differ between unit @u and its twin. */
+static size_t diff_unit(struct packer *k, uint32_t u)
+{
+    struct dsm *d = k->d;
+    const unsigned char *cur = (const unsigned char *)d->pview + (size_t)u * d->unit;
+    const unsigned char *tw = (const unsigned char *)d->twins + (size_t)u * d->unit;
+    size_t i = 0, n = d->unit, changed = 0;
+
+    pk_begin_unit(k, u);
+    while (i < n) {
+        if (!(i & 7)) {
+            while (i + 8 <= n && !memcmp(cur + i, tw + i, 8))
+                i += 8;
+            if (i >= n)
+                break;
+        }
+        if (cur[i] == tw[i]) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < n && cur[j] != tw[j])
+            j++;
+        pk_run(k, (uint32_t)i, (uint32_t)(j - i), (const char *)cur + i);
+        changed += j - i;
+        i = j;
+    }
+    pk_end_unit(k);
+    return changed;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Send the diffs of the non-home units in @keys ((home << 32) | unit,
+ * sorted), then wait until every home has applied them. */
+static void flush_diffs(struct dsm *d, const uint64_t *keys, size_t n)
+{
+    struct packer k = { .d = d };
+    uint64_t used[DSM_MAX_RANKS / 64 + 1] = { 0 };
+
+    for (size_t i = 0; i < n;) {
+        k.home = (int)(keys[i] >> 32);
+        used[k.home / 64] |= 1ull << (k.home % 64);
+        pk_open(&k);
+        for (; i < n && (int)(keys[i] >> 32) == k.home; i++) {
+            size_t c = diff_unit(&k, (uint32_t)keys[i]);
+            d->st.diffs++;
+            d->st.diff_bytes += c;
+        }
+        pk_send(&k);
+    }
+    for (int h = 0; h < d->size; h++) {
+        if (used[h / 64] & (1ull << (h % 64))) {
+            wait_ack(d, h, 0);
+            wait_ack(d, h, 1);
+        }
+    }
+}
+
+int dsm_end_interval(struct dsm *d, int barrier)
+{
+    uint32_t *units;
+    uint64_t *keys;
+    size_t n, nk = 0;
+
+    cvia_spin_lock(&d->lock);
+    n = d->ndirty;
+    if (!n) {
+        cvia_spin_unlock(&d->lock);
+        return 0;
+    }
+    units = malloc(n * sizeof(*units));
+    keys = malloc(n * sizeof(*keys));
+    if (!units || !keys)
+        dsm_fatal(-ENOMEM, "out of memory");
+    memcpy(units, d->dirty, n * sizeof(*units));
+    d->ndirty = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct dsm_unit *x = &d->u[units[i]];
+        if (x->home == d->rank) {
+            x->state = U_CLEAN;
+            /* at a barrier the protection waits for the new copyset: the
+             * unit may well become exclusive (and writable) again */
+            if (!barrier)
+                dsm_unit_prot(d, units[i], P_READ);
+        } else {
+            keys[nk++] = ((uint64_t)(uint16_t)x->home << 32) | units[i];
+        }
+    }
+    cvia_spin_unlock(&d->lock);
+
+    if (nk) {
+        qsort(keys, nk, sizeof(*keys), cmp_u64);
+        flush_diffs(d, keys, nk);
+    }
+
+    cvia_spin_lock(&d->lock);
+    for (size_t i = 0; i < nk; i++) {
+        uint32_t u = (uint32_t)keys[i];
+        d->u[u].state = U_CLEAN;
+        dsm_unit_prot(d, u, P_READ);
+    }
+    log_append(d, d->rank, d->vt[d->rank] + 1, (uint32_t)n, units);
+    d->vt[d->rank]++;
+    d->st.intervals++;
+    cvia_spin_unlock(&d->lock);
+    free(units);
+    free(keys);
+    return 0;
+}
+
+/* ---- diffs: the home's side (service thread) --------------------------------------- */
+
+void dsm_diff_apply(struct dsm *d, int src, uint64_t off, uint64_t len, uint64_t imm)
+{
+    const char *p = d->diffarea + off, *end = p + len;
+    int b = (int)((imm >> 48) & 0xff), rc;
+    cvia_req_t req = NULL;
+
+    if (src < 0 || src >= d->size || b > 1 ||
+        off != ((uint64_t)src * 2 + (uint64_t)b) * d->cfg.diff_buf || len > d->cfg.diff_buf)
+        dsm_fatal(-CVIA_EPROTO, "a diff from rank %d does not fit its buffer", src);
+    while (p < end) {
+        uint32_t h[2];
+        char *base;
+
+        if (end - p < 8)
+            goto bad;
+        memcpy(h, p, 8);
+        p += 8;
+        if (h[0] >= d->nunits)
+            goto bad;
+        base = d->pview + (size_t)h[0] * d->unit;
+        for (uint32_t r = 0; r < h[1]; r++) {
+            uint32_t rh[2];
+            if (end - p < 8)
+                goto bad;
+            memcpy(rh, p, 8);
+            p += 8;
+            if (rh[0] > d->unit || rh[1] > d->unit - rh[0] || (uint64_t)(end - p) < rh[1])
+                goto bad;
+            memcpy(base + rh[0], p, rh[1]);
+            p += rh[1];
+        }
+        ADD(diffs_applied, 1);
+    }
+    d->ack_src[src * 2 + b] = imm & ((1ull << 48) - 1);
+    rc = cvia_write(&d->ack_src[src * 2 + b], sizeof(uint64_t), &d->peer_flags[src],
+                    ((uint64_t)d->rank * 2 + (uint64_t)b) * sizeof(uint64_t), CVIA_WRITE_IMM,
+                    (uint64_t)IMM_ACK << 56, &req);
+    if (rc)
+        dsm_fatal(rc, "freeing rank %d's diff buffer: %s", src, cvia_strerror(rc));
+    dsm_pending_add(d, req, NULL);
+    ADD(rdma_writes, 1);
+    ADD(rdma_bytes, sizeof(uint64_t));
+    return;
+bad:
+    dsm_fatal(-CVIA_EPROTO, "a malformed diff from rank %d", src);
+}

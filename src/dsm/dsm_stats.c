@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The DSM's counters, printed by rank 0 at the end: a table (one column
+ * per rank and the sum) or JSON. One X-macro list gives both. */
+#include <stdio.h>
+
+#include "dsm/dsm.h"
+
+#define DSM_COUNTERS(X)                         \
+    X(read_faults)   X(write_faults)            \
+    X(fetches)       X(pages_fetched)           \
+    X(fetch_bytes)   X(pages_served)            \
+    X(prefetches)    X(prefetch_hits)           \
+    X(prefetch_waits)                           \
+    X(twins)         X(diffs)                   \
+    X(diff_bytes)    X(diffs_applied)           \
+    X(notices_sent)  X(notices_recv)            \
+    X(invalidations) X(intervals)               \
+    X(lock_local)    X(lock_remote)             \
+    X(barriers)      X(msgs_sent)               \
+    X(msg_bytes)     X(rdma_writes)             \
+    X(rdma_bytes)
+
+#define DSM_TIMES(X) X(barrier_time) X(fault_time) X(lock_time)
+
+static void sum_stats(const cvia_dsm_stats_t *all, int n, cvia_dsm_stats_t *t)
+{
+    *t = (cvia_dsm_stats_t){ 0 };
+    for (int r = 0; r < n; r++) {
+#define X(f) t->f += all[r].f;
+        DSM_COUNTERS(X)
+        DSM_TIMES(X)
+#undef X
+    }
+}
+
+static void json_one(FILE *out, const cvia_dsm_stats_t *s)
+{
+    const char *sep = "";
+    fputc('{', out);
+#define X(f) fprintf(out, "%s\"%s\": %llu", sep, #f, (unsigned long long)s->f); sep = ", ";
+    DSM_COUNTERS(X)
+#undef X
+#define X(f) fprintf(out, "%s\"%s\": %.6f", sep, #f, s->f);
+    DSM_TIMES(X)
+#undef X
+    fputc('}', out);
+}
+
+void dsm_stats_print(struct dsm *d, const cvia_dsm_stats_t *all, int n, FILE *out, int json)
+{
+    static const char *const fetch[] = { "zcopy", "copy", "pull" };
+    const char *mode = fetch[d->cfg.fetch < 3 ? d->cfg.fetch : 0];
+    cvia_dsm_stats_t t;
+
+    sum_stats(all, n, &t);
+    if (json) {
+        fprintf(out, "{\"dsm\": {\"ranks\": %d, \"unit\": %zu, \"fetch\": \"%s\", "
+                "\"total\": ", n, d->unit, mode);
+        json_one(out, &t);
+        fprintf(out, ", \"per_rank\": [");
+        for (int r = 0; r < n; r++) {
+            if (r)
+                fputs(", ", out);
+            json_one(out, &all[r]);
+        }
+        fprintf(out, "]}}\n");
+        return;
+    }
+    fprintf(out, "# corevia dsm statistics: %d ranks, unit %zu bytes, fetch %s\n", n,
+            d->unit, mode);
+    fprintf(out, "%-14s %14s", "counter", "total");
+    for (int r = 0; r < n && n > 1; r++)
+        fprintf(out, " %12s%-2d", "rank", r);
+    fputc('\n', out);
+#define X(f) do {                                                            \
+        fprintf(out, "%-14s %14llu", #f, (unsigned long long)t.f);           \
+        for (int r = 0; r < n && n > 1; r++)                                 \
+            fprintf(out, " %14llu", (unsigned long long)all[r].f);           \
+        fputc('\n', out);                                                    \
+    } while (0);
+    DSM_COUNTERS(X)
+#undef X
+#define X(f) do {                                                            \
+        fprintf(out, "%-14s %14.6f", #f, t.f);                               \
+        for (int r = 0; r < n && n > 1; r++)                                 \
+            fprintf(out, " %14.6f", all[r].f);                               \
+        fputc('\n', out);                                                    \
+    } while (0);
+    DSM_TIMES(X)
+#undef X
+}

@@ -1,0 +1,717 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The service thread (the paper's "communication thread"): it owns every
+ * incoming event, all of which arrive as one-sided writes with immediate
+ * data: control messages into inbox slots, units into faulting pages, diffs
+ * into diff buffers, and the acks that free them. It polls them with
+ * cvia_imm_poll() alone, which never backs off: a request is seen on the
+ * next poll, whatever the idle history of the thread.
+ *
+ * While the application thread waits for it (a fault, a lock, a barrier)
+ * it polls without pause; while the application computes, it polls
+ * CVIA_DSM_POLLS times after its last event and then sleeps CVIA_DSM_NAP
+ * at a time on a futex the application can kick, so on a core shared with
+ * the application it costs little and answers a peer within about a nap.
+ * While the application waits and nothing arrives, it also tests a receive
+ * that only a dead peer completes (with an error), so that corevia's
+ * liveness checks run and a lost peer ends the job instead of hanging it. */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dsm/dsm.h"
+
+/* The watch receive stays posted for the life of the process: corevia has
+ * no cancel, and cvia_finalize() releases it. */
+static cvia_req_t watch_req;
+static char watch_buf[8];
+static _Atomic int svc_sleeping;
+
+#define ADD(field, v) __atomic_fetch_add(&d->st.field, (v), __ATOMIC_RELAXED)
+
+void dsm_futex_wait(_Atomic uint32_t *w, uint32_t val, double timeout)
+{
+    struct timespec ts, *tp = NULL;
+
+    if (timeout > 0) {
+        ts.tv_sec = (time_t)timeout;
+        ts.tv_nsec = (long)((timeout - (double)ts.tv_sec) * 1e9);
+        tp = &ts;
+    }
+    syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
+}
+
+void dsm_futex_wake(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void dsm_kick(struct dsm *d)
+{
+    atomic_fetch_add(&d->kick, 1);
+    if (atomic_load(&svc_sleeping))
+        dsm_futex_wake(&d->kick);
+}
+
+/* ---- sending ------------------------------------------------------------------ */
+
+void dsm_pending_add(struct dsm *d, cvia_req_t req, void *buf)
+{
+    struct dsm_pending *p = malloc(sizeof(*p));
+
+    if (!p)
+        dsm_fatal(-ENOMEM, "out of memory");
+    p->next = NULL;
+    p->req = req;
+    p->buf = buf;
+    cvia_spin_lock(&d->send_lock);
+    *d->pend_tail = p;
+    d->pend_tail = &p->next;
+    d->npend++;
+    cvia_spin_unlock(&d->send_lock);
+}
+
+/* Under send_lock: write message @m into the next inbox slot at @dest and
+ * post its body, if any. The caller checked the credit. */
+static void put_slot(struct dsm *d, int dest, char *m, size_t len, char *body, size_t blen)
+{
+    uint64_t seq = d->tx_seq[dest]++;
+    size_t off = ((size_t)d->rank * DSM_SLOTS + seq % DSM_SLOTS) * DSM_SLOT;
+    cvia_req_t r1 = NULL, r2 = NULL;
+    int rc;
+
+    rc = cvia_write(m, len, &d->peer_inbox[dest], off, CVIA_WRITE_IMM,
+                    ((uint64_t)IMM_MSG << 56) | (seq & 0xffffffffffffull), &r1);
+    if (!rc && body)
+        rc = cvia_isend(body, blen, dest, DSM_TAG_BODY, &r2);
+    if (rc) {
+        cvia_spin_unlock(&d->send_lock);
+        dsm_fatal(rc, "sending to rank %d: %s", dest, cvia_strerror(rc));
+    }
+    /* the pending list is under send_lock too: append in place */
+    struct dsm_pending *p1 = malloc(sizeof(*p1)), *p2 = body ? malloc(sizeof(*p2)) : NULL;
+    if (!p1 || (body && !p2)) {
+        cvia_spin_unlock(&d->send_lock);
+        dsm_fatal(-ENOMEM, "out of memory");
+    }
+    p1->next = NULL; p1->req = r1; p1->buf = m;
+    *d->pend_tail = p1;
+    d->pend_tail = &p1->next;
+    d->npend++;
+    if (p2) {
+        p2->next = NULL; p2->req = r2; p2->buf = body;
+        *d->pend_tail = p2;
+        d->pend_tail = &p2->next;
+        d->npend++;
+    }
+}
+
+static int has_credit(struct dsm *d, int dest)
+{
+    return d->tx_seq[dest] - atomic_load_explicit(&d->credit[dest], memory_order_acquire)
+           < DSM_SLOTS;
+}
+
+int dsm_send(struct dsm *d, int dest, struct dsm_hdr *h, const void *data, size_t len)
+{
+    size_t inl = sizeof(*h) + len <= DSM_SLOT ? len : 0;
+    char *m = malloc(sizeof(*h) + inl), *b = NULL;
+
+    h->src = d->rank;
+    h->body = inl == len ? 0 : len;
+    if (!m || (h->body && !(b = malloc(len))))
+        dsm_fatal(-ENOMEM, "out of memory for a %zu-byte message", len);
+    memcpy(m, h, sizeof(*h));
+    if (inl)
+        memcpy(m + sizeof(*h), data, inl);
+    if (b)
+        memcpy(b, data, len);
+    cvia_spin_lock(&d->send_lock);
+    if (!d->out_head[dest] && has_credit(d, dest)) {
+        put_slot(d, dest, m, sizeof(*h) + inl, b, h->body);
+        cvia_spin_unlock(&d->send_lock);
+    } else {
+        /* no slot free at the receiver: the service thread sends it later,
+         * in order, when credits come back */
+        struct dsm_out *o = malloc(sizeof(*o));
+        if (!o) {
+            cvia_spin_unlock(&d->send_lock);
+            dsm_fatal(-ENOMEM, "out of memory");
+        }
+        o->next = NULL;
+        o->msg = m;
+        o->len = sizeof(*h) + inl;
+        o->body = b;
+        o->blen = h->body;
+        *d->out_tail[dest] = o;
+        d->out_tail[dest] = &o->next;
+        d->nout++;
+        cvia_spin_unlock(&d->send_lock);
+        dsm_kick(d);
+    }
+    ADD(msgs_sent, 1);
+    ADD(msg_bytes, sizeof(*h) + len);
+    return 0;
+}
+
+/* Service thread: send what waited for credits. */
+static int drain_out(struct dsm *d)
+{
+    int n = 0;
+
+    cvia_spin_lock(&d->send_lock);
+    for (int dest = 0; dest < d->size && d->nout; dest++) {
+        struct dsm_out *o;
+        while ((o = d->out_head[dest]) && has_credit(d, dest)) {
+            d->out_head[dest] = o->next;
+            if (!o->next)
+                d->out_tail[dest] = &d->out_head[dest];
+            d->nout--;
+            put_slot(d, dest, o->msg, o->len, o->body, o->blen);
+            free(o);
+            n++;
+        }
+    }
+    cvia_spin_unlock(&d->send_lock);
+    return n;
+}
+
+/* Complete what was sent, oldest first, stopping at the first unfinished.
+ * On shm a write is complete when posted; over a network it waits for the
+ * target's answer, so this runs now and then, not on every poll (testing
+ * an unfinished request makes corevia's idle back-off sleep). */
+static int reap(struct dsm *d)
+{
+    int n = 0;
+
+    for (;;) {
+        struct dsm_pending *p;
+        int done = 0, rc;
+
+        cvia_spin_lock(&d->send_lock);
+        p = d->pend;
+        cvia_spin_unlock(&d->send_lock);
+        if (!p)
+            break;
+        rc = cvia_test(&p->req, &done, NULL);
+        if (rc && !atomic_load(&d->finishing))
+            dsm_fatal(rc, "a transfer failed: %s", cvia_strerror(rc));
+        if (!done)
+            break;
+        cvia_spin_lock(&d->send_lock);
+        d->pend = p->next;
+        if (!d->pend)
+            d->pend_tail = &d->pend;
+        d->npend--;
+        cvia_spin_unlock(&d->send_lock);
+        free(p->buf);
+        free(p);
+        n++;
+    }
+    return n;
+}
+
+/* ---- the mailbox: messages for the application thread ------------------------- */
+
+static void mbox_put(struct dsm *d, const struct dsm_hdr *h, char *data, size_t len)
+{
+    struct dsm_mail *m = malloc(sizeof(*m));
+
+    if (!m)
+        dsm_fatal(-ENOMEM, "out of memory");
+    m->next = NULL;
+    m->h = *h;
+    m->data = data;
+    m->len = len;
+    cvia_spin_lock(&d->lock);
+    *d->mbox_tail = m;
+    d->mbox_tail = &m->next;
+    cvia_spin_unlock(&d->lock);
+    atomic_fetch_add(&d->mbox_seq, 1);
+    dsm_futex_wake(&d->mbox_seq);
+    d->woke_app = 1;
+}
+
+void dsm_mail_free(struct dsm_mail *m)
+{
+    if (m) {
+        free(m->data);
+        free(m);
+    }
+}
+
+/* Wait for a message of @type (from @src unless < 0, with a == @a unless
+ * UINT32_MAX) and take it. The app thread only. */
+struct dsm_mail *dsm_mbox_wait(struct dsm *d, int type, int src, uint32_t a)
+{
+    for (;;) {
+        uint32_t seq = atomic_load(&d->mbox_seq);
+        struct dsm_mail **pp, *m = NULL;
+
+        cvia_spin_lock(&d->lock);
+        for (pp = &d->mbox; *pp; pp = &(*pp)->next) {
+            struct dsm_mail *c = *pp;
+            if (c->h.type == type && (src < 0 || c->h.src == src) &&
+                (a == UINT32_MAX || c->h.a == a)) {
+                m = c;
+                *pp = c->next;
+                if (d->mbox_tail == &c->next)
+                    d->mbox_tail = pp;
+                break;
+            }
+        }
+        cvia_spin_unlock(&d->lock);
+        if (m)
+            return m;
+        atomic_fetch_add(&d->app_waiting, 1);
+        dsm_kick(d);
+        dsm_futex_wait(&d->mbox_seq, seq, 0);
+        atomic_fetch_sub(&d->app_waiting, 1);
+    }
+}
+
+/* ---- pages and homes ------------------------------------------------------------- */
+
+static void defer(struct dsm *d, const struct dsm_hdr *h)
+{
+    struct dsm_mail *m = calloc(1, sizeof(*m));
+
+    if (!m)
+        dsm_fatal(-ENOMEM, "out of memory");
+    m->h = *h;
+    m->next = d->deferred;
+    d->deferred = m;
+}
+
+/* As home: send unit h->a to h->src, straight into its faulting page. */
+static void on_fetch(struct dsm *d, const struct dsm_hdr *h)
+{
+    size_t u = h->a, off = u * d->unit;
+    int src = h->src, rc;
+    struct dsm_unit *x;
+    cvia_req_t req = NULL;
+    void *bounce = NULL;
+
+    cvia_spin_lock(&d->lock);
+    if (h->b > d->epoch) {
+        /* the requester passed a barrier this rank is still finishing:
+         * serve it once the barrier's copyset changes are done */
+        cvia_spin_unlock(&d->lock);
+        defer(d, h);
+        return;
+    }
+    x = &d->u[u];
+    if (u >= d->nunits || x->home != d->rank)
+        dsm_fatal(-CVIA_EPROTO, "rank %d fetched unit %zu from rank %d, not its home",
+                  src, u, d->rank);
+    /* from now on a write here must be noticed: the copy exists; and since
+     * the requester may later read the unit without asking (pull), it stays
+     * tracked for good */
+    x->copyset |= 1ull << src;
+    x->sticky = 1;
+    if (x->state == U_EXCL)
+        x->state = U_CLEAN;
+    if (x->state == U_CLEAN)
+        dsm_unit_prot(d, u, P_READ);
+    cvia_spin_unlock(&d->lock);
+
+    /* the tag tells the requester a fault's unit (0) from a prefetch's */
+    uint64_t tag = h->pad ? (h->c ? h->c - 1 : 1) : 0;
+    uint64_t imm = ((uint64_t)IMM_PAGE << 56) | (tag << 40) | u;
+    if (h->c) {   /* copy mode: through a send buffer into a receive buffer */
+        if (!(bounce = malloc(d->unit)))
+            dsm_fatal(-ENOMEM, "out of memory");
+        memcpy(bounce, d->pview + off, d->unit);
+        rc = cvia_write(bounce, d->unit, &d->peer_land[src], (h->c - 1) * d->unit,
+                        CVIA_WRITE_IMM, imm, &req);
+    } else {
+        rc = cvia_write(d->pview + off, d->unit, &d->peer_view[src], off, CVIA_WRITE_IMM,
+                        imm, &req);
+    }
+    if (rc)
+        dsm_fatal(rc, "writing unit %zu to rank %d: %s", u, src, cvia_strerror(rc));
+    dsm_pending_add(d, req, bounce);
+    ADD(pages_served, 1);
+    ADD(rdma_writes, 1);
+    ADD(rdma_bytes, d->unit);
+}
+
+/* As a unit's manager (first touch): the first claimer becomes home. */
+static void on_claim(struct dsm *d, const struct dsm_hdr *h)
+{
+    struct dsm_hdr r = { .type = M_CLAIMED, .a = h->a };
+
+    cvia_spin_lock(&d->lock);
+    if (d->u[h->a].home < 0)
+        d->u[h->a].home = (int16_t)h->src;
+    r.b = (uint32_t)d->u[h->a].home;
+    cvia_spin_unlock(&d->lock);
+    dsm_send(d, h->src, &r, NULL, 0);
+}
+
+static void fault_done(struct dsm *d)
+{
+    atomic_store_explicit(&d->fault.state, F_DONE, memory_order_release);
+    dsm_futex_wake(&d->fault.state);
+    d->woke_app = 1;
+}
+
+static void on_claimed(struct dsm *d, const struct dsm_hdr *h)
+{
+    struct dsm_unit *x = &d->u[h->a];
+
+    cvia_spin_lock(&d->lock);
+    x->home = (int16_t)h->b;
+    if (h->b == (uint32_t)d->rank) {
+        /* never written before: every rank's zero copy is valid */
+        uint64_t all = d->size >= 64 ? ~0ull : (1ull << d->size) - 1;
+        x->copyset = all & ~(1ull << d->rank);
+    }
+    cvia_spin_unlock(&d->lock);
+    fault_done(d);
+}
+
+/* The handler asked for something. */
+static int poll_fault(struct dsm *d)
+{
+    struct dsm_hdr h = { 0 };
+    int dest;
+
+    if (atomic_load_explicit(&d->fault.state, memory_order_acquire) != F_REQ)
+        return 0;
+    atomic_store(&d->fault.state, F_SENT);
+    h.a = d->fault.unit;
+    cvia_spin_lock(&d->lock);
+    if (d->fault.kind == FK_FETCH && d->cfg.fetch == DSM_FETCH_PULL &&
+        d->u[h.a].fetched) {
+        /* the home tracks this unit: read it ourselves */
+        cvia_spin_unlock(&d->lock);
+        dsm_pull(d, h.a);
+        fault_done(d);
+        return 1;
+    }
+    if (d->fault.kind == FK_FETCH) {
+        h.type = M_FETCH;
+        h.b = d->epoch;
+        h.c = d->cfg.fetch == DSM_FETCH_COPY;    /* landing slot 0 + 1 */
+        dest = d->u[h.a].home;
+    } else {
+        h.type = M_CLAIM;
+        dest = (int)(h.a % (uint32_t)d->size);
+    }
+    cvia_spin_unlock(&d->lock);
+    dsm_send(d, dest, &h, NULL, 0);
+    return 1;
+}
+
+static void on_msg(struct dsm *d, int src, uint64_t off, uint64_t len);
+
+static int poll_imm(struct dsm *d)
+{
+    cvia_imm_event_t ev[16];
+    int n = cvia_imm_poll(ev, 16);
+
+    if (n < 0)
+        dsm_fatal(n, "polling for one-sided events: %s", cvia_strerror(n));
+    for (int i = 0; i < n; i++) {
+        switch (IMM_KIND(ev[i].imm)) {
+        case IMM_PAGE:
+            dsm_page_landed(d, ev[i].imm);
+            break;
+        case IMM_DIFF:
+            dsm_diff_apply(d, ev[i].source, ev[i].off, ev[i].len, ev[i].imm);
+            break;
+        case IMM_ACK:
+            atomic_fetch_add(&d->ack_word, 1);
+            dsm_futex_wake(&d->ack_word);
+            d->woke_app = 1;
+            break;
+        case IMM_MSG:
+            on_msg(d, ev[i].source, ev[i].off, ev[i].len);
+            break;
+        default:
+            dsm_warn("unknown immediate 0x%llx from rank %d",
+                     (unsigned long long)ev[i].imm, ev[i].source);
+        }
+    }
+    return n;
+}
+
+static void dispatch(struct dsm *d, const struct dsm_hdr *h, char *data, size_t len,
+                     int owned)
+{
+    switch (h->type) {
+    case M_FETCH:       on_fetch(d, h); break;
+    case M_CLAIM:       on_claim(d, h); break;
+    case M_CLAIMED:     on_claimed(d, h); break;
+    case M_LOCK_REQ:    dsm_on_lock_req(d, h, data, len); break;
+    case M_LOCK_FWD:    dsm_on_lock_fwd(d, h, data, len); break;
+    case M_BAR_ARRIVE:  dsm_on_bar_arrive(d, h, data, len); break;
+    case M_FIN_ARRIVE:  dsm_on_fin_arrive(d, h, data, len); break;
+    case M_GRANT:
+    case M_BAR_RELEASE:
+    case M_START:
+    case M_END:
+    case M_FIN_RELEASE: {
+        char *copy = data;
+        if (h->type == M_FIN_RELEASE && h->a == 1)   /* nobody sends after this */
+            atomic_store(&d->finishing, 1);
+        if (len && !owned) {
+            if (!(copy = malloc(len)))
+                dsm_fatal(-ENOMEM, "out of memory");
+            memcpy(copy, data, len);
+        }
+        mbox_put(d, h, len ? copy : NULL, len);
+        if (!len && owned)
+            free(data);
+        return;
+    }
+    default:
+        dsm_warn("unknown message type %u from rank %d", h->type, h->src);
+    }
+    if (owned)
+        free(data);
+}
+
+/* A control message in inbox slot @off from @src; the slot is ours until
+ * we hand the credit back. */
+static void on_msg(struct dsm *d, int src, uint64_t off, uint64_t len)
+{
+    struct dsm_hdr h;
+    const char *slot = d->inbox + off;
+
+    if (src < 0 || src >= d->size || off / (DSM_SLOTS * DSM_SLOT) != (uint64_t)src ||
+        len < sizeof(h) || len > DSM_SLOT)
+        dsm_fatal(-CVIA_EPROTO, "a malformed message from rank %d", src);
+    memcpy(&h, slot, sizeof(h));
+    if (h.src != src)
+        dsm_fatal(-CVIA_EPROTO, "rank %d sent a message signed %d", src, h.src);
+    if (h.body) {
+        char *body = malloc(h.body);
+        int rc;
+        if (!body)
+            dsm_fatal(-ENOMEM, "out of memory for a %llu-byte message",
+                      (unsigned long long)h.body);
+        /* posted by the sender together with the header: it completes as
+         * long as the sender progresses, which its service thread does */
+        rc = cvia_recv(body, h.body, src, DSM_TAG_BODY, NULL);
+        if (rc)
+            dsm_fatal(rc, "receiving from rank %d: %s", src, cvia_strerror(rc));
+        dispatch(d, &h, body, h.body, 1);
+    } else {
+        dispatch(d, &h, (char *)slot + sizeof(h), len - sizeof(h), 0);
+    }
+    /* the slot is free: hand credits back in batches */
+    d->consumed[src]++;
+    if (d->consumed[src] - d->returned[src] >= DSM_SLOTS / 2 && !atomic_load(&d->finishing)) {
+        cvia_req_t req = NULL;
+        int rc;
+        d->cons_src[src] = d->consumed[src];
+        d->returned[src] = d->consumed[src];
+        rc = cvia_write(&d->cons_src[src], sizeof(uint64_t), &d->peer_credit[src],
+                        (uint64_t)d->rank * sizeof(uint64_t), 0, 0, &req);
+        /* a sender that has already left sends nothing more: its refusal
+         * (its region withdrawn at the very end) is no error */
+        if (!rc)
+            dsm_pending_add(d, req, NULL);
+        ADD(rdma_writes, 1);
+        ADD(rdma_bytes, sizeof(uint64_t));
+    }
+}
+
+/* While the application waits and nothing happens: let corevia look for
+ * dead peers (its idle back-off does, in a test that finds nothing). */
+static void watch(struct dsm *d)
+{
+    int done = 0, rc;
+
+    for (int i = 0; i < 64 && !done; i++) {
+        rc = cvia_test(&watch_req, &done, NULL);
+        if (rc && !atomic_load(&d->stop))
+            dsm_fatal(rc, "%s", cvia_strerror(rc));
+    }
+}
+
+static int retry_deferred(struct dsm *d, uint32_t *seen)
+{
+    struct dsm_mail *list, *m;
+    uint32_t e;
+
+    cvia_spin_lock(&d->lock);
+    e = d->epoch;
+    cvia_spin_unlock(&d->lock);
+    if (e == *seen || !d->deferred)
+        return 0;
+    *seen = e;
+    list = d->deferred;
+    d->deferred = NULL;
+    while ((m = list)) {
+        list = m->next;
+        on_fetch(d, &m->h);   /* may defer it again */
+        free(m);
+    }
+    return 1;
+}
+
+/* sched_setattr(2)'s argument, as the kernel defines it (glibc has none). */
+struct dsm_sched_attr {
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t  sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+/* A short slice for this thread: under EEVDF a waking task with a shorter
+ * slice preempts the running one, so a request does not wait out the
+ * application thread's slice. Older kernels ignore or refuse it: fine. */
+static void svc_set_slice(struct dsm *d)
+{
+    struct dsm_sched_attr a;
+
+    if (d->cfg.slice <= 0)
+        return;
+    memset(&a, 0, sizeof(a));
+    a.size = sizeof(a);
+    a.sched_policy = 0;   /* SCHED_OTHER */
+    a.sched_runtime = (uint64_t)(d->cfg.slice * 1e9);
+    if (syscall(SYS_sched_setattr, 0, &a, 0))
+        dsm_info("the service thread keeps the default scheduler slice: %s",
+                 strerror(errno));
+}
+
+static void *svc_main(void *arg)
+{
+    struct dsm *d = arg;
+    sigset_t all;
+    unsigned idle = 0, loops = 0;
+    uint32_t seen_epoch = 0;
+    double quiet_since = 0;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    prctl(PR_SET_TIMERSLACK, 1UL);   /* naps as short as asked */
+    svc_set_slice(d);
+    for (;;) {
+        int n = poll_fault(d) + poll_imm(d);
+
+        if (d->nout)
+            n += drain_out(d);
+        if (d->deferred)
+            n += retry_deferred(d, &seen_epoch);
+        if (d->pend && (!(++loops & 127) || d->npend > 256 || atomic_load(&d->stop)))
+            reap(d);
+        if (n) {
+            idle = 0;
+            quiet_since = 0;
+            if (d->woke_app) {
+                /* the application thread, likely on this core, has what
+                 * it waited for: let it run now rather than after our slice */
+                d->woke_app = 0;
+                sched_yield();
+            }
+            continue;
+        }
+        if (atomic_load(&d->stop) && !d->pend && !d->nout)
+            break;
+        if (atomic_load(&d->app_waiting) > 0) {
+            /* the application waits on us: poll hot; if it stays quiet,
+             * look for dead peers now and then */
+            if (!(++idle & 1023)) {
+                double t = dsm_now();
+                if (!quiet_since)
+                    quiet_since = t;
+                else if (t - quiet_since > 0.005)
+                    watch(d);
+            }
+            cvia_cpu_relax();
+            continue;
+        }
+        if (++idle < (unsigned)d->cfg.polls) {
+            cvia_cpu_relax();
+            continue;
+        }
+        uint32_t k = atomic_load(&d->kick);
+        atomic_store(&svc_sleeping, 1);
+        if (!atomic_load(&d->app_waiting) && !atomic_load(&d->stop))
+            dsm_futex_wait(&d->kick, k, d->cfg.nap > 0 ? d->cfg.nap : 1e-6);
+        atomic_store(&svc_sleeping, 0);
+    }
+    return NULL;
+}
+
+int dsm_svc_start(struct dsm *d)
+{
+    int rc;
+
+    if (!watch_req) {
+        rc = cvia_irecv(watch_buf, sizeof(watch_buf), CVIA_ANY_SOURCE, DSM_TAG_WATCH, &watch_req);
+        if (rc) {
+            dsm_err("posting the watch receive: %s", cvia_strerror(rc));
+            return rc;
+        }
+    }
+    atomic_store(&d->stop, 0);
+    if ((rc = pthread_create(&d->svc, NULL, svc_main, d))) {
+        dsm_err("starting the service thread: %s", strerror(rc));
+        return -rc;
+    }
+    d->svc_started = 1;
+    return 0;
+}
+
+/* Before cvia_finalize(): complete the watch receive (a message to
+ * ourselves), so that corevia has no request of ours left. */
+void dsm_svc_forget(void)
+{
+    char one = 1;
+
+    if (!watch_req)
+        return;
+    if (!cvia_send(&one, 1, cvia_rank(), DSM_TAG_WATCH))
+        cvia_wait(&watch_req, NULL);
+    watch_req = NULL;
+}
+
+void dsm_svc_stop(struct dsm *d)
+{
+    if (!d->svc_started)
+        return;
+    atomic_store(&d->stop, 1);
+    atomic_fetch_add(&d->kick, 1);
+    dsm_futex_wake(&d->kick);
+    pthread_join(d->svc, NULL);
+    d->svc_started = 0;
+    /* requests are corevia's until completed: finish every one */
+    for (int s = 0; s < 2; s++)
+        if (d->stage_req[s])
+            cvia_wait(&d->stage_req[s], NULL);
+    while (d->pend) {
+        struct dsm_pending *p = d->pend;
+        d->pend = p->next;
+        cvia_wait(&p->req, NULL);
+        free(p->buf);
+        free(p);
+    }
+    d->pend_tail = &d->pend;
+    d->npend = 0;
+    while (d->deferred) {
+        struct dsm_mail *m = d->deferred;
+        d->deferred = m->next;
+        free(m);
+    }
+    while (d->mbox) {
+        struct dsm_mail *m = d->mbox;
+        d->mbox = m->next;
+        dsm_mail_free(m);
+    }
+    d->mbox_tail = &d->mbox;
+}

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* DSM consistency stress, SPMD through the API (run by func/run.sh):
+ *   counter   lock-protected counters incremented by every rank: no lost update
+ *   merge     many writers to disjoint words (and bytes) of one unit: diffs merge
+ *   barrier   data written before a barrier is seen after it by every rank
+ *   migrate   a record passed from rank to rank under one lock
+ *   errors    unlock without lock, double unlock, recursive lock: clear errors
+ *   touch     a system call (read) into shared memory after cvia_dsm_touch
+ *   death     a rank dies; every survivor must end with an error, not hang
+ * Every rank prints "ok CASE" on success. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <time.h>
+
+#include <corevia/dsm.h>
+
+static unsigned long cvia_parmacs_clock_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long)ts.tv_sec * 1000000ul + (unsigned long)ts.tv_nsec / 1000ul;
+}
+
+static int me, np;
+
+#define FAIL(...) do { fprintf(stderr, "rank %d: FAIL: ", me); fprintf(stderr, __VA_ARGS__); \
+                       fputc('\n', stderr); exit(1); } while (0)
+#define CHECK(rc) do { int rc_ = (rc); if (rc_) FAIL("%s: %s", #rc, cvia_strerror(rc_)); } while (0)
+
+static int iters(int dflt)
+{
+    const char *e = getenv("DSM_TEST_ITERS");
+    return e ? atoi(e) : dflt;
+}
+
+static int t_counter(void)
+{
+    enum { NC = 4 };
+    long *c;
+    int lk[NC], n = iters(200);
+
+    /* counters on different homes and locks with different managers */
+    CHECK(cvia_dsm_alloc(NC * 4096, CVIA_DSM_HOME_RR, (void **)&c));
+    for (int i = 0; i < NC; i++)
+        CHECK(cvia_dsm_lock_create(&lk[i]));
+    CHECK(cvia_dsm_barrier());
+    for (int k = 0; k < n; k++) {
+        int i = (k + me) % NC;
+        CHECK(cvia_dsm_lock(lk[i]));
+        c[i * 512] += 1;
+        c[i * 512 + 1 + me] += 1;      /* this rank's share, same unit */
+        CHECK(cvia_dsm_unlock(lk[i]));
+    }
+    CHECK(cvia_dsm_barrier());
+    long total = 0;
+    for (int i = 0; i < NC; i++) {
+        long per = 0;
+        total += c[i * 512];
+        for (int r = 0; r < np; r++)
+            per += c[i * 512 + 1 + r];
+        if (per != c[i * 512])
+            FAIL("counter %d is %ld but the ranks' shares add to %ld", i, c[i * 512], per);
+    }
+    if (total != (long)n * np)
+        FAIL("counters add to %ld, expected %ld: lost updates", total, (long)n * np);
+    /* and once more under the lock alone: each holder sees the last one's value */
+    long before = c[0];
+    CHECK(cvia_dsm_barrier());
+    CHECK(cvia_dsm_lock(lk[0]));
+    c[0] += 1;
+    CHECK(cvia_dsm_unlock(lk[0]));
+    CHECK(cvia_dsm_barrier());
+    if (c[0] != before + np)
+        FAIL("counter 0 is %ld after the last round, expected %ld", c[0], before + np);
+    return 0;
+}
+
+static int t_merge(void)
+{
+    size_t unit = cvia_dsm_unit();
+    uint32_t *w;
+    unsigned char *b;
+    int rounds = iters(20);
+
+    /* one unit homed on the last rank: every other rank writes through diffs */
+    CHECK(cvia_dsm_alloc(unit, np - 1, (void **)&w));
+    CHECK(cvia_dsm_alloc(unit, CVIA_DSM_HOME_RR, (void **)&b));
+    CHECK(cvia_dsm_barrier());
+    size_t nw = unit / 4;
+    for (int k = 1; k <= rounds; k++) {
+        for (size_t i = (size_t)me; i < nw; i += (size_t)np)
+            w[i] = (uint32_t)(k * 1000003u + i);
+        for (size_t i = (size_t)me; i < unit; i += (size_t)np)
+            b[i] = (unsigned char)(k + i);
+        CHECK(cvia_dsm_barrier());
+        for (size_t i = 0; i < nw; i++)
+            if (w[i] != (uint32_t)(k * 1000003u + i))
+                FAIL("round %d: word %zu is %u, expected %u (written by rank %zu)", k, i,
+                     w[i], (uint32_t)(k * 1000003u + i), i % (size_t)np);
+        for (size_t i = 0; i < unit; i++)
+            if (b[i] != (unsigned char)(k + i))
+                FAIL("round %d: byte %zu is %u, expected %u", k, i, b[i],
+                     (unsigned char)(k + i));
+        CHECK(cvia_dsm_barrier());
+    }
+    return 0;
+}
+
+static int t_barrier(void)
+{
+    size_t unit = cvia_dsm_unit(), n = 8 * unit / sizeof(double);
+    double *a;
+    int rounds = iters(30);
+
+    CHECK(cvia_dsm_alloc(n * sizeof(double), CVIA_DSM_HOME_DEFAULT, (void **)&a));
+    CHECK(cvia_dsm_barrier());
+    for (int k = 0; k < rounds; k++) {
+        int writer = k % np;
+        if (me == writer)
+            for (size_t i = 0; i < n; i++)
+                a[i] = k * 1.5 + (double)i;
+        CHECK(cvia_dsm_barrier());
+        for (size_t i = 0; i < n; i++)
+            if (a[i] != k * 1.5 + (double)i)
+                FAIL("round %d: a[%zu] = %g, expected %g (writer %d)", k, i, a[i],
+                     k * 1.5 + (double)i, writer);
+        CHECK(cvia_dsm_barrier());
+    }
+    return 0;
+}
+
+static int t_migrate(void)
+{
+    struct rec { long seq; long last; long sum; long hist[64]; } *r;
+    int lk, n = iters(100);
+
+    CHECK(cvia_dsm_alloc(sizeof(*r), 0, (void **)&r));
+    CHECK(cvia_dsm_lock_create(&lk));
+    CHECK(cvia_dsm_barrier());
+    for (int k = 0; k < n; k++) {
+        CHECK(cvia_dsm_lock(lk));
+        long s = r->seq;
+        r->seq = s + 1;
+        r->sum += s;
+        r->last = me;
+        r->hist[me]++;
+        CHECK(cvia_dsm_unlock(lk));
+    }
+    CHECK(cvia_dsm_barrier());
+    long N = (long)n * np;
+    if (r->seq != N || r->sum != N * (N - 1) / 2)
+        FAIL("seq %ld sum %ld, expected %ld and %ld", r->seq, r->sum, N, N * (N - 1) / 2);
+    for (int i = 0; i < np; i++)
+        if (r->hist[i] != n)
+            FAIL("rank %d counted %ld, expected %d", i, r->hist[i], n);
+    return 0;
+}
+
+static int t_errors(void)
+{
+    int lk, rc;
+
+    CHECK(cvia_dsm_lock_create(&lk));
+    rc = cvia_dsm_unlock(lk);
+    if (rc != -EPERM)
+        FAIL("unlock without lock returned %d, expected -EPERM", rc);
+    CHECK(cvia_dsm_lock(lk));
+    rc = cvia_dsm_lock(lk);
+    if (rc != -EDEADLK)
+        FAIL("second lock returned %d, expected -EDEADLK", rc);
+    CHECK(cvia_dsm_unlock(lk));
+    rc = cvia_dsm_unlock(lk);
+    if (rc != -EPERM)
+        FAIL("double unlock returned %d, expected -EPERM", rc);
+    rc = cvia_dsm_lock(lk + 1000);
+    if (rc != -EINVAL)
+        FAIL("lock of an unknown id returned %d, expected -EINVAL", rc);
+    CHECK(cvia_dsm_barrier());
+    return 0;
+}
+
+static int t_touch(void)
+{
+    char *s;
+    const char msg[] = "corevia dsm touch\n";
+    char path[] = "/tmp/cvia-dsm-touch-XXXXXX";
+    int fd;
+
+    CHECK(cvia_dsm_alloc(cvia_dsm_unit(), 0, (void **)&s));
+    CHECK(cvia_dsm_barrier());
+    if (me == np - 1) {
+        if ((fd = mkstemp(path)) < 0 || write(fd, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+            FAIL("temporary file: %s", strerror(errno));
+        lseek(fd, 0, SEEK_SET);
+        CHECK(cvia_dsm_touch(s, sizeof(msg), 1));
+        if (read(fd, s, sizeof(msg)) != (ssize_t)sizeof(msg))
+            FAIL("read into touched shared memory: %s", strerror(errno));
+        close(fd);
+        unlink(path);
+    }
+    CHECK(cvia_dsm_barrier());
+    if (strcmp(s, msg))
+        FAIL("read '%s' from shared memory", s);
+    return 0;
+}
+
+/* Not a check: the cost of an empty barrier and of a lock handed around. */
+static int t_latency(void)
+{
+    int lk, n = iters(2000);
+    double t0, t1, t2;
+    long *x;
+
+    CHECK(cvia_dsm_alloc(4096, 0, (void **)&x));
+    CHECK(cvia_dsm_lock_create(&lk));
+    CHECK(cvia_dsm_barrier());
+    t0 = (double)cvia_parmacs_clock_us();
+    for (int i = 0; i < n; i++)
+        CHECK(cvia_dsm_barrier());
+    t1 = (double)cvia_parmacs_clock_us();
+    for (int i = 0; i < n; i++)
+        CHECK(cvia_barrier());
+    t2 = (double)cvia_parmacs_clock_us();
+    if (me == 0)
+        printf("dsm barrier %.1f us, core barrier %.1f us\n", (t1 - t0) / n, (t2 - t1) / n);
+    /* the same after 1 ms of work: the service thread has gone to sleep */
+    int nw = n / 10;
+    double tw = 0, tb = 0;
+    for (int i = 0; i < nw; i++) {
+        double a = (double)cvia_parmacs_clock_us();
+        volatile double z = 0;
+        while ((double)cvia_parmacs_clock_us() - a < 1000)
+            z += 1;
+        double b = (double)cvia_parmacs_clock_us();
+        CHECK(cvia_dsm_barrier());
+        tb += (double)cvia_parmacs_clock_us() - b;
+        tw += b - a;
+    }
+    if (me == 0)
+        printf("after 1 ms of work: dsm barrier %.1f us\n", tb / nw);
+    return 0;
+}
+
+static void on_fatal(int err, const char *msg)
+{
+    printf("rank %d: expected-error: %s (%s)\n", me, msg, cvia_err_name(err));
+    fflush(stdout);
+}
+
+static int t_death(void)
+{
+    int lk;
+    long *x;
+
+    cvia_dsm_on_fatal(on_fatal);
+    CHECK(cvia_dsm_alloc(4096, CVIA_DSM_HOME_RR, (void **)&x));
+    CHECK(cvia_dsm_lock_create(&lk));
+    CHECK(cvia_dsm_barrier());
+    if (me == np - 1)
+        _exit(3);     /* dies holding nothing, while the others need it */
+    for (;;) {        /* barriers and locks: each must end in an error */
+        CHECK(cvia_dsm_lock(lk));
+        x[0]++;
+        CHECK(cvia_dsm_unlock(lk));
+        CHECK(cvia_dsm_barrier());
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *c = argc > 1 ? argv[1] : "counter";
+    int rc;
+
+    CHECK(cvia_dsm_init(&argc, &argv));
+    me = cvia_dsm_rank();
+    np = cvia_dsm_size();
+    if (!strcmp(c, "counter"))        rc = t_counter();
+    else if (!strcmp(c, "merge"))     rc = t_merge();
+    else if (!strcmp(c, "barrier"))   rc = t_barrier();
+    else if (!strcmp(c, "migrate"))   rc = t_migrate();
+    else if (!strcmp(c, "errors"))    rc = t_errors();
+    else if (!strcmp(c, "touch"))     rc = t_touch();
+    else if (!strcmp(c, "death"))     rc = t_death();
+    else if (!strcmp(c, "latency"))   rc = t_latency();
+    else if (!strcmp(c, "all"))
+        rc = t_counter() || t_merge() || t_barrier() || t_migrate() || t_touch();
+    else {
+        fprintf(stderr, "unknown case %s\n", c);
+        return 2;
+    }
+    if (getenv("DSM_TEST_STATS"))
+        cvia_dsm_stats_at_exit(!strcmp(getenv("DSM_TEST_STATS"), "json"), NULL);
+    CHECK(cvia_dsm_finalize());
+    if (!rc)
+        printf("ok %s rank %d\n", c, me);
+    return rc;
+}

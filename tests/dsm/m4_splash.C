@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* A SPLASH-2-style program in PARMACS, built through m4 (c.m4.corevia and
+ * c.m4.null): ids from a lock, self-scheduling with a global subscript, a
+ * lock-protected sum, a pause flag, barriers, and the thread semantics of
+ * process creation: each process must see the private globals (and private
+ * heap) that main had when it created it. Prints "ok m4" on success.
+ * (m4 expands macro names in comments too: they are spelled in lower case
+ * here.) */
+MAIN_ENV
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NITEMS 400
+
+struct GlobalMemory {
+    LOCKDEC(idlock)
+    LOCKDEC(sumlock)
+    BARDEC(start)
+    GSDEC(gs)
+    PAUSEDEC(done)
+    ALOCKDEC(slots, 8)
+    int  id;
+    long sum;
+    long seen[64];
+    long slot[8];
+} *Global;
+
+int  P = 0;
+int  magic;          /* private: different at each creation */
+long *table;         /* private heap, filled by main */
+
+void SlaveStart()
+{
+    int MyNum, s, me = magic - 100;
+    long local = 0;
+
+    LOCK(Global->idlock)
+    MyNum = Global->id++;
+    UNLOCK(Global->idlock)
+    LOCK(Global->sumlock)
+    Global->seen[me] += 1;
+    UNLOCK(Global->sumlock)
+    BARRIER(Global->start, P)
+    for (;;) {
+        GETSUB(Global->gs, s, NITEMS - 1, P)
+        if (s < 0)
+            break;
+        local += (long)s * table[s % 16];
+        ALOCK(Global->slots, s % 8)
+        Global->slot[s % 8] += 1;
+        AULOCK(Global->slots, s % 8)
+    }
+    LOCK(Global->sumlock)
+    Global->sum += local;
+    UNLOCK(Global->sumlock)
+    BARRIER(Global->start, P)
+    if (MyNum == P - 1)
+        SETPAUSE(Global->done)
+}
+
+int main(int argc, char *argv[])
+{
+    unsigned long t0, t1;
+    long want = 0;
+    int bad = 0;
+
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-p") && i + 1 < argc)
+            P = atoi(argv[++i]);
+    MAIN_INITENV(,1000000)
+    if (!P)
+        P = CVIA_PARMACS_NPROCS();
+    CLOCK(t0)
+    Global = (struct GlobalMemory *) G_MALLOC(sizeof(struct GlobalMemory));
+    LOCKINIT(Global->idlock)
+    LOCKINIT(Global->sumlock)
+    BARINIT(Global->start)
+    GSINIT(Global->gs)
+    PAUSEINIT(Global->done)
+    ALOCKINIT(Global->slots, 8)
+    Global->id = 0;
+    table = malloc(16 * sizeof(long));
+    for (int i = 0; i < 16; i++)
+        table[i] = 3 * i + 1;
+    for (int i = 1; i < P; i++) {
+        magic = 100 + i;
+        CREATE(SlaveStart)
+    }
+    magic = 100;
+    SlaveStart();
+    WAITPAUSE(Global->done)
+    WAIT_FOR_END(P - 1)
+    CLOCK(t1)
+    for (long s = 0; s < NITEMS; s++)
+        want += s * table[s % 16];
+    if (Global->sum != want) {
+        printf("sum %ld, expected %ld\n", Global->sum, want);
+        bad = 1;
+    }
+    for (int i = 0; i < P; i++)
+        if (Global->seen[i] != 1) {
+            printf("process %d saw magic %d times (creation lost its private globals)\n", i,
+                   (int)Global->seen[i]);
+            bad = 1;
+        }
+    long slots = 0;
+    for (int i = 0; i < 8; i++)
+        slots += Global->slot[i];
+    if (slots != NITEMS) {
+        printf("slots add to %ld, expected %d\n", slots, NITEMS);
+        bad = 1;
+    }
+    if (!bad)
+        printf("ok m4 %d processes (%lu us)\n", P, t1 - t0);
+    fflush(stdout);
+    if (bad)
+        exit(1);
+    MAIN_END
+}
