@@ -88,6 +88,7 @@ extern const struct cvia_param_table cvia__shm_param_table;
 extern const struct cvia_param_table cvia__tcp_param_table;
 extern const struct cvia_param_table cvia__topo_param_table;
 extern const struct cvia_param_table cvia__mem_param_table;
+extern const struct cvia_param_table cvia__dsm_param_table;
 
 const struct cvia_param_table *const cvia__param_tables[] = {
     &cvia__core_param_table,
@@ -96,6 +97,7 @@ const struct cvia_param_table *const cvia__param_tables[] = {
     &cvia__mem_param_table,
     &cvia__shm_param_table,
     &cvia__tcp_param_table,
+    &cvia__dsm_param_table,
     &cvia__test_param_table,
     NULL,
 };
