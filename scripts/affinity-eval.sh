@@ -23,6 +23,7 @@
 #                    [--mtu M] [--slow-rate RATE|none] [--tools "iperf3 own"]
 #                    [--cost SECONDS] [--out DIR] [--quick]
 #   affinity-eval.sh --replot DIR      tables and plot again from DIR/runs.csv
+#   affinity-eval.sh --only-cost       only the daemon's cost and reaction
 #
 # Writes DIR/runs.csv (every run), DIR/summary.csv (medians),
 # DIR/affinity-eval.png (gnuplot, pngcairo), DIR/summary.md (tables,
@@ -32,7 +33,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-runs=5 secs=5 omit=2 procs="1 2 4" mtu=1500 slow=2gbit tools="iperf3 own" cost=60 replot=
+runs=5 secs=5 omit=2 procs="1 2 4" mtu=1500 slow=2gbit tools="iperf3 own" cost=60 replot= only_cost=
 out=out/affinity-eval
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -47,7 +48,8 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --quick) runs=2 secs=3 omit=2 procs="1 2" cost=20; shift ;;
         --replot) replot=$2; shift 2 ;;
-        -h|--help) sed -n '5,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --only-cost) only_cost=1; shift ;;
+        -h|--help) sed -n '5,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "affinity-eval: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -197,6 +199,7 @@ bash "$NETLAB" rps --tag "$TAG" h2 v1-2 "$cpu_b" >&2
 addr1=$(bash "$NETLAB" addr --tag "$TAG" h2 h1 1)
 addr2=$(bash "$NETLAB" addr --tag "$TAG" h2 h1 2)
 
+if [ -z "$only_cost" ]; then
 # ---- the variable analyser on this machine (its own namespaces)
 log "analyze: measuring the veth profile (receive processing on CPU $cpu_a)"
 "$TOOL" analyze --device veth --irq-core "$cpu_a" --mtu "$mtu" --duration 2 --runs 3 \
@@ -329,6 +332,8 @@ for ((r = 1; r <= runs; r++)); do
     done
 done
 
+fi   # only_cost
+
 # ---- what the daemon costs, and how fast it reacts. Thresholds wide enough
 # that a paced 500 Mbit/s iperf3 stream is high intensity, leaving idle
 # capacity: the reaction measured is the daemon's, not the profile's verdict.
@@ -347,8 +352,8 @@ for a in "$addr1" "$addr2"; do
     srv+=($!); BG+=($!)
 done
 sleep 0.5
-"$TOOL" daemon --pid "$(IFS=,; echo "${srv[*]}")" --profile "$out/tmp/wide.json" --json \
-    --duration "$cost" >"$out/tmp/cost.json" 2>"$out/tmp/cost.err" &
+"$TOOL" daemon --pid "$(IFS=,; echo "${srv[*]}")" --profile "$out/tmp/wide.json" --json -v \
+    --duration "$cost" >"$out/cost-daemon.json" 2>"$out/cost-daemon.err" &
 dpid=$!; BG+=($!)
 t_d=$(date +%s.%N)
 sleep 2.3                                      # traffic starts in the middle of a period
@@ -360,7 +365,7 @@ done
 dstat0=$(awk '{print $14 + $15}' /proc/$dpid/stat)
 t0=$(date +%s.%N)
 wait "$dpid" || true
-python3 - "$out/tmp/cost.json" "$t_d" "$t_c" >"$out/cost.txt" <<'EOF'
+python3 - "$out/cost-daemon.json" "$t_d" "$t_c" >"$out/cost.txt" <<'EOF'
 import json, sys
 ds = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 t_d, t_c = float(sys.argv[2]), float(sys.argv[3])
@@ -375,11 +380,16 @@ for pid, t in sorted(pins.items()):
     lat = t - (t_c - t_d)
     print("pid %d: traffic started at %.2f s, pinned at %.2f s: %.2f s = %.2f periods after"
           % (pid, t_c - t_d, t, lat, lat / 1.0))
+    # why not earlier: the decisions between the traffic's start and the pin
+    for d in ds:
+        if d.get("pid") == pid and t_c - t_d < d.get("t", 0) < t:
+            print("    period %d (%.2f s): %s" % (d["period"], d["t"], d["reason"]))
 if not pins:
     print("no pin decision (machine saturated or intensity below the profile's high threshold)")
 EOF
 wait 2>/dev/null || true
 cat "$out/cost.txt" >&2
+if [ -n "$only_cost" ]; then rm -rf "$out/tmp"; exit 0; fi
 
 report
 rm -rf "$out/tmp"

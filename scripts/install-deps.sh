@@ -5,13 +5,13 @@
 # is present.   install-deps.sh [build|test|peers|all]   (default: test)
 #   build  compiler, CMake, pkg-config, hwloc, libnuma, gnuplot (plots)
 #   test   build + what the test suite calls (procps, python3, hwloc tools,
-#          iproute2) and scripts/affinity-eval.sh (iperf3)
+#          iproute2, bzip2) and scripts/affinity-eval.sh (iperf3)
 #   peers  test + Open MPI and UCX, for scripts/compare-peers.sh
 set -euo pipefail
 
 profile=${1:-test}
 build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot-nox)
-test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iperf3)
+test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iperf3 bzip2)
 peer_pkgs=(openmpi-bin libopenmpi-dev ucx-utils)
 
 case "$profile" in
