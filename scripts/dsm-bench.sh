@@ -9,6 +9,9 @@
 #
 #   scripts/dsm-bench.sh                    # sor fft lu water, 2 ranks, 5 rounds
 #   scripts/dsm-bench.sh --apps sor --rounds 9 --plot out/dsm/fig3.png
+#   scripts/dsm-bench.sh --fetch            # the mechanism alone: time of a
+#                                           # fault that fetches one unit,
+#                                           # units of 4k, 16k, 64k
 #
 # Configurations (each app, each round):
 #   seq     the same source built with the sequential PARMACS (APP-seq)
@@ -33,6 +36,8 @@ OUT=out/dsm
 PLOT=""
 QUIET_WAIT=120
 EXTRA_ENV=""
+FETCH=0
+UNITS="4k 16k 64k"
 declare -A ARGS=([sor]="" [fft]="" [lu]="" [water]="")
 
 usage() {
@@ -48,6 +53,9 @@ Usage: scripts/dsm-bench.sh [OPTIONS]
   --out DIR         raw results and the summary [$OUT]
   --plot FILE.png   bars of each configuration's median, normalized to copy
   --quiet-wait S    seconds in all to wait for a quiet machine [$QUIET_WAIT]
+  --fetch           instead of the applications: per-fetch time (tests/dsm
+                    dsm_stress fetch: the home waits, 256 units a round)
+  --units LIST      unit sizes for --fetch [$UNITS]
   -h, --help        this help
 EOF
 }
@@ -63,14 +71,12 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift ;;
     --plot) PLOT=$2; shift ;;
     --quiet-wait) QUIET_WAIT=$2; shift ;;
+    --fetch) FETCH=1 ;;
+    --units) UNITS=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "dsm-bench: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
     shift
-done
-for a in $APPS; do
-    [ -x "$BUILD/apps/$a" ] && [ -x "$BUILD/apps/$a-seq" ] ||
-        { echo "dsm-bench: $BUILD/apps/$a or $a-seq missing: build first" >&2; exit 1; }
 done
 mkdir -p "$OUT/raw"
 
@@ -108,6 +114,54 @@ run_one() {   # app config round -> appends "app,config,round,time,total,busy" t
     echo "$app,$cfg,$r,$t,$tt,$BUSY" >>"$OUT/results.csv"
 }
 
+if [ "$FETCH" = 1 ]; then
+    stress=$BUILD/tests/dsm/dsm_stress
+    [ -x "$stress" ] || { echo "dsm-bench: $stress missing: build first" >&2; exit 1; }
+    CONFIGS=${CONFIGS/seq/}
+    read -r -a cfgs <<<"$CONFIGS"
+    echo "unit,config,round,us_per_fetch,busy_before_pct" >"$OUT/fetch.csv"
+    for r in $(seq 1 "$ROUNDS"); do
+        for u in $UNITS; do
+            for i in $(seq 0 $((${#cfgs[@]} - 1))); do
+                cfg=${cfgs[$(( (i + r - 1) % ${#cfgs[@]} ))]}
+                wait_quiet
+                # shellcheck disable=SC2086
+                x=$(env CVIA_DSM_FETCH="$cfg" CVIA_DSM_UNIT="$u" CVIA_DSM_PREFETCH=0 $EXTRA_ENV \
+                    timeout 300 "$BUILD/cvia-run" -n 2 -- "$stress" fetch 2>&1 |
+                    sed -n 's/.*, \([0-9.]*\) us per fetch.*/\1/p')
+                echo "dsm-bench: round $r/$ROUNDS unit $u $cfg: ${x:-failed} us" >&2
+                [ -n "$x" ] && echo "$u,$cfg,$r,$x,$BUSY" >>"$OUT/fetch.csv"
+            done
+        done
+    done
+    {
+        echo "# per-fetch time (us), home waiting, medians of $ROUNDS rounds [min-max]"
+        awk -F, -v cfgs="$CONFIGS" -v units="$UNITS" '
+        NR > 1 { v[$1 "," $2] = v[$1 "," $2] " " $4 }
+        function med(s,   a, n, i, j, t) {
+            n = split(s, a, " ")
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+            lo = a[1]; hi = a[n]
+            return n ? (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) : -1
+        }
+        END {
+            nc = split(cfgs, c, " "); nu = split(units, u, " ")
+            printf "| unit |"; for (i = 1; i <= nc; i++) printf " %s |", c[i]; printf " copy / zcopy |\n|---|"
+            for (i = 1; i <= nc + 1; i++) printf "---|"; printf "\n"
+            for (k = 1; k <= nu; k++) {
+                printf "| %s |", u[k]; delete m
+                for (i = 1; i <= nc; i++) { x = med(v[u[k] "," c[i]]); m[c[i]] = x; printf " %.1f [%.1f-%.1f] |", x, lo, hi }
+                if (("copy" in m) && ("zcopy" in m) && m["zcopy"] > 0) printf " %.2f |", m["copy"] / m["zcopy"]; else printf " - |"
+                printf "\n"
+            }
+        }' "$OUT/fetch.csv"
+    } | tee "$OUT/fetch.md"
+    exit 0
+fi
+for a in $APPS; do
+    [ -x "$BUILD/apps/$a" ] && [ -x "$BUILD/apps/$a-seq" ] ||
+        { echo "dsm-bench: $BUILD/apps/$a or $a-seq missing: build first" >&2; exit 1; }
+done
 echo "app,config,round,time_s,total_s,busy_before_pct" >"$OUT/results.csv"
 read -r -a cfgs <<<"$CONFIGS"
 nc=${#cfgs[@]}

@@ -240,8 +240,8 @@ struct dsm {
     _Atomic uint32_t ack_word; /* bumped by the svc on IMM_ACK; app sleeps on it */
 
     /* service thread */
-    pthread_t svc;
-    int       svc_started;
+    pthread_t svc, watchdog;
+    int       svc_started, watch_started;
     _Atomic int stop;
     _Atomic uint32_t kick;    /* svc sleeps on it while idle */
     _Atomic int app_waiting;  /* svc polls without sleeping while > 0 */

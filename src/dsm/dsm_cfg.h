@@ -21,6 +21,7 @@ struct dsm_cfg {
     size_t diff_buf;             /* each of the two diff buffers per writer */
     double nap;                  /* service thread sleep while idle */
     double slice;                /* service thread's scheduler slice */
+    double wait_spin;            /* hot polling while the app waits */
     long   polls;                /* idle polls before it sleeps */
     long   prefetch;             /* units refetched at a barrier */
     int    stats;                /* DSM_STATS_* */

@@ -42,6 +42,11 @@ static const struct cvia_param dsm_params[] = {
       "honoured by EEVDF from Linux 6.12); 0 keeps the kernel's default. "
       "Measured on a 2-vCPU VM: 100us made every application slower.",
       0, 0, NULL },
+    { "WAIT_SPIN", "1ms", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, wait_spin),
+      "While the application thread waits (fault, lock, barrier), how long the "
+      "service thread polls without pause before it sleeps CVIA_DSM_NAP between "
+      "polls: long enough for a barrier, short enough to leave the core to "
+      "others when ranks outnumber cores.", 0, 0, NULL },
     { "POLLS", "200", CVIA_PARAM_INT, offsetof(struct dsm_cfg, polls),
       "Idle polls the DSM service thread makes after its last event before "
       "it starts to sleep.", 0, 100000000, NULL },

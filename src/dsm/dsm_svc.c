@@ -527,17 +527,28 @@ static void on_msg(struct dsm *d, int src, uint64_t off, uint64_t len)
     }
 }
 
-/* While the application waits and nothing happens: let corevia look for
- * dead peers (its idle back-off does, in a test that finds nothing). */
-static void watch(struct dsm *d)
+/* Liveness. corevia notices a dead peer only in its idle back-off (a wait
+ * or a test that finds nothing), and the service thread never idles
+ * there (a test that finds nothing makes corevia yield or nap, which would
+ * delay service). A watchdog thread of the idle scheduling class blocks in
+ * cvia_wait() on a receive that only a dead peer completes (with an error):
+ * it runs only when the core has nothing else to do, which is the case
+ * when a job waits on a dead peer (the service thread then naps). */
+static void *watchdog_main(void *arg)
 {
-    int done = 0, rc;
+    struct dsm *d = arg;
+    struct sched_param sp = { 0 };
+    sigset_t all;
+    int rc;
 
-    for (int i = 0; i < 64 && !done; i++) {
-        rc = cvia_test(&watch_req, &done, NULL);
-        if (rc && !atomic_load(&d->stop))
-            dsm_fatal(rc, "%s", cvia_strerror(rc));
-    }
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+    rc = cvia_wait(&watch_req, NULL);
+    watch_req = NULL;
+    if (rc && !atomic_load(&d->finishing) && !atomic_load(&d->stop))
+        dsm_fatal(rc, "%s", cvia_strerror(rc));
+    return NULL;
 }
 
 static int retry_deferred(struct dsm *d, uint32_t *seen)
@@ -623,25 +634,30 @@ static void *svc_main(void *arg)
         if (atomic_load(&d->stop) && !d->pend && !d->nout)
             break;
         if (atomic_load(&d->app_waiting) > 0) {
-            /* the application waits on us: poll hot; if it stays quiet,
-             * look for dead peers now and then */
-            if (!(++idle & 1023)) {
+            /* the application waits on us: poll hot, for a while; then nap
+             * between polls, leaving the core to whoever needs it (another
+             * rank's application, the watchdog) */
+            if (!(++idle & 255)) {
                 double t = dsm_now();
                 if (!quiet_since)
                     quiet_since = t;
-                else if (t - quiet_since > 0.005)
-                    watch(d);
+                else if (t - quiet_since > d->cfg.wait_spin)
+                    goto nap;
             }
             cvia_cpu_relax();
             continue;
         }
+        quiet_since = 0;
         if (++idle < (unsigned)d->cfg.polls) {
             cvia_cpu_relax();
             continue;
         }
+    nap:;
         uint32_t k = atomic_load(&d->kick);
+        int waiting = atomic_load(&d->app_waiting) > 0;
         atomic_store(&svc_sleeping, 1);
-        if (!atomic_load(&d->app_waiting) && !atomic_load(&d->stop))
+        if ((waiting || !atomic_load(&d->app_waiting)) && !atomic_load(&d->stop) &&
+            atomic_load(&d->fault.state) != F_REQ)
             dsm_futex_wait(&d->kick, k, d->cfg.nap > 0 ? d->cfg.nap : 1e-6);
         atomic_store(&svc_sleeping, 0);
     }
@@ -665,6 +681,11 @@ int dsm_svc_start(struct dsm *d)
         return -rc;
     }
     d->svc_started = 1;
+    if ((rc = pthread_create(&d->watchdog, NULL, watchdog_main, d)))
+        dsm_warn("no watchdog thread (%s): a dead peer may go unnoticed until "
+                 "the launcher ends the job", strerror(rc));
+    else
+        d->watch_started = 1;
     return 0;
 }
 
@@ -672,12 +693,19 @@ int dsm_svc_start(struct dsm *d)
  * ourselves), so that corevia has no request of ours left. */
 void dsm_svc_forget(void)
 {
+    struct dsm *d = &dsm__g;
     char one = 1;
 
     if (!watch_req)
         return;
-    if (!cvia_send(&one, 1, cvia_rank(), DSM_TAG_WATCH))
+    if (cvia_send(&one, 1, cvia_rank(), DSM_TAG_WATCH))
+        return;
+    if (d->watch_started) {      /* the watchdog completes it and ends */
+        pthread_join(d->watchdog, NULL);
+        d->watch_started = 0;
+    } else {
         cvia_wait(&watch_req, NULL);
+    }
     watch_req = NULL;
 }
 

@@ -248,6 +248,42 @@ static int t_latency(void)
     return 0;
 }
 
+/* Not a check: the time of a fault that fetches a unit, the home waiting
+ * in a barrier (its service thread awake). Rank 1 writes K units each
+ * round; after a barrier rank 0 reads one byte of each. */
+static int t_fetch(void)
+{
+    size_t unit = cvia_dsm_unit();
+    int K = 256, rounds = iters(20);
+    char *a;
+    double tot = 0;
+
+    if (np < 2)
+        return 0;
+    CHECK(cvia_dsm_alloc((size_t)K * unit, 1, (void **)&a));
+    CHECK(cvia_dsm_barrier());
+    for (int r = 0; r < rounds; r++) {
+        if (me == 1)
+            for (int k = 0; k < K; k++)
+                memset(a + (size_t)k * unit, r + k, unit);
+        CHECK(cvia_dsm_barrier());
+        if (me == 0) {
+            volatile char sink = 0;
+            double t0 = (double)cvia_parmacs_clock_us();
+            for (int k = 0; k < K; k++)
+                sink += a[(size_t)k * unit + (size_t)(r * 7 + k) % unit];
+            if (r >= 2)    /* the first rounds make the units tracked */
+                tot += (double)cvia_parmacs_clock_us() - t0;
+            (void)sink;
+        }
+        CHECK(cvia_dsm_barrier());
+    }
+    if (me == 0)
+        printf("fetch: unit %zu bytes, %.2f us per fetch (%.1f MB/s)\n", unit,
+               tot / ((rounds - 2) * (double)K), (rounds - 2) * (double)K * unit / tot);
+    return 0;
+}
+
 static void on_fatal(int err, const char *msg)
 {
     printf("rank %d: expected-error: %s (%s)\n", me, msg, cvia_err_name(err));
@@ -290,6 +326,7 @@ int main(int argc, char **argv)
     else if (!strcmp(c, "touch"))     rc = t_touch();
     else if (!strcmp(c, "death"))     rc = t_death();
     else if (!strcmp(c, "latency"))   rc = t_latency();
+    else if (!strcmp(c, "fetch"))     rc = t_fetch();
     else if (!strcmp(c, "all"))
         rc = t_counter() || t_merge() || t_barrier() || t_migrate() || t_touch();
     else {
