@@ -7,13 +7,13 @@
 # definitions (DESIGN.md, "Benchmarks mean what the field means").
 #
 # Peers, interleaved run by run in rotating order; per-size medians across runs:
-#   corevia       build/cvia-bench latency|bw --csv
+#   corevia       $CVIA_BENCH (build/cvia-bench) latency|bw --csv
 #   ompi-ob1      Open MPI, pml ob1 + btl self,vader (CMA single copy), osu_mpi
 #   ompi-ucx      Open MPI, pml ucx, UCX_TLS=sm,self, osu_mpi
 #   ucx_perftest  UCP tag_lat / tag_bw, UCX_TLS=sm,self, server and client pinned
-# osu_mpi (bench/peers/osu_mpi.c) is built here with mpicc into build/peers/,
-# so the core build never needs MPI. Installs nothing: a missing peer is
-# skipped with the package that provides it.
+# osu_mpi (bench/peers/osu_mpi.c) is built here with mpicc into peers/ beside
+# CVIA_BENCH (build/peers/ by default), so the core build never needs MPI.
+# Installs nothing: a missing peer is skipped with the package that provides it.
 #
 # --corevia-variants runs corevia several ways in the same session (each a
 # peer "corevia-NAME": two copies, single copy read/write/coop, arena, or
@@ -37,7 +37,9 @@ SWEEP_SIZES="1,4,8,16,64,256,1024,4096,16384,65536,262144,1048576,4194304"
 SIZES=""
 UCX_SM_TLS=${UCX_SM_TLS:-sm,self}
 CVIA_BENCH=${CVIA_BENCH:-build/cvia-bench}
-OSU=build/peers/osu_mpi
+# osu_mpi is built beside the cvia-bench measured (CVIA_BENCH=build-x/cvia-bench:
+# build-x/peers/osu_mpi), so a second build directory never writes into build/.
+OSU=$(dirname "$CVIA_BENCH")/peers/osu_mpi
 VARIANTS=""          # --corevia-variants, as given
 MEMCPY=0
 BUFFERS=1
@@ -82,7 +84,7 @@ Options (default in brackets):
                   so it is skipped unless N is 1 [1: one buffer, as OSU]
   -h, --help      this text
 
-Environment: CVIA_BENCH [$CVIA_BENCH], UCX_SM_TLS [$UCX_SM_TLS], PYTHON.
+Environment: CVIA_BENCH [$CVIA_BENCH] (osu_mpi is built in peers/ beside it), UCX_SM_TLS [$UCX_SM_TLS], PYTHON.
 
 Output in DIR: all.csv (every run), summary.csv (medians, spread, ratios),
 paired.csv (each corevia variant against "corevia", run by run: the median of
@@ -216,7 +218,7 @@ for p in $PEERS; do
 done
 
 case " $PEERS " in *" ompi-"*)
-    mkdir -p build/peers
+    mkdir -p "$(dirname "$OSU")"
     if [ ! -x "$OSU" ] || [ bench/peers/osu_mpi.c -nt "$OSU" ]; then
         if ! timeout "$TMO" mpicc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
                 -o "$OSU" bench/peers/osu_mpi.c 2>"$OUT/raw/osu_mpi-build.err"; then
@@ -621,6 +623,9 @@ def issue3_lines():
                 continue
             parts = ["%s bw %s: %s MB/s" % (human(s), who, fmt(v, True))]
             ok = True
+            if not mc and not bv:
+                out_l.append(parts[0] + " (no memcpy or peer in this run: no verdict)")
+                continue
             if mc:
                 parts.append("%.2f x memcpy (%s)" % (v / mc, fmt(mc, True)))
                 ok &= v >= mc

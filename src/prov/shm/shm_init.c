@@ -47,10 +47,11 @@ static const struct cvia_param shm_params[] = {
       "sender pushes into the posted receive), coop (both, on disjoint chunks), or "
       "auto (coop from CVIA_SHM_COOP_THRESHOLD up, read below).",
       0, 0, copy_modes },
-    { "COOP_THRESHOLD", "1t", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, coop_threshold),
+    { "COOP_THRESHOLD", "512k", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, coop_threshold),
       "With CVIA_SHM_COPY=auto, messages of at least this size are copied by both "
-      "sides at once. Off (1t) by default: on the machines measured so far it was "
-      "not faster (BENCHMARKS.md); set it where cvia-bench shows it pays.",
+      "sides at once (where both may use Cross Memory Attach). 512k: from there it "
+      "measured faster than the receiver's copy alone, in latency and bandwidth, "
+      "below it not (BENCHMARKS.md, issue 3); 1t turns it off.",
       0, 0, NULL },
     { "COOP_CHUNK", "256k", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, coop_chunk),
       "Bytes per chunk claimed by either side in a cooperative or sender-side copy.",
@@ -239,6 +240,21 @@ static int shm_reachable(struct cvia_prov_ep *ep, int peer)
     return peer >= 0 && peer < ep->args.size && ep->lidx[peer] >= 0;
 }
 
+/* " (coop from 512k, read below)" where auto switches to cooperative copy at
+ * a size (CVIA_SHM_COOP_THRESHOLD below 1t), "" otherwise: cvia-info and the
+ * path report show the mechanism in use. */
+static void shm_coop_note(const struct shm_cfg *cfg, char *buf, size_t cap)
+{
+    char t[32];
+
+    buf[0] = 0;
+    if (cfg->copy_mode != SHM_COPY_AUTO || cfg->cma == 0 ||
+        cfg->coop_threshold >= ((size_t)1 << 40))
+        return;
+    cvia__param_format(&shm_params[6], &cfg->coop_threshold, t, sizeof(t));
+    snprintf(buf, cap, " (coop from %s, read below)", t);
+}
+
 static void shm_describe(char *buf, size_t cap)
 {
     struct shm_cfg cfg;
@@ -248,19 +264,20 @@ static void shm_describe(char *buf, size_t cap)
         snprintf(buf, cap, "misconfigured (see the error above)");
         return;
     }
-    char thr[32];
+    char thr[32], coop[64];
     FILE *f;
     int scope = -1;
 
     cvia__param_format(&shm_params[1], &cfg.slot_size, slot, sizeof(slot));
     cvia__param_format(&shm_params[2], &cfg.rndv_threshold, thr, sizeof(thr));
+    shm_coop_note(&cfg, coop, sizeof(coop));
     if ((f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r"))) {
         if (fscanf(f, "%d", &scope) != 1)
             scope = -1;
         fclose(f);
     }
     snprintf(buf, cap, "available: per-pair rings of %ld slots x %s in /dev/shm "
-             "(two copies); from %s single copy by %s%s%s, copy mode %s",
+             "(two copies); from %s single copy by %s%s%s, copy mode %s%s",
              cfg.nslots, slot, thr,
              cfg.cma == 0 ? "shared arenas only (CVIA_SHM_CMA=n)" :
              "Cross Memory Attach (probed per peer at start; two copies where refused)",
@@ -268,25 +285,26 @@ static void shm_describe(char *buf, size_t cap)
              scope == 0 ? ", yama ptrace_scope 0" :
              scope == 1 ? ", yama ptrace_scope 1: permitted for the job's ranks" :
              ", yama ptrace_scope >= 2: refused",
-             cfg.arena ? " and arenas" : "", copy_modes[cfg.copy_mode]);
+             cfg.arena ? " and arenas" : "", copy_modes[cfg.copy_mode], coop);
 }
 
 static void shm_peer_info(struct cvia_prov_ep *ep, int peer, char *buf, size_t cap)
 {
     struct shm_peer *pp = &ep->peers[peer];
-    char thr[32];
+    char thr[32], coop[64];
 
     size_t n;
 
     cvia__param_format(&shm_params[2], &ep->cfg.rndv_threshold, thr, sizeof(thr));
+    shm_coop_note(&ep->cfg, coop, sizeof(coop));
     if (peer == ep->args.rank)
         snprintf(buf, cap, "shm: self, single copy (memcpy) from %s", thr);
     else if (pp->can_cma || pp->peer_cma)
         snprintf(buf, cap, "shm: two-copy rings below %s, single copy above by "
-                 "Cross Memory Attach (%s%s%s), copy mode %s%s", thr,
+                 "Cross Memory Attach (%s%s%s), copy mode %s%s%s", thr,
                  pp->can_cma ? "pull" : "", pp->can_cma && pp->peer_cma ? "+" : "",
                  pp->peer_cma ? "push" : "", copy_modes[ep->cfg.copy_mode],
-                 ep->cfg.arena ? ", arenas by load/store" : "");
+                 pp->can_cma && pp->peer_cma ? coop : "", ep->cfg.arena ? ", arenas by load/store" : "");
     else
         snprintf(buf, cap, "shm: two-copy rings for every size (Cross Memory Attach "
                  "%s)%s", ep->cfg.cma == 0 ? "off: CVIA_SHM_CMA=n" : "refused by the kernel",
