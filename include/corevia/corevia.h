@@ -117,6 +117,14 @@ int cvia_wait(cvia_req_t *req, cvia_status_t *status);
  */
 int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status);
 
+/**
+ * Withdraw a receive that no message has matched yet: it is released and
+ * @p *req set to NULL (0). A receive already matched, or a send, cannot be
+ * withdrawn: -EBUSY, and the request must be waited for as usual. A NULL
+ * @p *req returns 0. What a loop of pre-posted receives calls at its end.
+ */
+int cvia_cancel(cvia_req_t *req);
+
 /** Wait for all @p n requests (NULL entries are skipped). @p statuses may
  *  be NULL. Returns 0 or the first error among the requests; every
  *  request is released either way. */

@@ -367,6 +367,21 @@ int cvia_wait(cvia_req_t *req, cvia_status_t *status)
     return rc;
 }
 
+int cvia_cancel(cvia_req_t *req)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    int rc;
+
+    CHECK_INIT(c);
+    if (!req)
+        return -EINVAL;
+    if (!*req)
+        return 0;
+    if (!(rc = cvia__cancel(c, *req)))
+        *req = NULL;
+    return rc;
+}
+
 int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status)
 {
     static _Thread_local unsigned test_spins;   /* idle tests in a row */

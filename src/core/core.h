@@ -104,6 +104,7 @@ extern struct cvia_ctx cvia__ctx;
 struct cvia_req *cvia__req_alloc(struct cvia_ctx *c);
 void cvia__req_free(struct cvia_ctx *c, struct cvia_req *r);
 void cvia__req_pool_fini(struct cvia_ctx *c);
+int  cvia__cancel(struct cvia_ctx *c, struct cvia_req *r);
 struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
                                    int32_t tag, size_t msg_len, unsigned flags);
 void cvia__core_complete(void *core, struct cvia_xfer *x, int status);

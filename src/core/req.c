@@ -370,3 +370,21 @@ int cvia__wait_req(struct cvia_ctx *c, struct cvia_req *r)
     }
     return r->status;
 }
+
+int cvia__cancel(struct cvia_ctx *c, struct cvia_req *r)
+{
+    struct cvia_req *p;
+
+    if (r->kind != CVIA_REQ_RECV)
+        return -EBUSY;
+    cvia_spin_lock(&c->lock);
+    for (p = c->posted.head; p && p != r; p = p->next)
+        ;
+    if (p)   /* not matched: nobody else will touch it */
+        q_remove(&c->posted, r);
+    cvia_spin_unlock(&c->lock);
+    if (!p)
+        return -EBUSY;
+    cvia__req_free(c, r);
+    return 0;
+}

@@ -316,6 +316,43 @@ static void case_barrier(void)
     }
 }
 
+/* cvia_cancel: an unmatched receive is withdrawn (and a message sent later
+ * goes to the next receive), a matched one and a send are not. */
+static void case_cancel(void)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size, v = rank, got = -1, rc;
+    cvia_req_t rr, sr, lone;
+
+    CHECK_RC(cvia_irecv(&got, sizeof(got), CVIA_ANY_SOURCE, 77, &lone));
+    if ((rc = cvia_cancel(&lone)) || lone)
+        FAIL("cancel of an unmatched receive: %d, request %p", rc, (void *)lone);
+    CHECK_RC(cvia_cancel(&lone));   /* NULL: nothing to do */
+    CHECK_RC(cvia_irecv(&got, sizeof(got), from, 5, &rr));
+    CHECK_RC(cvia_isend(&v, sizeof(v), to, 5, &sr));
+    CHECK_RC(cvia_wait(&sr, NULL));
+    CHECK_RC(cvia_barrier());        /* our message has been matched by now */
+    rc = cvia_cancel(&rr);
+    if (rc != -EBUSY || !rr)
+        FAIL("cancel of a matched receive: %d (want -EBUSY), request %p", rc, (void *)rr);
+    CHECK_RC(cvia_wait(&rr, NULL));
+    if (got != from)
+        FAIL("after a refused cancel: got %d from rank %d", got, from);
+    CHECK_RC(cvia_isend(&v, sizeof(v), to, 6, &sr));
+    if ((rc = cvia_cancel(&sr)) != -EBUSY)
+        FAIL("cancel of a send: %d (want -EBUSY)", rc);
+    CHECK_RC(cvia_wait(&sr, NULL));
+    CHECK_RC(cvia_recv(&got, sizeof(got), from, 6, NULL));
+    /* a message for a withdrawn receive's tag goes to the next receive */
+    CHECK_RC(cvia_irecv(&got, sizeof(got), from, 7, &rr));
+    CHECK_RC(cvia_cancel(&rr));
+    CHECK_RC(cvia_barrier());        /* nobody sends tag 7 before every cancel */
+    CHECK_RC(cvia_send(&v, sizeof(v), to, 7));
+    got = -1;
+    CHECK_RC(cvia_recv(&got, sizeof(got), from, 7, NULL));
+    if (got != from)
+        FAIL("after a cancel: got %d from rank %d", got, from);
+}
+
 /* Unexpected messages, large and small, taken out of order; and a receive
  * posted while a large message is still arriving. */
 static void case_unexpected(void)
@@ -487,6 +524,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "trunc"))      case_trunc();
     else if (!strcmp(argv[1], "barrier"))    case_barrier();
     else if (!strcmp(argv[1], "unexpected")) case_unexpected();
+    else if (!strcmp(argv[1], "cancel"))     case_cancel();
     else if (!strcmp(argv[1], "death-exit")) return case_death(0);
     else if (!strcmp(argv[1], "death-kill")) return case_death(1);
     else if (!strcmp(argv[1], "init-only"))  ;
