@@ -15,25 +15,44 @@
 # CPU by rps_cpus, standing for two NICs with their interrupt cores; as in
 # the paper (FDR InfiniBand beside 10 GbE), the first is as fast as the CPUs
 # allow and the second is link-bound (tbf, --slow-rate, default 2gbit). Real
-# programs: iperf3 (Debian's) and cvia-affinity's own streams, senders in
-# one namespace, receivers in the other. Runs are interleaved (every
-# policy once per round, rotating order), medians reported.
+# programs, senders in one namespace, receivers in the other: iperf3
+# (Debian's), cvia-bench bw over corevia's network provider (one cvia-run job
+# per stream, CVIA_NET=--provider, kept on its device with CVIA_<PROV>_IF;
+# its iterations sized from a calibration run so that it lasts about
+# --omit + --time), and cvia-affinity's own kernel TCP streams ("own").
+# Runs are interleaved (every policy once per round, rotating order),
+# medians reported. The cvia policy uses a profile analyze measured over the
+# same transport: kernel TCP for iperf3 and own, corevia for cvia-bench.
 #
-#   affinity-eval.sh [--runs R] [--time T] [--omit O] [--procs "1 2 4"]
-#                    [--mtu M] [--slow-rate RATE|none] [--tools "iperf3 own"]
-#                    [--cost SECONDS] [--out DIR] [--quick]
+#   affinity-eval.sh [--runs R] [--time T] [--omit O] [--procs "1 2"]
+#                    [--mtu M] [--slow-rate RATE|none]
+#                    [--tools "iperf3 cvia-bench own"] [--provider NAME]
+#                    [--cost SECONDS] [--settle SECONDS] [--build DIR]
+#                    [--out DIR] [--quick | --full]
 #   affinity-eval.sh --replot DIR      tables and plot again from DIR/runs.csv
 #   affinity-eval.sh --only-cost       only the daemon's cost and reaction
 #
+# Defaults (about 6 minutes on 2 CPUs): 3 rounds, 3 s measured after 2 s
+# left out (time for the daemon's first decision), 1 and 2 receivers per
+# device, iperf3 and cvia-bench, analyze streams of 1 s, cost phase 20 s, at
+# most about 2 s waiting before each run for others' work to settle.
+# --full: the recorded session's settings (5 rounds, 5 s after 2 s, 1 2 4
+# receivers, all three programs, analyze streams of 2 s, 60 s cost, 30 s
+# settle; about half an hour on 2 CPUs). --quick: 2 rounds of 2 s, 1
+# receiver per device, 15 s cost (about 2 minutes).
+#
 # Writes DIR/runs.csv (every run), DIR/summary.csv (medians),
 # DIR/affinity-eval.png (gnuplot, pngcairo), DIR/summary.md (tables,
-# ratios), DIR/profile.json, DIR/cost.txt. Needs root. Traffic stays inside
-# the namespaces it makes; they are removed at the end, also on failure.
+# ratios), DIR/profile.json (kernel TCP) and DIR/profile-corevia.json,
+# DIR/daemon/TOOL-N-rROUND.json (the daemon's decisions in each cvia run),
+# DIR/cost.txt. Needs root. Traffic stays inside the namespaces it makes;
+# they are removed at the end, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-runs=5 secs=5 omit=2 procs="1 2 4" mtu=1500 slow=2gbit tools="iperf3 own" cost=60 replot= only_cost=
+runs=3 secs=3 omit=2 procs="1 2" mtu=1500 slow=2gbit tools="iperf3 cvia-bench" cost=20
+settle=2 an_secs=1 provider=${CVIA_NET:-tcp} build=build replot= only_cost=
 out=out/affinity-eval
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -45,24 +64,45 @@ while [ $# -gt 0 ]; do
         --slow-rate) slow=$2; shift 2 ;;
         --tools) tools=$2; shift 2 ;;
         --cost) cost=$2; shift 2 ;;
+        --settle) settle=$2; shift 2 ;;
+        --provider) provider=$2; shift 2 ;;
+        --build) build=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
-        --quick) runs=2 secs=3 omit=2 procs="1 2" cost=20; shift ;;
+        --quick) runs=2 secs=2 omit=2 procs="1" cost=15; shift ;;
+        --full) runs=5 secs=5 omit=2 procs="1 2 4" tools="iperf3 own cvia-bench" cost=60 settle=30
+                an_secs=2; shift ;;
         --replot) replot=$2; shift 2 ;;
         --only-cost) only_cost=1; shift ;;
-        -h|--help) sed -n '5,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '5,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "affinity-eval: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
 done
+usage_err() { echo "affinity-eval: $*" >&2; exit 2; }
+for t in $tools; do
+    case $t in iperf3|own|cvia-bench) ;; *) usage_err "--tools: iperf3, cvia-bench, own" ;; esac
+done
+for v in "$runs" "$secs" "$omit" "$cost" "$settle"; do
+    [[ $v =~ ^[0-9]+$ ]] || usage_err "--runs, --time, --omit, --cost, --settle: whole numbers"
+done
+[ "$runs" -ge 1 ] && [ "$secs" -ge 1 ] && [ "$cost" -ge 5 ] ||
+    usage_err "--runs and --time at least 1, --cost at least 5"
+for n in $procs; do [[ $n =~ ^[1-9][0-9]?$ ]] || usage_err "--procs: counts from 1 to 99"; done
+[[ $provider =~ ^[a-z][a-z0-9_]{0,15}$ ]] || usage_err "--provider '$provider': a provider name (tcp)"
 [ "$(id -u)" -eq 0 ] || { echo "affinity-eval: needs root (network namespaces)" >&2; exit 1; }
-for t in $tools; do case $t in iperf3|own) ;; *) echo "affinity-eval: --tools: iperf3, own" >&2; exit 2 ;; esac; done
 
 log() { echo "affinity-eval: $*" >&2; }
 ./scripts/install-deps.sh test >&2
 command -v iperf3 >/dev/null || { log "iperf3 missing (apt-get install iperf3)"; exit 1; }
-if [ ! -x build/tools/cvia-affinity/cvia-affinity ]; then
-    cmake -S . -B build >/dev/null && cmake --build build --target cvia-affinity -j"$(nproc)" >&2
+case " $tools " in *" cvia-bench "*) targets="cvia-affinity cvia-run cvia-bench" ;; *) targets=cvia-affinity ;; esac
+if [ ! -x "$build/tools/cvia-affinity/cvia-affinity" ] || [ ! -x "$build/cvia-run" ] ||
+   [ ! -x "$build/cvia-bench" ]; then
+    cmake -S . -B "$build" >/dev/null && cmake --build "$build" --target $targets -j"$(nproc)" >&2
 fi
-TOOL=$ROOT/build/tools/cvia-affinity/cvia-affinity
+build=$(cd "$build" && pwd)
+TOOL=$build/tools/cvia-affinity/cvia-affinity
+RUN=$build/cvia-run
+BENCH=$build/cvia-bench
+PROV_IF=CVIA_$(echo "$provider" | tr a-z A-Z)_IF   # the provider's interface variable
 NETLAB="$ROOT/scripts/netlab.sh"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -153,12 +193,12 @@ cat "$out/summary.md" >&2
         if [ $panel = bw ]; then echo "set ylabel 'aggregate bandwidth (Gbit/s)'"; echo "set title 'bandwidth (paper fig. 5)'"; col=2
         else echo "set ylabel 'CPU use (% of all CPUs)'"; echo "set title 'processor utilization (paper fig. 6)'"; col=3; fi
         echo "set yrange [0:*]"
-        plots=() idx=0
+        plots=() idx=0 nplot=$(($(echo $tools | wc -w) * 3))
         for tool in $(echo $tools | tr ' ' '\n' | sort); do
             for pol in vanilla miami cvia; do
-                dt=$([ "$tool" = iperf3 ] && echo 1 || echo 2)
+                dt=$(case $tool in iperf3) echo 1 ;; own) echo 2 ;; *) echo 3 ;; esac)
                 lc=$(case $pol in vanilla) echo 1 ;; miami) echo 2 ;; cvia) echo 7 ;; esac)
-                off=$(awk -v i="$idx" 'BEGIN { printf "%.3f", (i - 2.5) * 0.03 }')
+                off=$(awk -v i="$idx" -v n="$nplot" 'BEGIN { printf "%.3f", (i - (n - 1) / 2) * 0.03 }')
                 if [ $panel = bw ]; then
                     plots+=("'$out/plot.dat' index $idx using (\$1+$off):2:4:5 with yerrorlines lw 2 lc $lc dt $dt title '$tool $pol'")
                 else
@@ -200,11 +240,19 @@ addr1=$(bash "$NETLAB" addr --tag "$TAG" h2 h1 1)
 addr2=$(bash "$NETLAB" addr --tag "$TAG" h2 h1 2)
 
 if [ -z "$only_cost" ]; then
-# ---- the variable analyser on this machine (its own namespaces)
-log "analyze: measuring the veth profile (receive processing on CPU $cpu_a)"
-"$TOOL" analyze --device veth --irq-core "$cpu_a" --mtu "$mtu" --duration 2 --runs 3 \
+# ---- the variable analyser on this machine (its own namespaces), over the
+# transports the programs use
+log "analyze: measuring the veth profile over kernel TCP (receive processing on CPU $cpu_a)"
+"$TOOL" analyze --device veth --irq-core "$cpu_a" --mtu "$mtu" --duration "$an_secs" --runs 3 \
     -o "$out/profile.json" >"$out/analyze.txt"
 cat "$out/analyze.txt" >&2
+case " $tools " in *" cvia-bench "*)
+    log "analyze: measuring the veth profile over corevia's $provider provider"
+    "$TOOL" analyze --transport corevia --provider "$provider" --launcher "$RUN" \
+        --irq-core "$cpu_a" --mtu "$mtu" --duration "$an_secs" --runs 3 \
+        -o "$out/profile-corevia.json" >"$out/analyze-corevia.txt"
+    cat "$out/analyze-corevia.txt" >&2 ;;
+esac
 
 stat_cpu() { awk '/^cpu / { b = $2 + $3 + $4 + $7 + $8 + $9; i = $5 + $6; print b, i, $9 }' /proc/stat; }
 # CPU busy (% of all CPUs) over half a second with none of our traffic: the
@@ -214,67 +262,161 @@ background() {
     a=$(stat_cpu); sleep 0.5; b=$(stat_cpu)
     echo "$a $b" | awk '{ t = ($4 - $1) + ($5 - $2); printf "%.0f", (t > 0 ? 100 * ($4 - $1) / t : 0) }'
 }
-# wait (30 s at most) for the machine to be quiet enough to measure
+# wait (about --settle seconds at most) for the machine to be quiet enough
 quiet() {
     local bg i
-    for i in $(seq 30); do
-        bg=$(background)
-        [ "$bg" -le 25 ] && break
+    bg=$(background)
+    for ((i = 0; i < settle && bg > 25; i++)); do
         sleep 0.5
+        bg=$(background)
     done
     echo "$bg"
 }
 
+# ---- cvia-bench over corevia: one cvia-run job per stream, rank 0 (the
+# sender) in h1, rank 1 (the receiver) in h2, on device K's interfaces
+# (v2-K in h1, v1-K in h2) by the provider's interface variable. Rank 1
+# writes its pid and waits (10 s at most) for DIR/go before it becomes
+# cvia-bench, so that it can be pinned, or watched, before traffic starts.
+BENCH_SIZE=128k BENCH_BYTES=131072 BENCH_WINDOW=64
+bench_job() {   # K I ITERS WARMUP DIR: starts the job in the background
+    local k=$1 i=$2 iters=$3 warm=$4 d=$5
+    cat >"$d/place-$k-$i" <<EOS
+#!/bin/sh
+if [ "\$CVIA_RANK" = 1 ]; then
+    export $PROV_IF=v1-$k
+    echo \$\$ >"$d/pid-$k-$i"
+    n=0
+    while [ ! -e "$d/go" ] && [ \$n -lt 100 ]; do sleep 0.1; n=\$((n + 1)); done
+else
+    export $PROV_IF=v2-$k
+fi
+exec "$BENCH" bw --sizes $BENCH_SIZE --iters $iters --warmup $warm --window $BENCH_WINDOW --json -q
+EOS
+    chmod +x "$d/place-$k-$i"
+    env -u CVIA_NETLAB_STATE CVIA_NET="$provider" "$RUN" -n 2 --bind none \
+        --hosts "cvia-$TAG-h1,cvia-$TAG-h2" --timeout $((4 * (secs + omit) + 30)) \
+        -- "$d/place-$k-$i" >"$d/bench-$k-$i.json" 2>"$d/bench-$k-$i.err" &
+}
+# the receivers' pids, once every rank 1 has written its own (10 s at most)
+bench_pids() {   # DIR N
+    local d=$1 n=$2 t k i
+    for ((t = 0; t < 100; t++)); do
+        [ "$(ls "$d"/pid-* 2>/dev/null | wc -l)" -ge $((2 * n)) ] && break
+        sleep 0.1
+    done
+    for k in 1 2; do for ((i = 0; i < n; i++)); do cat "$d/pid-$k-$i" 2>/dev/null; done; done
+}
+# Iterations that last about --time (and --omit of warm-up), per device and
+# number of streams, from one calibration run of every stream at once
+declare -A ITERS WARM
+calibrate_bench() {   # N
+    local n=$1 d=$out/tmp k i jobs=() rates it wu gb
+    rm -rf "$d"; mkdir -p "$d"; touch "$d/go"
+    for k in 1 2; do for ((i = 0; i < n; i++)); do
+        bench_job "$k" "$i" 10 1 "$d"; jobs+=($!); BG+=($!)
+    done; done
+    wait "${jobs[@]}" 2>/dev/null || true
+    rates=$(python3 - "$d" "$n" "$secs" "$omit" $BENCH_BYTES $BENCH_WINDOW <<'EOF'
+import json, os, statistics, sys
+d, n = sys.argv[1], int(sys.argv[2])
+secs, omit, size, window = map(float, sys.argv[3:7])
+for k in (1, 2):
+    bw = []
+    for i in range(n):
+        try:
+            bw.append(json.load(open(os.path.join(d, "bench-%d-%d.json" % (k, i))))
+                      ["results"][0]["bandwidth_mb_s"] * 1e6)
+        except Exception:
+            pass
+    if not bw:
+        print("0 0 0")
+        continue
+    per_iter = size * window / statistics.median(bw)       # seconds per iteration
+    print("%d %d %.3f" % (max(2, round(secs / per_iter)), max(1, round(omit / per_iter)),
+                          8e-9 * statistics.median(bw)))
+EOF
+)
+    k=1
+    while read -r it wu gb; do
+        if [ "$it" = 0 ]; then
+            log "cvia-bench calibration with $n stream(s) per device failed: $(cat "$d"/bench-*.err | head -3)"
+            exit 1
+        fi
+        ITERS[$n.$k]=$it WARM[$n.$k]=$wu
+        log "cvia-bench over corevia $provider, $n stream(s) per device, device $k: $gb Gbit/s per stream in calibration: $it iterations (+ $wu warm-up) of $BENCH_WINDOW x $BENCH_SIZE"
+        k=$((k + 1))
+    done <<<"$rates"
+}
+case " $tools " in *" cvia-bench "*) for n in $procs; do calibrate_bench "$n"; done ;; esac
+
 # one run: TOOL PROCS POLICY -> one CSV line on stdout
 run_one() {
-    local tool=$1 n=$2 policy=$3 port=5300 srv=() cli=() files=() dpid= i k a dev cpu
+    local tool=$1 n=$2 policy=$3 port=5300 srv=() cli=() dpid= i k a cpu
     local w=$out/tmp; rm -rf "$w"; mkdir -p "$w"
+    local prof=$out/profile.json
+    [ "$tool" = cvia-bench ] && prof=$out/profile-corevia.json
     for k in 1 2; do
         a=$([ $k = 1 ] && echo "$addr1" || echo "$addr2")
         for ((i = 0; i < n; i++)); do
             port=$((port + 1))
             if [ "$tool" = iperf3 ]; then
                 bash "$NETLAB" exec --tag "$TAG" h2 iperf3 -s -1 -B "$a" -p "$port" >/dev/null 2>&1 &
-            else
+                srv+=($!); BG+=($!)
+            elif [ "$tool" = own ]; then
                 bash "$NETLAB" exec --tag "$TAG" h2 "$TOOL" stream --listen "$a:$port" \
                     --omit "$omit" --timeout $((secs + omit + 30)) --json >"$w/recv-$k-$i.json" 2>&1 &
+                srv+=($!); BG+=($!)
+            else   # sender and receiver in one job; the receiver waits for $w/go
+                bench_job "$k" "$i" "${ITERS[$n.$k]}" "${WARM[$n.$k]}" "$w"
+                cli+=($!); BG+=($!)
             fi
-            srv+=($!); BG+=($!)
             echo "$k $a $port" >>"$w/ports"
         done
     done
-    sleep 0.5                                  # servers listening
+    if [ "$tool" = cvia-bench ]; then
+        mapfile -t srv < <(bench_pids "$w" "$n")
+    else
+        sleep 0.5                              # servers listening
+    fi
     case $policy in
         miami)   # each receiver on its device's interrupt (rps) core
             i=0
             while read -r k a port; do
                 cpu=$([ "$k" = 1 ] && echo "$cpu_a" || echo "$cpu_b")
-                taskset -a -p -c "$cpu" "${srv[$i]}" >/dev/null
+                [ -z "${srv[$i]:-}" ] || taskset -a -p -c "$cpu" "${srv[$i]}" >/dev/null
                 i=$((i + 1))
             done <"$w/ports" ;;
         cvia)
             local pids; pids=$(IFS=,; echo "${srv[*]}")
-            "$TOOL" daemon --pid "$pids" --profile "$out/profile.json" --json \
+            "$TOOL" daemon --pid "$pids" --profile "$prof" --json \
                 >"$w/daemon.json" 2>"$w/daemon.err" &
             dpid=$!; BG+=($!) ;;
     esac
     local t_start; t_start=$(date +%s.%N)
-    while read -r k a port; do
-        if [ "$tool" = iperf3 ]; then
-            bash "$NETLAB" exec --tag "$TAG" h1 iperf3 -c "$a" -p "$port" -t "$secs" -O "$omit" -J \
-                >"$w/cli-$port.json" 2>&1 &
-        else
-            bash "$NETLAB" exec --tag "$TAG" h1 "$TOOL" stream --connect "$a:$port" \
-                --time $((secs + omit)) >/dev/null 2>&1 &
-        fi
-        cli+=($!); BG+=($!)
-    done <"$w/ports"
+    if [ "$tool" = cvia-bench ]; then
+        touch "$w/go"
+    else
+        while read -r k a port; do
+            if [ "$tool" = iperf3 ]; then
+                bash "$NETLAB" exec --tag "$TAG" h1 iperf3 -c "$a" -p "$port" -t "$secs" -O "$omit" -J \
+                    >"$w/cli-$port.json" 2>&1 &
+            else
+                bash "$NETLAB" exec --tag "$TAG" h1 "$TOOL" stream --connect "$a:$port" \
+                    --time $((secs + omit)) >/dev/null 2>&1 &
+            fi
+            cli+=($!); BG+=($!)
+        done <"$w/ports"
+    fi
     sleep "$omit"
     local s0 s1; s0=$(stat_cpu)
     wait "${cli[@]}" 2>/dev/null || true
     s1=$(stat_cpu)
-    wait "${srv[@]}" 2>/dev/null || true
-    if [ -n "$dpid" ]; then kill -TERM "$dpid"; wait "$dpid" 2>/dev/null || true; fi
+    [ "$tool" = cvia-bench ] || wait "${srv[@]}" 2>/dev/null || true
+    if [ -n "$dpid" ]; then
+        kill -TERM "$dpid"; wait "$dpid" 2>/dev/null || true
+        mkdir -p "$out/daemon" && cp "$w/daemon.json" "$out/daemon/$tool-$n-r$r.json"
+    fi
     python3 - "$w" "$tool" "$n" "$policy" "$s0" "$s1" "$t_start" <<'EOF'
 import json, os, sys
 w, tool, n, policy, s0, s1, t_start = sys.argv[1:8]
@@ -292,13 +434,16 @@ for line in open(os.path.join(w, "ports")):
             bw[k] += d["end"]["sum_received"]["bits_per_second"] / 1e9
     except Exception:
         ok = False
-if tool == "own":
-    for f in os.listdir(w):
-        if f.startswith("recv-"):
-            try:
-                bw[int(f.split("-")[1])] += json.load(open(os.path.join(w, f)))["bits_per_second"] / 1e9
-            except Exception:
-                ok = False
+for f in os.listdir(w):
+    try:
+        if tool == "own" and f.startswith("recv-"):
+            bw[int(f.split("-")[1])] += json.load(open(os.path.join(w, f)))["bits_per_second"] / 1e9
+        elif tool == "cvia-bench" and f.startswith("bench-") and f.endswith(".json"):
+            # osu_bw: rank 0's bytes over its time to the last reply
+            bw[int(f.split("-")[1])] += (json.load(open(os.path.join(w, f)))["results"][0]
+                                         ["bandwidth_mb_s"] * 8e-3)
+    except Exception:
+        ok = False
 pins = react = ""
 dj = os.path.join(w, "daemon.json")
 if os.path.exists(dj):

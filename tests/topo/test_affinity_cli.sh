@@ -104,6 +104,26 @@ bounded "$TOOL" stream --connect 127.0.0.1
 one_line_error "stream --connect without a port: exit 2" 2 '127.0.0.1'
 bounded "$TOOL" stream --listen 127.0.0.1:1 --rate fast
 one_line_error "stream --rate fast: exit 2" 2 'rate'
+bounded "$TOOL" analyze --transport infiniband
+one_line_error "analyze --transport infiniband: exit 2 (kernel-tcp or corevia)" 2 'transport'
+bounded "$TOOL" analyze --transport corevia --provider nosuch
+one_line_error "analyze --provider nosuch: exit 2, naming the providers built" 2 'nosuch.*has: .*tcp'
+bounded "$TOOL" analyze --transport corevia --device lo
+one_line_error "analyze --transport corevia --device lo: exit 2 (one namespace: shm)" 2 'shared memory'
+bounded "$TOOL" analyze --provider tcp
+one_line_error "analyze --provider without --transport corevia: exit 2" 2 'provider'
+bounded "$TOOL" analyze --transport corevia --window 0
+one_line_error "analyze --window 0: exit 2" 2 'window'
+bounded "$TOOL" stream --transport corevia --time 1
+one_line_error "stream --transport corevia outside cvia-run: exit 2, says how to start it" 2 'cvia-run -n 2'
+bounded "$TOOL" stream --transport corevia --connect 127.0.0.1:1
+one_line_error "stream --transport corevia --connect: exit 2" 2 'connect'
+bounded "$TOOL" stream --transport corevia --chunk 16
+one_line_error "stream --transport corevia --chunk 16: exit 2" 2 'chunk'
+bounded "$TOOL" stream --listen 127.0.0.1:1 --send-cpu 0
+one_line_error "stream --send-cpu over kernel TCP: exit 2" 2 'send-cpu'
+bounded "$TOOL" stream --listen 127.0.0.1:1 --cpu 0-x
+one_line_error "stream --cpu 0-x: exit 2" 2 'cpu'
 
 # ---------------------------------------------------------------- bad input
 

@@ -259,8 +259,9 @@ check "netlab.sh down removes every namespace it made (their veth pairs go with 
 
 timeout -k 2 $((60 * MULT)) "$TOOL" analyze --device lo --duration 0.2 --runs 1 --rates 0.5 -q \
     -o "$WORK/profile.json" >"$WORK/an.out" 2>"$WORK/an.err"; rc=$?
-check "analyze (lo, short): exit 0, a table naming the classes and the missing network provider" \
-    "$([ "$rc" = 0 ] && grep -q '^  same ' "$WORK/an.out" && grep -q 'issue 7' "$WORK/an.out"; echo $?)" \
+check "analyze (lo, short): exit 0, a table naming the classes and the transport (kernel TCP)" \
+    "$([ "$rc" = 0 ] && grep -q '^  same ' "$WORK/an.out" && grep -q 'over kernel TCP' "$WORK/an.out" &&
+       grep -q '"transport":"kernel-tcp"' "$WORK/profile.json"; echo $?)" \
     "rc=$rc" "$(head -c 600 "$WORK/an.out")" "$(cat "$WORK/an.err")"
 "$TOOL" topo --profile "$WORK/profile.json" >/dev/null 2>"$WORK/tp.err"
 check "... its profile is accepted by topo --profile" "$(echo $?)" "$(cat "$WORK/tp.err")"

@@ -11,16 +11,19 @@
  *   aff_profile.c  the profile (analyser's output) and the --irqs file
  *   aff_topo.c     `topo`: the static collector, --apply / --restore
  *   aff_analyze.c  `analyze`: bounded streams, measured system variables
- *   aff_stream.c   the stream source / sink used by analyze and `stream`
+ *   aff_stream.c   the kernel TCP stream source / sink of analyze and `stream`
+ *   aff_cstream.c  the same over corevia's network provider, as cvia-run jobs
  *   aff_netns.c    namespaces analyze creates (and always removes)
  *   aff_daemon.c   `daemon`: observe, decide, apply
  *   aff_replay.c   `daemon --replay`: the decisions on recorded observations
  *   aff_sys.c      /proc readers, sock_diag, affinities of tasks
+ *   aff_util.c     clocks, own CPU time, pinning, the end of the getopt loops
  */
 #ifndef CVIA_AFF_H
 #define CVIA_AFF_H
 
 #include <hwloc.h>
+#include <sched.h>
 #include <stdio.h>
 
 #include "topo/topo_cpu.h"
@@ -37,13 +40,17 @@ struct aff_meas {            /* one placement class of one device */
     double bw;               /* bytes/s received, median over runs */
     double cpu_proc;         /* cores used by the receiving process */
     double cpu_softirq;      /* cores of softirq work, all cores */
-    double interval_us;      /* mean time between its receive calls */
+    double interval_us;      /* mean time between its receive calls (corevia:
+                                between the messages it received) */
     int    runs;
 };
 
 struct aff_prof_dev {
     char   device[AFF_NAMELEN];   /* interface it was measured on, or a kind */
     char   driver[32];            /* "veth", "loopback", "mlx4_core", ... */
+    char   transport[16];         /* what the streams went over: "kernel-tcp",
+                                     "corevia" (older profiles: kernel-tcp) */
+    char   provider[16];          /* corevia: its network provider ("tcp") */
     int    nmeas;
     struct aff_meas meas[CVIA_REL_COUNT + 1];
     int    nrank;
@@ -66,12 +73,21 @@ struct aff_profile {
 #define AFF_DFLT_HIGH_INTERVAL_US 100.0     /* >= 10,000 calls/s */
 #define AFF_DFLT_LOW_INTERVAL_US  10000.0   /* < 100 calls/s */
 #define AFF_MIN_BYTES_PER_S       65536.0   /* below: low whatever the calls */
+/* A process whose socket bytes need more than this per read/write call
+ * seen communicates through calls /proc/PID/io does not count (recv,
+ * sendmsg, ...: corevia's providers); its interval then comes from its
+ * bytes, at the profile's bytes per call, else at the default below. */
+#define AFF_MAX_BYTES_PER_CALL    (1024.0 * 1024.0)
+#define AFF_DFLT_BYTES_PER_CALL   65536.0
 
 /* 0, or -1 with a one-line reason in err. */
 int  aff_profile_load(const char *path, struct aff_profile *p, char *err, size_t errcap);
 void aff_profile_write(const struct aff_profile *p, struct jw *w, const char *notes);
 const struct aff_prof_dev *aff_profile_match(const struct aff_profile *p,
                                              const char *device, const char *driver);
+/* "DEVICE", or "DEVICE (corevia PROVIDER)" for a profile measured over
+ * corevia, into @buf. */
+const char *aff_profile_label(const struct aff_prof_dev *d, char *buf, size_t cap);
 
 /* The --irqs file: {"IF": [irq, ...]} or {"IF": {"irqs": [...],
  * "local_cpus": "0-5", "smp_affinity": "0-23"}}. Interfaces the topology
@@ -237,7 +253,22 @@ int  aff_model_from_env(const struct aff_env *e, struct aff_model *m, int prefer
 /* irqbalance running under ROOT/proc? Its pid, 0 if not. */
 int  aff_irqbalance_pid(const char *root);
 
-/* ---- shared helpers ------------------------------------------------------ */
+/* ---- shared helpers (aff_util.c) ----------------------------------------- */
+
+double aff_now(void);                 /* CLOCK_MONOTONIC, seconds */
+double aff_cpu_self(void);            /* user + system time of this process, seconds */
+/* @pus as a cpu_set_t; returns how many PUs it holds. */
+int  aff_cpuset_of(hwloc_const_bitmap_t pus, cpu_set_t *set);
+/* Confine the calling thread (and the threads and children it starts
+ * later) to @pus, or to the PUs of a CPU list such as "0-3,8". 0 or -errno
+ * (-EINVAL: empty or malformed). */
+int  aff_pin_self(hwloc_const_bitmap_t pus);
+int  aff_pin_self_list(const char *list);
+/* 1 if @list is a non-empty CPU list of PU numbers below CPU_SETSIZE. */
+int  aff_cpulist_ok(const char *list);
+/* The end of every getopt loop: a missing argument (c == ':') or an
+ * unknown option, as a usage error (exit 2). */
+void aff_getopt_fail(const char *sub, int c, char **argv) __attribute__((noreturn));
 
 void aff_fmt_cores(hwloc_topology_t t, hwloc_const_bitmap_t cores, char *buf, size_t cap);
 void aff_fmt_pus(hwloc_const_bitmap_t pus, char *buf, size_t cap);

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,13 +30,6 @@ static volatile sig_atomic_t stop_sig;
 static void on_signal(int sig)
 {
     stop_sig = sig;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 
@@ -348,7 +340,7 @@ static int rps_anchor(struct live *L, const struct aff_netns *ns, const char *if
 
 static void log_device(const struct aff_dev *d)
 {
-    char where[160];
+    char where[160], lbl[AFF_NAMELEN + 32];
 
     if (d->anchor >= 0)
         snprintf(where, sizeof(where), "core %d (%s)", d->anchor, d->anchor_why);
@@ -356,7 +348,7 @@ static void log_device(const struct aff_dev *d)
         snprintf(where, sizeof(where), "no known core (%s)", d->anchor_why);
     aff_err(SUB, "device %s (driver %s): receive processing on %s; %s%s", d->name,
             d->driver[0] ? d->driver : "?", where, d->prof ? "profile of " : "no profile",
-            d->prof ? d->prof->device : "");
+            d->prof ? aff_profile_label(d->prof, lbl, sizeof(lbl)) : "");
 }
 
 /* The device of a socket's local address, added to the model on first
@@ -514,24 +506,12 @@ static void observe_proc(struct live *L, struct tracked *t, struct aff_pobs *p, 
     memcpy(t->socks, socks, (size_t)nsock * sizeof(socks[0]));
 }
 
-static int cpuset_of(hwloc_const_bitmap_t b, cpu_set_t *set)
-{
-    int pu;
-
-    CPU_ZERO(set);
-    hwloc_bitmap_foreach_begin(pu, b) {
-        if (pu < CPU_SETSIZE)
-            CPU_SET(pu, set);
-    } hwloc_bitmap_foreach_end();
-    return CPU_COUNT(set);
-}
-
 static void period(struct live *L, long k, double t0)
 {
     int pids[AFF_MAX_WATCH], npids = discover(L, pids);
     struct aff_obs obs = { 0 };
     struct aff_decision *d = NULL;
-    double t = now_s(), dt = t - L->cs_t;
+    double t = aff_now(), dt = t - L->cs_t;
     int n;
 
     if (npids > L->max_watched)
@@ -597,7 +577,7 @@ static void period(struct live *L, long k, double t0)
                 tr = L->tr[q];
         if (!tr)
             continue;
-        cpuset_of(x->cpuset, &set);
+        aff_cpuset_of(x->cpuset, &set);
         if (x->changed && !L->o->dry) {
             if (x->action == AFF_ACT_RELEASE)
                 restore_one(tr, 0);
@@ -657,14 +637,6 @@ static int check_permission(const struct aff_dopts *o)
     return 0;
 }
 
-static double self_cpu(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
-           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-}
-
 static int run_live(struct aff_env *e, struct aff_dopts *o)
 {
     struct live L;
@@ -707,8 +679,8 @@ static int run_live(struct aff_env *e, struct aff_dopts *o)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    t0 = now_s();
-    cpu0 = self_cpu();
+    t0 = aff_now();
+    cpu0 = aff_cpu_self();
     aff_cpustat_read(&L.cs_prev);
     L.cs_t = t0;
     for (k = 1; !stop_sig; k++) {
@@ -730,8 +702,8 @@ static int run_live(struct aff_env *e, struct aff_dopts *o)
         restore_one(L.tr[i], 0);
         free(L.tr[i]);
     }
-    elapsed = now_s() - t0;
-    used = self_cpu() - cpu0;
+    elapsed = aff_now() - t0;
+    used = aff_cpu_self() - cpu0;
     if (o->json) {
         struct jw w;
         jw_init(&w, stdout);
@@ -842,11 +814,7 @@ int aff_daemon_main(int argc, char **argv)
         case 't': e.topology = optarg; break;
         case 'i': e.irqs = optarg; break;
         case 'h': daemon_usage(stdout); return 0;
-        case ':': aff_usage_error(SUB, "option %s needs an argument", argv[optind - 1]);
-        default:
-            if (optopt)
-                aff_usage_error(SUB, "unknown option -%c", optopt);
-            aff_usage_error(SUB, "unknown option %s", argv[optind - 1]);
+        default: aff_getopt_fail(SUB, c, argv);
         }
     }
     if (optind < argc)

@@ -268,37 +268,58 @@ static const struct aff_dev *model_dev(const struct aff_model *m, const char *na
 /* Level from the interval between communication calls (the paper's
  * measure), with the thresholds of the device's profile. While a process
  * holds a level, the interval has to exceed that level's threshold by
- * `band` before it counts as lower. */
+ * `band` before it counts as lower.
+ *
+ * The calls are what /proc/PID/io counts: read- and write-type system
+ * calls, not recv/send/recvmsg/sendmsg/poll, which is how corevia's
+ * providers (and many other programs) move their data. When the bytes on a
+ * process's sockets are more than the calls seen could carry (none seen,
+ * or over AFF_MAX_BYTES_PER_CALL each), the interval is derived from the
+ * bytes instead: the one a receiver of the profile's streams would have at
+ * that rate (the profile's bytes per call at saturation, best bandwidth x
+ * shortest interval), else at AFF_DFLT_BYTES_PER_CALL per call. */
 static int classify(const struct aff_pobs *p, const struct aff_prof_dev *prof, int cur,
                     const struct aff_params *prm, double *interval_us, char *why, size_t cap)
 {
     double hi = prof ? prof->high_interval_us : AFF_DFLT_HIGH_INTERVAL_US;
     double lo = prof ? prof->low_interval_us : AFF_DFLT_LOW_INTERVAL_US;
     double iv;
+    char src[160] = "";
 
     *interval_us = INFINITY;
     if (p->bytes_per_s >= 0 && p->bytes_per_s < AFF_MIN_BYTES_PER_S) {
         snprintf(why, cap, "%.0f B/s on its sockets", p->bytes_per_s);
         return AFF_LOW;
     }
-    if (p->calls_per_s <= 0) {
+    if (p->bytes_per_s >= AFF_MIN_BYTES_PER_S &&
+        (p->calls_per_s <= 0 || p->bytes_per_s / p->calls_per_s > AFF_MAX_BYTES_PER_CALL)) {
+        int from_prof = prof && prof->best_bw > 0 && prof->min_interval_us > 0;
+        double per_call = from_prof ? prof->best_bw * prof->min_interval_us * 1e-6
+                                    : AFF_DFLT_BYTES_PER_CALL;
+        iv = 1e6 * per_call / p->bytes_per_s;
+        snprintf(src, sizeof(src), " (from its socket bytes at %.0f B per call%s: its %.0f "
+                 "read/write calls/s cannot carry %.3g B/s)", per_call,
+                 from_prof ? " as in the profile" : "", fmax(p->calls_per_s, 0), p->bytes_per_s);
+    } else if (p->calls_per_s <= 0) {
         snprintf(why, cap, "no communication calls seen");
         return AFF_LOW;
+    } else {
+        iv = 1e6 / p->calls_per_s;
     }
-    iv = *interval_us = 1e6 / p->calls_per_s;
+    *interval_us = iv;
     if (cur >= AFF_HIGH)
         hi *= prm->band;
     if (cur >= AFF_MEDIUM)
         lo *= prm->band;
     if (iv <= hi) {
-        snprintf(why, cap, "interval %.1f us <= %.1f us", iv, hi);
+        snprintf(why, cap, "interval %.1f us%s <= %.1f us", iv, src, hi);
         return AFF_HIGH;
     }
     if (iv < lo) {
-        snprintf(why, cap, "interval %.1f us in (%.1f, %.1f) us", iv, hi, lo);
+        snprintf(why, cap, "interval %.1f us%s in (%.1f, %.1f) us", iv, src, hi, lo);
         return AFF_MEDIUM;
     }
-    snprintf(why, cap, "interval %.1f us >= %.1f us", iv, lo);
+    snprintf(why, cap, "interval %.1f us%s >= %.1f us", iv, src, lo);
     return AFF_LOW;
 }
 
@@ -646,7 +667,7 @@ int aff_decide(const struct aff_model *m, const struct aff_params *prm,
     struct ctx x = { m, prm, obs, NULL, NULL, NULL };
     struct aff_decision *d;
     struct order_item *ord;
-    char (*why)[160];
+    char (*why)[320];
     int npu = obs->npu > 0 ? obs->npu : 1;
 
     *out = NULL;

@@ -52,6 +52,14 @@ int aff_profile_load(const char *path, struct aff_profile *p, char *err, size_t 
         }
         snprintf(d->device, sizeof(d->device), "%s", name);
         snprintf(d->driver, sizeof(d->driver), "%s", aj_str(aj_get(dv, "driver"), ""));
+        snprintf(d->transport, sizeof(d->transport), "%s",
+                 aj_str(aj_get(dv, "transport"), "kernel-tcp"));
+        snprintf(d->provider, sizeof(d->provider), "%s", aj_str(aj_get(dv, "provider"), ""));
+        if (strcmp(d->transport, "kernel-tcp") && strcmp(d->transport, "corevia")) {
+            snprintf(err, errcap, "profile %s: device %s: unknown transport \"%s\" "
+                     "(kernel-tcp or corevia)", path, name, d->transport);
+            goto err_free;
+        }
         meas = aj_get(dv, "classes");
         if (!aj_is(meas, AJ_ARR) || meas->n == 0) {
             snprintf(err, errcap, "profile %s: device %s has no \"classes\" array", path, name);
@@ -116,6 +124,15 @@ err_free:
     return -1;
 }
 
+const char *aff_profile_label(const struct aff_prof_dev *d, char *buf, size_t cap)
+{
+    if (!strcmp(d->transport, "corevia"))
+        snprintf(buf, cap, "%s (corevia %s)", d->device, d->provider[0] ? d->provider : "?");
+    else
+        snprintf(buf, cap, "%s", d->device);
+    return buf;
+}
+
 const struct aff_prof_dev *aff_profile_match(const struct aff_profile *p, const char *device,
                                              const char *driver)
 {
@@ -142,6 +159,9 @@ void aff_profile_write(const struct aff_profile *p, struct jw *w, const char *no
         jw_obj(w, NULL);
         jw_str(w, "device", d->device);
         jw_str(w, "driver", d->driver);
+        jw_str(w, "transport", d->transport[0] ? d->transport : "kernel-tcp");
+        if (d->provider[0])
+            jw_str(w, "provider", d->provider);
         jw_arr(w, "classes");
         for (int k = 0; k < d->nmeas; k++) {
             const struct aff_meas *m = &d->meas[k];

@@ -193,10 +193,12 @@ int aff_run_replay(struct aff_env *e, const struct aff_dopts *o)
             goto out;
         }
     if (!o->json)
-        for (int q = 0; q < m.ndev; q++)
+        for (int q = 0; q < m.ndev; q++) {
+            char lbl[AFF_NAMELEN + 32];
             printf("device %s: interrupt core %d (%s)%s%s\n", m.dev[q].name, m.dev[q].anchor,
                    m.dev[q].anchor_why, m.dev[q].prof ? ", profile " : "",
-                   m.dev[q].prof ? m.dev[q].prof->device : "");
+                   m.dev[q].prof ? aff_profile_label(m.dev[q].prof, lbl, sizeof(lbl)) : "");
+        }
     for (int k = 0; k < nobs; k++) {
         struct aff_decision *d;
         int n;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
-/* The stream analyze measures with, and `cvia-affinity stream`, the same
- * thing as a command for scripts (scripts/affinity-eval.sh). */
+/* The kernel TCP stream analyze measures with, and `cvia-affinity stream`,
+ * the same thing as a command for scripts (scripts/affinity-eval.sh); with
+ * --transport corevia the command runs the stream of aff_cstream.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -9,12 +10,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -26,20 +25,7 @@
 
 #define SUB "stream"
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double cpu_self(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
-           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-}
+enum { OPT_TRANSPORT = 256, OPT_SEND_CPU };
 
 static int resolve(const char *addr, int port, int passive, struct sockaddr_storage *ss,
                    socklen_t *len)
@@ -88,7 +74,7 @@ int aff_stream_connect(const char *addr, int port, double timeout)
 {
     struct sockaddr_storage ss;
     socklen_t len;
-    double end = mono() + timeout;
+    double end = aff_now() + timeout;
     int rc;
 
     if ((rc = resolve(addr, port, 0, &ss, &len)))
@@ -101,7 +87,7 @@ int aff_stream_connect(const char *addr, int port, double timeout)
             return fd;
         rc = -errno;
         close(fd);
-        if ((rc != -ECONNREFUSED && rc != -ENETUNREACH && rc != -EADDRNOTAVAIL) || mono() > end)
+        if ((rc != -ECONNREFUSED && rc != -ENETUNREACH && rc != -EADDRNOTAVAIL) || aff_now() > end)
             return rc;
         usleep(20000);
     }
@@ -127,7 +113,7 @@ int aff_stream_accept(int lfd, double timeout)
 int aff_stream_recv(int fd, size_t chunk, double timeout, double omit, struct aff_stream_res *r)
 {
     char *buf = malloc(chunk);
-    double cpu0 = cpu_self(), t0 = 0, last = 0, first = -1;
+    double cpu0 = aff_cpu_self(), t0 = 0, last = 0, first = -1;
     struct timeval tv = { (time_t)timeout, (long)((timeout - floor(timeout)) * 1e6) };
     int rc = 0;
 
@@ -139,7 +125,7 @@ int aff_stream_recv(int fd, size_t chunk, double timeout, double omit, struct af
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     for (;;) {
         ssize_t n = read(fd, buf, chunk);
-        double t = mono();
+        double t = aff_now();
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -151,7 +137,7 @@ int aff_stream_recv(int fd, size_t chunk, double timeout, double omit, struct af
         if (first < 0)
             first = t;
         if (t - first < omit) {   /* warm-up: not counted */
-            cpu0 = cpu_self();
+            cpu0 = aff_cpu_self();
             continue;
         }
         if (r->calls == 0)
@@ -163,7 +149,7 @@ int aff_stream_recv(int fd, size_t chunk, double timeout, double omit, struct af
         r->calls++;
     }
     r->secs = last > t0 ? last - t0 : 0;
-    r->cpu_s = cpu_self() - cpu0;
+    r->cpu_s = aff_cpu_self() - cpu0;
     free(buf);
     return rc;
 }
@@ -171,7 +157,7 @@ int aff_stream_recv(int fd, size_t chunk, double timeout, double omit, struct af
 int aff_stream_send(int fd, double secs, double rate, size_t chunk, struct aff_stream_res *r)
 {
     char *buf = malloc(chunk);
-    double cpu0 = cpu_self(), t0 = mono(), t;
+    double cpu0 = aff_cpu_self(), t0 = aff_now(), t;
     int rc = 0;
 
     memset(r, 0, sizeof(*r));
@@ -179,7 +165,7 @@ int aff_stream_send(int fd, double secs, double rate, size_t chunk, struct aff_s
         return -ENOMEM;
     memset(buf, 0x5a, chunk);
     signal(SIGPIPE, SIG_IGN);
-    while ((t = mono()) - t0 < secs) {
+    while ((t = aff_now()) - t0 < secs) {
         ssize_t n;
         if (rate > 0) {
             double due = t0 + r->bytes / rate;
@@ -199,7 +185,7 @@ int aff_stream_send(int fd, double secs, double rate, size_t chunk, struct aff_s
         r->bytes += (double)n;
         r->calls++;
     }
-    r->secs = mono() - t0;
+    r->secs = aff_now() - t0;
     shutdown(fd, SHUT_WR);
     /* wait for the receiver to close, so its count is complete */
     {
@@ -208,7 +194,7 @@ int aff_stream_send(int fd, double secs, double rate, size_t chunk, struct aff_s
         if (poll(&p, 1, 5000) > 0)
             (void)!recv(fd, &c, 1, 0);
     }
-    r->cpu_s = cpu_self() - cpu0;
+    r->cpu_s = aff_cpu_self() - cpu0;
     free(buf);
     return rc;
 }
@@ -219,25 +205,36 @@ static void stream_usage(FILE *f)
 {
     fprintf(f,
 "Usage: cvia-affinity stream (--listen [ADDR:]PORT | --connect ADDR:PORT) [OPTIONS]\n"
-"One bounded TCP stream, what analyze measures with. By default the listening\n"
-"side receives and the connecting side sends (as iperf3's server and client);\n"
-"the receiver reports bytes, seconds, bandwidth, read calls, the mean interval\n"
-"between them and its own CPU time. Use it only on loopback or inside network\n"
-"namespaces you made (scripts/netlab.sh).\n"
+"       cvia-run -n 2 --hosts NS_SEND,NS_RECV -- cvia-affinity stream --transport corevia\n"
+"                [OPTIONS]\n"
+"One bounded stream, what analyze measures with. Over kernel TCP (default):\n"
+"by default the listening side receives and the connecting side sends (as\n"
+"iperf3's server and client). Over corevia: a job of two ranks, rank 0 sends\n"
+"tagged messages to rank 1 through corevia's network provider (CVIA_NET, so the\n"
+"ranks must be in two network namespaces). The receiver reports bytes, seconds,\n"
+"bandwidth, read calls (corevia: completed messages), the mean and shortest\n"
+"interval between them and its own CPU time (corevia: and the machine's softirq\n"
+"work). Use it only on loopback or inside network namespaces you made\n"
+"(scripts/netlab.sh).\n"
 "\n"
-"  -l, --listen [ADDR:]PORT  accept one connection (default address: any)\n"
-"  -c, --connect ADDR:PORT   connect (retrying up to --timeout)\n"
-"  -s, --send                this side sends (default: the connecting side)\n"
-"  -r, --recv                this side receives (default: the listening side)\n"
+"      --transport kernel-tcp|corevia  (default: kernel-tcp)\n"
+"  -l, --listen [ADDR:]PORT  kernel-tcp: accept one connection (default address: any)\n"
+"  -c, --connect ADDR:PORT   kernel-tcp: connect (retrying up to --timeout)\n"
+"  -s, --send                kernel-tcp: this side sends (default: the connecting side)\n"
+"  -r, --recv                kernel-tcp: this side receives (default: the listening side)\n"
 "  -t, --time TIME           how long the sender sends (default: 10s)\n"
 "  -R, --rate RATE           pace the sender to RATE bits/s, with k/m/g suffixes\n"
 "                            (default: 0, as fast as it can)\n"
-"  -C, --chunk SIZE          bytes per send / receive call (default: 128k)\n"
-"  -P, --cpu PU              run on this PU (default: where the scheduler puts it)\n"
+"  -C, --chunk SIZE          bytes per send / receive call or message (default: 128k)\n"
+"  -W, --window N            corevia: messages in flight (default: 16)\n"
+"  -P, --cpu LIST            run on these PUs (0-3,8); corevia: the receiving rank\n"
+"                            (default: where the scheduler puts it)\n"
+"      --send-cpu LIST       corevia: the sending rank's PUs (default: unpinned)\n"
 "  -O, --omit TIME           receiver: leave the first TIME of data out of the\n"
 "                            result (warm-up; default: 0)\n"
 "  -T, --timeout TIME        give up waiting for the peer or its data after this\n"
-"                            (default: --time + 30s)\n"
+"                            (corevia: each rank ends after this; default: --time\n"
+"                            + --omit + 30s)\n"
 "  -j, --json                JSON result\n"
 "  -h, --help                this help\n");
 }
@@ -304,18 +301,21 @@ int aff_stream_main(int argc, char **argv)
         { "timeout", required_argument, NULL, 'T' },
         { "json", no_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
+        { "transport", required_argument, NULL, OPT_TRANSPORT },
+        { "window", required_argument, NULL, 'W' },
+        { "send-cpu", required_argument, NULL, OPT_SEND_CPU },
         { NULL, 0, NULL, 0 }
     };
-    const char *listen_arg = NULL, *connect_arg = NULL;
+    const char *listen_arg = NULL, *connect_arg = NULL, *cpus = NULL, *send_cpus = NULL;
     char addr[256];
     double secs = 10, rate_bits = 0, timeout = -1, omit = 0;
     size_t chunk = 128 * 1024;
-    int send_side = -1, json = 0, pu = -1, port, fd, c, rc;
+    int send_side = -1, json = 0, corevia = 0, window = 16, port, fd, c, rc;
     struct aff_stream_res r;
 
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":l:c:srt:R:C:P:O:T:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":l:c:srt:R:C:W:P:O:T:jh", opts, NULL)) != -1) {
         switch (c) {
         case 'l': listen_arg = optarg; break;
         case 'c': connect_arg = optarg; break;
@@ -333,13 +333,11 @@ int aff_stream_main(int argc, char **argv)
             if (cvia__parse_size(optarg, &chunk) || chunk < 1 || chunk > (64u << 20))
                 aff_usage_error(SUB, "--chunk %s: expected 1 byte to 64m", optarg);
             break;
-        case 'P': {
-            long v;
-            if (cvia__parse_long(optarg, &v) || v < 0 || v >= CPU_SETSIZE)
-                aff_usage_error(SUB, "--cpu %s: expected a PU number", optarg);
-            pu = (int)v;
+        case 'P':
+            if (!aff_cpulist_ok(optarg))
+                aff_usage_error(SUB, "--cpu %s: expected a PU number or a list (0-3,8)", optarg);
+            cpus = optarg;
             break;
-        }
         case 'O':
             if (cvia__parse_time(optarg, &omit) || omit < 0 || omit > 3600)
                 aff_usage_error(SUB, "--omit %s: expected a time >= 0", optarg);
@@ -348,35 +346,61 @@ int aff_stream_main(int argc, char **argv)
             if (cvia__parse_time(optarg, &timeout) || timeout <= 0)
                 aff_usage_error(SUB, "--timeout %s: expected a time > 0", optarg);
             break;
+        case 'W': {
+            long v;
+            if (cvia__parse_long(optarg, &v) || v < 1 || v > 1024)
+                aff_usage_error(SUB, "--window %s: expected 1 to 1024", optarg);
+            window = (int)v;
+            break;
+        }
+        case OPT_TRANSPORT:
+            if (!strcmp(optarg, "corevia"))
+                corevia = 1;
+            else if (!strcmp(optarg, "kernel-tcp"))
+                corevia = 0;
+            else
+                aff_usage_error(SUB, "--transport %s: expected kernel-tcp or corevia", optarg);
+            break;
+        case OPT_SEND_CPU:
+            if (!aff_cpulist_ok(optarg))
+                aff_usage_error(SUB, "--send-cpu %s: expected a PU number or a list (0-3,8)",
+                                optarg);
+            send_cpus = optarg;
+            break;
         case 'j': json = 1; break;
         case 'h': stream_usage(stdout); return 0;
-        case ':': aff_usage_error(SUB, "option %s needs an argument", argv[optind - 1]);
-        default:
-            if (optopt)
-                aff_usage_error(SUB, "unknown option -%c", optopt);
-            aff_usage_error(SUB, "unknown option %s", argv[optind - 1]);
+        default: aff_getopt_fail(SUB, c, argv);
         }
     }
     if (optind < argc)
         aff_usage_error(SUB, "unexpected argument %s", argv[optind]);
+    if (timeout < 0)
+        timeout = secs + omit + 30;
+    if (corevia) {
+        struct aff_cstream_opts co = { .secs = secs, .rate = rate_bits / 8, .omit = omit,
+                                       .timeout = timeout, .chunk = chunk, .window = window,
+                                       .recv_cpus = cpus, .send_cpus = send_cpus };
+        if (chunk < 64)
+            aff_usage_error(SUB, "--chunk %zu: --transport corevia needs 64 bytes at least",
+                            chunk);
+        if (listen_arg || connect_arg || send_side >= 0)
+            aff_usage_error(SUB, "--transport corevia: no --listen, --connect, --send or "
+                            "--recv (rank 0 sends, rank 1 receives)");
+        return aff_cstream_rank(&co, json);
+    }
+    if (send_cpus)
+        aff_usage_error(SUB, "--send-cpu is for --transport corevia (use --cpu on each side)");
     if (!!listen_arg == !!connect_arg)
         aff_usage_error(SUB, "give exactly one of --listen and --connect");
     if (send_side < 0)
         send_side = connect_arg != NULL;
-    if (timeout < 0)
-        timeout = secs + omit + 30;
     if (split_addr(listen_arg ? listen_arg : connect_arg, addr, sizeof(addr), &port,
                    connect_arg != NULL))
         aff_usage_error(SUB, "%s: expected %s", listen_arg ? listen_arg : connect_arg,
                         listen_arg ? "[ADDR:]PORT" : "ADDR:PORT");
-    if (pu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(pu, &set);
-        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-            aff_err(SUB, "--cpu %d: %s", pu, strerror(errno));
-            return 1;
-        }
+    if (cpus && (rc = aff_pin_self_list(cpus)) < 0) {
+        aff_err(SUB, "--cpu %s: %s", cpus, strerror(-rc));
+        return 1;
     }
     if (listen_arg) {
         int lfd = aff_stream_listen(addr[0] ? addr : NULL, port, &port);
@@ -411,6 +435,7 @@ int aff_stream_main(int argc, char **argv)
         jw_init(&w, stdout);
         jw_obj(&w, NULL);
         jw_str(&w, "role", send_side ? "send" : "recv");
+        jw_str(&w, "transport", "kernel-tcp");
         jw_num(&w, "bytes", r.bytes);
         jw_num(&w, "seconds", r.secs);
         jw_num(&w, "bits_per_second", r.secs > 0 ? 8 * r.bytes / r.secs : 0);

@@ -840,11 +840,7 @@ int aff_topo_main(int argc, char **argv)
         case 'n': dry = 1; break;
         case 'j': json = 1; break;
         case 'h': topo_usage(stdout); return 0;
-        case ':': aff_usage_error(SUB, "option %s needs an argument", argv[optind - 1]);
-        default:
-            if (optopt)
-                aff_usage_error(SUB, "unknown option -%c", optopt);
-            aff_usage_error(SUB, "unknown option %s", argv[optind - 1]);
+        default: aff_getopt_fail(SUB, c, argv);
         }
     }
     if (optind < argc)

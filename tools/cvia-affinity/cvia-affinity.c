@@ -10,26 +10,30 @@
 #include <corevia/corevia.h>
 #include "aff.h"
 
+/* One line on stderr: "cvia-affinity SUB: MESSAGE[TAIL]". */
+static void say(const char *sub, const char *tail, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "cvia-affinity%s%s: ", sub ? " " : "", sub ? sub : "");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "%s\n", tail);
+}
+
 void aff_err(const char *sub, const char *fmt, ...)
 {
     va_list ap;
 
-    fprintf(stderr, "cvia-affinity%s%s: ", sub ? " " : "", sub ? sub : "");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    say(sub, "", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 void aff_usage_error(const char *sub, const char *fmt, ...)
 {
     va_list ap;
 
-    fprintf(stderr, "cvia-affinity%s%s: ", sub ? " " : "", sub ? sub : "");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    say(sub, " (try --help)", fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (try --help)\n");
     exit(2);
 }
 
@@ -45,14 +49,15 @@ static void usage(FILE *f)
 "            NUMA nodes, network interfaces with their locality, interrupt\n"
 "            lines and affinity; proposes an interrupt core per device and the\n"
 "            process core groups around it; --apply sets it, --restore undoes\n"
-"  analyze   the variable analyser: bounded TCP streams of its own per candidate\n"
-"            core; bandwidth, CPU of the process and of softirq work, interval\n"
-"            between receive calls; writes a profile (JSON)\n"
+"  analyze   the variable analyser: bounded streams of its own per candidate\n"
+"            core, over kernel TCP or corevia's network provider; bandwidth, CPU\n"
+"            of the process and of softirq work, interval between receive calls;\n"
+"            writes a profile (JSON)\n"
 "  daemon    the dynamic decision module: every period, measures the watched\n"
 "            processes' communication intensity and the cores' idle capacity,\n"
 "            pins high-intensity processes near their device's interrupt core\n"
-"  stream    a bounded TCP stream source or sink (what analyze runs; for tests\n"
-"            and the evaluation script)\n"
+"  stream    a bounded stream source or sink over kernel TCP, or a corevia job\n"
+"            of two ranks (what analyze runs; for tests and the evaluation script)\n"
 "\n"
 "  -h, --help     this help; COMMAND --help for the options of a command\n"
 "  -V, --version  corevia's version\n"
