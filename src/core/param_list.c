@@ -12,14 +12,14 @@ static const char *const log_levels[] = {
     "error", "warn", "info", "debug", "trace", NULL
 };
 
-const char *const cvia__net_names[] = { "tcp", NULL };
+const char *const cvia__net_names[] = { "tcp", "udp", NULL };
 
 static const struct cvia_param core_params[] = {
     { "LOG", "warn", CVIA_PARAM_ENUM, offsetof(struct cvia_core_cfg, log_level),
       "Logging level for messages on stderr (debug and trace need a Debug build).",
       0, 0, log_levels },
     { "LOG_SUBSYS", "all", CVIA_PARAM_STRING, offsetof(struct cvia_core_cfg, log_subsys),
-      "Comma-separated subsystems to log: core, shm, boot, conf, topo, util, mem, or all.",
+      "Comma-separated subsystems to log: core, shm, boot, conf, topo, util, mem, net, dsm, or all.",
       0, 0, NULL },
     { "SPIN_COUNT", "2000", CVIA_PARAM_INT, offsetof(struct cvia_core_cfg, spin_count),
       "Idle polls a waiting rank spins before it starts yielding the CPU "
@@ -86,6 +86,8 @@ const struct cvia_param_table cvia__test_param_table = {
 
 extern const struct cvia_param_table cvia__shm_param_table;
 extern const struct cvia_param_table cvia__tcp_param_table;
+extern const struct cvia_param_table cvia__udp_param_table;
+extern const struct cvia_param_table cvia__dgram_param_table;
 extern const struct cvia_param_table cvia__topo_param_table;
 extern const struct cvia_param_table cvia__mem_param_table;
 extern const struct cvia_param_table cvia__dsm_param_table;
@@ -97,6 +99,8 @@ const struct cvia_param_table *const cvia__param_tables[] = {
     &cvia__mem_param_table,
     &cvia__shm_param_table,
     &cvia__tcp_param_table,
+    &cvia__udp_param_table,
+    &cvia__dgram_param_table,
     &cvia__dsm_param_table,
     &cvia__test_param_table,
     NULL,

@@ -10,10 +10,12 @@
 
 extern const struct cvia_prov_desc cvia_prov_shm;
 extern const struct cvia_prov_desc cvia_prov_tcp;
+extern const struct cvia_prov_desc cvia_prov_udp;
 
 const struct cvia_prov_desc *const cvia__prov_list[] = {
     &cvia_prov_shm,
     &cvia_prov_tcp,
+    &cvia_prov_udp,
     NULL,
 };
 
