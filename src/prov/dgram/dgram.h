@@ -67,16 +67,31 @@ struct dg_hdr {
     uint8_t  type;
     uint8_t  flags;
     uint16_t ctx;
-    uint32_t jobtag;   /* low half of the job key: tells foreign from corrupt */
     uint32_t src;      /* sender's rank */
+    uint32_t dst;      /* receiver's rank (ranks of a host share its MAC) */
     uint32_t seq;
     uint32_t ack;      /* every seq below it has arrived */
     uint32_t sack;     /* bit i: seq ack + 1 + i has arrived */
     int32_t  tag;
     uint32_t csum;     /* CRC-32C keyed by the job key, over all, csum = 0 */
-    uint64_t lenoff;   /* FIRST: message length; else the segment's offset */
+    uint64_t lenoff;   /* low 48 bits: FIRST: message length, else the
+                        * segment's offset; high 16: the job tag (low bits
+                        * of the job key: tells foreign from corrupt) */
 };
 _Static_assert(sizeof(struct dg_hdr) == 40, "dgram header is 40 bytes");
+
+#define DG_LEN_MASK ((UINT64_C(1) << 48) - 1)
+#define DG_MAX_LEN  DG_LEN_MASK
+
+static inline uint64_t dg_lenoff(const struct dg_hdr *h)
+{
+    return h->lenoff & DG_LEN_MASK;
+}
+
+static inline uint16_t dg_jobtag(uint64_t key)
+{
+    return (uint16_t)key;
+}
 
 struct dg_ext {
     uint64_t key;
@@ -248,7 +263,7 @@ struct dg_peer {
 };
 
 struct dg_stats {
-    uint64_t tx, rx, retx, acks, dups, ooo, corrupt, foreign, format, faults, stale;
+    uint64_t tx, rx, retx, acks, dups, ooo, corrupt, foreign, format, faults, stale, other;
 };
 
 struct dg_ep {

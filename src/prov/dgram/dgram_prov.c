@@ -180,12 +180,13 @@ static void dg_print_stats(struct dg_ep *ep)
 
     fprintf(stderr, "corevia[%d] %s stats: segment %zu window %u tx %llu rx %llu retx %llu "
             "acks %llu dup %llu ooo %llu corrupt %llu foreign %llu format %llu stale %llu "
-            "faults %llu\n", ep->args.rank, ep->link->name, ep->seg, ep->win,
+            "faults %llu other %llu\n", ep->args.rank, ep->link->name, ep->seg, ep->win,
             (unsigned long long)s->tx, (unsigned long long)s->rx, (unsigned long long)s->retx,
             (unsigned long long)s->acks, (unsigned long long)s->dups,
             (unsigned long long)s->ooo, (unsigned long long)s->corrupt,
             (unsigned long long)s->foreign, (unsigned long long)s->format,
-            (unsigned long long)s->stale, (unsigned long long)s->faults);
+            (unsigned long long)s->stale, (unsigned long long)s->faults,
+            (unsigned long long)s->other);
 }
 
 static int dg_close(struct cvia_prov_ep *pe, int clean)

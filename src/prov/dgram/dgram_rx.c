@@ -59,28 +59,28 @@ static int dg_begin(struct dg_ep *ep, int peer, const struct dg_hdr *h, const st
     pp->rx_active = 1;
     switch (h->type) {
     case DG_MSG:
-        x = up->match(up->core, peer, h->ctx, h->tag, (size_t)h->lenoff, 0);
-        x->msg_len = (size_t)h->lenoff;
+        x = up->match(up->core, peer, h->ctx, h->tag, (size_t)dg_lenoff(h), 0);
+        x->msg_len = (size_t)dg_lenoff(h);
         x->done = 0;
         pp->rx_x = x;
         return 0;
     case DG_RMAW:
-        pp->rx_status = up->mr_check(up->core, e->key, e->addr, (size_t)h->lenoff,
+        pp->rx_status = up->mr_check(up->core, e->key, e->addr, (size_t)dg_lenoff(h),
                                      CVIA_MR_REMOTE_WRITE);
         pp->rx_sink.buf = pp->rx_status ? NULL : (void *)(uintptr_t)e->addr;
-        pp->rx_sink.len = pp->rx_status ? 0 : (size_t)h->lenoff;
+        pp->rx_sink.len = pp->rx_status ? 0 : (size_t)dg_lenoff(h);
         pp->rx_sink.prov_next = NULL;
         pp->rx_x = &pp->rx_sink;
         return 0;
     case DG_RMAR:
-        if (h->lenoff)
+        if (dg_lenoff(h))
             return -CVIA_EPROTO;
         rc = up->mr_check(up->core, e->key, e->addr, (size_t)e->aux, CVIA_MR_REMOTE_READ);
         cvia__dg_answer(ep, peer, DG_RRESP, e->aux2, rc,
                         rc ? NULL : (const void *)(uintptr_t)e->addr, rc ? 0 : (size_t)e->aux);
         return 0;
     case DG_WACK:
-        if (h->lenoff)
+        if (dg_lenoff(h))
             return -CVIA_EPROTO;
         if ((x = dg_take_waiting(ep, pp, e->aux))) {
             x->done = x->len;
@@ -90,7 +90,7 @@ static int dg_begin(struct dg_ep *ep, int peer, const struct dg_hdr *h, const st
     case DG_RRESP:
         x = dg_take_waiting(ep, pp, e->aux);
         pp->rx_status = (int)(int64_t)e->aux2;
-        if (x && !pp->rx_status && h->lenoff == x->len) {
+        if (x && !pp->rx_status && dg_lenoff(h) == x->len) {
             pp->rx_x = x;
             x->done = 0;
         } else {
@@ -105,7 +105,7 @@ static int dg_begin(struct dg_ep *ep, int peer, const struct dg_hdr *h, const st
     case DG_BYE:
         pp->bye = 1;
         pp->ack_now = 1;
-        return h->lenoff ? -CVIA_EPROTO : 0;
+        return dg_lenoff(h) ? -CVIA_EPROTO : 0;
     }
     return -CVIA_EPROTO;
 }
@@ -126,7 +126,7 @@ static void dg_end(struct dg_ep *ep, int peer)
         break;
     case DG_RMAW:
         if (!pp->rx_status && (h->flags & DG_F_IMM))
-            up->imm(up->core, peer, e->aux, e->key, e->addr, (size_t)h->lenoff);
+            up->imm(up->core, peer, e->aux, e->key, e->addr, (size_t)dg_lenoff(h));
         cvia__dg_answer(ep, peer, DG_WACK, e->aux2, pp->rx_status, NULL, 0);
         break;
     case DG_RRESP:
@@ -167,11 +167,11 @@ static int dg_deliver(struct dg_ep *ep, int peer, const struct dg_hdr *h, const 
             pp->rx_active = 0;
             return 0;
         }
-    } else if (!pp->rx_active || h->lenoff != pp->rx_got || h->type != pp->rx_first.type) {
+    } else if (!pp->rx_active || dg_lenoff(h) != pp->rx_got || h->type != pp->rx_first.type) {
         dg_proto_error(ep, peer, "a segment out of its message");
         return -1;
     }
-    total = pp->rx_first.lenoff;
+    total = dg_lenoff(&pp->rx_first);
     if (plen > total - pp->rx_got) {
         dg_proto_error(ep, peer, "a segment past its message's end");
         return -1;
@@ -237,6 +237,10 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
             ep->st.corrupt++;
         else
             ep->st.format++;
+        return 0;
+    }
+    if (h.dst != (uint32_t)ep->args.rank) {
+        ep->st.other++;   /* for another rank of this host (eth: one MAC) */
         return 0;
     }
     peer = (int)h.src;

@@ -75,7 +75,8 @@ static int dg_post(struct dg_ep *ep, int peer, struct cvia_xfer *x)
 
 int cvia__dg_send(struct dg_ep *ep, struct cvia_xfer *x)
 {
-    if (x->peer < 0 || x->peer >= ep->args.size || !ep->peers[x->peer].remote)
+    if (x->peer < 0 || x->peer >= ep->args.size || !ep->peers[x->peer].remote ||
+        x->len > DG_MAX_LEN)
         return -EINVAL;
     x->flags &= (uint16_t)~(DG_XFER_OP | DG_XFER_RMA);
     return dg_post(ep, x->peer, x);
@@ -101,7 +102,8 @@ int cvia__dg_rma(struct dg_ep *ep, struct cvia_xfer *x, uint8_t type)
     struct dg_op *op;
     int rc;
 
-    if (x->peer < 0 || x->peer >= ep->args.size || !ep->peers[x->peer].remote)
+    if (x->peer < 0 || x->peer >= ep->args.size || !ep->peers[x->peer].remote ||
+        x->len > DG_MAX_LEN)
         return -EINVAL;
     pp = &ep->peers[x->peer];
     if (!(op = dg_op_new(x->peer, type)))
@@ -182,10 +184,10 @@ static int dg_cut(struct dg_ep *ep, struct dg_peer *pp, int peer)
                              (ext ? DG_F_EXT : 0) | (is_op ? op_of(x)->flags : 0));
     s->hdr.ctx = is_op ? 0 : x->ctx;
     s->hdr.tag = is_op ? 0 : x->tag;
-    s->hdr.jobtag = (uint32_t)ep->key;
     s->hdr.src = (uint32_t)ep->args.rank;
+    s->hdr.dst = (uint32_t)peer;
     s->hdr.seq = pp->snd_nxt;
-    s->hdr.lenoff = first ? total : off;
+    s->hdr.lenoff = (first ? total : off) | (uint64_t)dg_jobtag(ep->key) << 48;
     if (ext)
         s->ext = op_of(x)->ext;
     s->len = end - off;
@@ -372,8 +374,9 @@ void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type)
     memset(&pp->ack_hdr, 0, sizeof(pp->ack_hdr));
     pp->ack_hdr.type = type;
     pp->ack_hdr.flags = type == DG_PING ? DG_F_ACKREQ : 0;
-    pp->ack_hdr.jobtag = (uint32_t)ep->key;
+    pp->ack_hdr.lenoff = (uint64_t)dg_jobtag(ep->key) << 48;
     pp->ack_hdr.src = (uint32_t)ep->args.rank;
+    pp->ack_hdr.dst = (uint32_t)peer;
     pp->ack_hdr.seq = pp->snd_nxt;
     ep->out[ep->nout].peer = peer;
     ep->out[ep->nout].iovcnt = 0;

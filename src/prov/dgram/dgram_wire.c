@@ -173,7 +173,7 @@ int cvia__dg_parse(const void *buf, size_t len, uint64_t key, struct dg_hdr *h,
     if (len < sizeof(*h))
         return DG_BAD_SHORT;
     memcpy(h, p, sizeof(*h));
-    if (h->jobtag != (uint32_t)key)
+    if ((uint16_t)(h->lenoff >> 48) != dg_jobtag(key))
         return DG_BAD_FOREIGN;
     want = h->csum;
     h->csum = 0;
