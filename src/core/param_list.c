@@ -12,7 +12,7 @@ static const char *const log_levels[] = {
     "error", "warn", "info", "debug", "trace", NULL
 };
 
-const char *const cvia__net_names[] = { "tcp", "udp", NULL };
+const char *const cvia__net_names[] = { "tcp", "udp", "eth", NULL };
 
 static const struct cvia_param core_params[] = {
     { "LOG", "warn", CVIA_PARAM_ENUM, offsetof(struct cvia_core_cfg, log_level),
@@ -87,6 +87,7 @@ const struct cvia_param_table cvia__test_param_table = {
 extern const struct cvia_param_table cvia__shm_param_table;
 extern const struct cvia_param_table cvia__tcp_param_table;
 extern const struct cvia_param_table cvia__udp_param_table;
+extern const struct cvia_param_table cvia__eth_param_table;
 extern const struct cvia_param_table cvia__dgram_param_table;
 extern const struct cvia_param_table cvia__topo_param_table;
 extern const struct cvia_param_table cvia__mem_param_table;
@@ -100,6 +101,7 @@ const struct cvia_param_table *const cvia__param_tables[] = {
     &cvia__shm_param_table,
     &cvia__tcp_param_table,
     &cvia__udp_param_table,
+    &cvia__eth_param_table,
     &cvia__dgram_param_table,
     &cvia__dsm_param_table,
     &cvia__test_param_table,

@@ -333,7 +333,6 @@ static void udp_describe(char *buf, size_t cap)
 
 const struct cvia_prov_ops cvia__udp_ops = DG_PROV_OPS(udp_open, udp_describe);
 
-#ifdef CVIA_HAVE_ETH
 extern const struct dg_link_ops cvia__eth_link;
 
 static int eth_open(const struct cvia_prov_args *args, struct cvia_prov_ep **ep_p)
@@ -348,4 +347,3 @@ static void eth_describe(char *buf, size_t cap)
 }
 
 const struct cvia_prov_ops cvia__eth_ops = DG_PROV_OPS(eth_open, eth_describe);
-#endif
