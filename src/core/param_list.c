@@ -21,10 +21,16 @@ static const struct cvia_param core_params[] = {
     { "LOG_SUBSYS", "all", CVIA_PARAM_STRING, offsetof(struct cvia_core_cfg, log_subsys),
       "Comma-separated subsystems to log: core, shm, boot, conf, topo, util, mem, net, dsm, or all.",
       0, 0, NULL },
-    { "SPIN_COUNT", "2000", CVIA_PARAM_INT, offsetof(struct cvia_core_cfg, spin_count),
-      "Idle polls a waiting rank spins before it starts yielding the CPU "
-      "(sched_yield, then short sleeps) so oversubscribed jobs progress.",
-      0, 100000000, NULL },
+    { "SPIN_TIME", "20us", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, spin_time),
+      "How long a waiting rank polls without giving up the CPU before it yields "
+      "(sched_yield at every poll); skipped while its core is found shared (a yield "
+      "that let another task run), so ranks on one core hand it over at once.",
+      0, 0, NULL },
+    { "YIELD_TIME", "10ms", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, yield_time),
+      "How long a waiting rank yields at every poll before it blocks: in poll() on the "
+      "network provider's socket (woken by the next datagram), else in 50 us sleeps. "
+      "cvia_test never blocks.",
+      0, 0, NULL },
     { "BOOT_TIMEOUT", "120s", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, boot_timeout),
       "Longest wait for the launcher during wire-up (fence, get) before cvia_init fails.",
       0, 0, NULL },

@@ -171,6 +171,10 @@ struct dg_out {
     struct iovec iov[3];
 };
 
+/* A link's recv may split one received buffer (UDP GRO) into up to this
+ * many datagrams: dg_in arrays hold max * DG_IN_PER_RECV entries. */
+#define DG_IN_PER_RECV 64
+
 /* One datagram received, in link memory until released. */
 struct dg_in {
     const uint8_t *data;
@@ -195,6 +199,8 @@ struct dg_link_ops {
     void   (*release)(struct dg_ep *ep, struct dg_in *in, int n);
     /* 1 if @in came from where @peer's address says. */
     int    (*from_peer)(struct dg_ep *ep, int peer, const struct dg_in *in);
+    /* The descriptor poll() reports input on. */
+    int    (*fd)(struct dg_ep *ep);
     /* One line: interface, MTU, mechanism. */
     void   (*describe)(struct dg_ep *ep, char *buf, size_t cap);
     void   (*close)(struct dg_ep *ep);

@@ -79,6 +79,8 @@ int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *l
         }
         ep->faults.rng ^= (uint64_t)args->rank * 0x9e3779b97f4a7c15ull;
         ep->has_faults = 1;
+        if (ep->faults.corrupt > 0)
+            ep->cfg.csum_payload = 1;   /* the hook corrupts past the link's check */
     }
     ep->win = (uint32_t)ep->cfg.window;
     ep->peers = calloc((size_t)args->size, sizeof(*ep->peers));
@@ -86,7 +88,7 @@ int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *l
     ep->out = calloc((size_t)ep->cfg.batch, sizeof(*ep->out));
     ep->out_slot = calloc((size_t)ep->cfg.batch, sizeof(*ep->out_slot));
     ep->fout = calloc(2 * (size_t)ep->cfg.batch, sizeof(*ep->fout));
-    ep->in = calloc((size_t)ep->cfg.batch, sizeof(*ep->in));
+    ep->in = calloc((size_t)ep->cfg.batch * DG_IN_PER_RECV, sizeof(*ep->in));
     if (!ep->peers || !ep->remote || !ep->out || !ep->out_slot || !ep->fout || !ep->in) {
         rc = -ENOMEM;
         goto err;
@@ -290,6 +292,13 @@ static void dg_peer_info(struct cvia_prov_ep *pe, int peer, char *buf, size_t ca
     (void)peer;
 }
 
+static int dg_wait_fd(struct cvia_prov_ep *pe)
+{
+    struct dg_ep *ep = &pe->dg;
+
+    return ep->nremote ? ep->link->fd(ep) : -1;
+}
+
 static int dg_mr_noop(struct cvia_prov_ep *pe, uint64_t key, const void *addr, size_t len,
                       unsigned access)
 {
@@ -316,7 +325,7 @@ static int dg_no_rndv(struct cvia_prov_ep *pe, struct cvia_xfer *x)
     .peer_gone = dg_gone, .describe = describe_fn,                             \
     .cleanup = cvia__prov_no_cleanup, .rndv_start = dg_no_rndv,                \
     .mr_reg = dg_mr_noop, .mr_dereg = dg_mr_dereg_noop, .write = dg_write,     \
-    .read = dg_read, .peer_info = dg_peer_info }
+    .read = dg_read, .peer_info = dg_peer_info, .wait_fd = dg_wait_fd }
 
 extern const struct dg_link_ops cvia__udp_link;
 

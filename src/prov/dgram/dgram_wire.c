@@ -19,7 +19,7 @@ static const struct cvia_param dg_params[] = {
       "How a message is cut into segments: page (never across a page boundary of the "
       "message, as M-VIA) or fill (every segment as large as the segment size).",
       0, 0, dg_cut_names },
-    { "WINDOW", "128", CVIA_PARAM_INT, offsetof(struct dg_cfg, window),
+    { "WINDOW", "512", CVIA_PARAM_INT, offsetof(struct dg_cfg, window),
       "Segments in flight per peer before the sender waits for acknowledgements.",
       8, 16384, NULL },
     { "INJECT", "16k", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, inject),
@@ -39,16 +39,18 @@ static const struct cvia_param dg_params[] = {
     { "FAULTS", "", CVIA_PARAM_STRING, offsetof(struct dg_cfg, faults),
       "Fault injection on sent datagrams, for tests: drop=P,dup=P,reorder=P,corrupt=P "
       "with probabilities P in [0,1], and seed=N.", 0, 0, NULL },
-    { "CSUM_PAYLOAD", "yes", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, csum_payload),
-      "Cover the payload with the CRC-32C too (no: the header only, trusting the link's "
-      "checksum).", 0, 0, NULL },
+    { "CSUM_PAYLOAD", "no", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, csum_payload),
+      "Cover the payload with the CRC-32C too, not only header and extension (no: the "
+      "payload is trusted to the link's own check, UDP's checksum or Ethernet's FCS; "
+      "forced on when CVIA_DGRAM_FAULTS corrupts datagrams, as that hook corrupts past "
+      "the link's check).", 0, 0, NULL },
     { "STATS", "no", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, stats),
       "Print the endpoint's datagram counters (sent, retransmitted, duplicate, out of "
       "order, corrupt, foreign) to stderr at finalize.", 0, 0, NULL },
     { "RCVBUF", "8m", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, rcvbuf),
       "Socket receive and send buffer size asked for (forced past the system limit when "
       "privileged).", 0, 0, NULL },
-    { "BATCH", "32", CVIA_PARAM_INT, offsetof(struct dg_cfg, batch),
+    { "BATCH", "64", CVIA_PARAM_INT, offsetof(struct dg_cfg, batch),
       "Datagrams per sendmmsg/recvmmsg call.", 1, 1024, NULL },
     { NULL }
 };

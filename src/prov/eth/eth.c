@@ -382,6 +382,11 @@ static int eth_from_peer(struct dg_ep *ep, int peer, const struct dg_in *in)
     return !memcmp(in->from, el(ep)->peer[peer], ETH_ALEN);
 }
 
+static int eth_fd(struct dg_ep *ep)
+{
+    return el(ep)->fd;   /* polls readable when the ring has a frame */
+}
+
 static void eth_describe(struct dg_ep *ep, char *buf, size_t cap)
 {
     struct eth_link *e = el(ep);
@@ -404,6 +409,7 @@ const struct dg_link_ops cvia__eth_link = {
     .recv = eth_recv,
     .release = eth_release,
     .from_peer = eth_from_peer,
+    .fd = eth_fd,
     .describe = eth_describe,
     .close = eth_close,
 };

@@ -10,6 +10,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@
 struct udp_cfg {
     char ifname[CVIA_PARAM_STRLEN];
     long port;
+    int  gso;
+    int  gro;
 };
 
 static const struct cvia_param udp_params[] = {
@@ -33,6 +36,12 @@ static const struct cvia_param udp_params[] = {
       0, 0, NULL },
     { "PORT", "0", CVIA_PARAM_INT, offsetof(struct udp_cfg, port),
       "UDP port to bind (0: any free port).", 0, 65535, NULL },
+    { "GSO", "yes", CVIA_PARAM_BOOL, offsetof(struct udp_cfg, gso),
+      "Send runs of full segments to one peer as one UDP_SEGMENT (GSO) buffer, gathered "
+      "from the window: one trip through the stack for up to 64 datagrams.", 0, 0, NULL },
+    { "GRO", "yes", CVIA_PARAM_BOOL, offsetof(struct udp_cfg, gro),
+      "Accept coalesced datagrams (UDP_GRO) and split them here: one receive for a run "
+      "of segments.", 0, 0, NULL },
     { NULL }
 };
 
@@ -41,6 +50,9 @@ const struct cvia_param_table cvia__udp_param_table = {
     .cfg_size = sizeof(struct udp_cfg),
 };
 
+#define UDP_CMSG  64     /* control room per message: UDP_SEGMENT or UDP_GRO */
+#define UDP_GSO_MAX 64   /* datagrams per GSO buffer (the kernel's UDP_MAX_SEGMENTS) */
+
 struct udp_link {
     struct udp_cfg cfg;
     int    fd;
@@ -48,6 +60,9 @@ struct udp_link {
     char   ifname[IF_NAMESIZE];
     struct sockaddr_in *peer;   /* [size] */
     struct mmsghdr *msgs;       /* [batch] */
+    struct iovec *giov;         /* [3 * batch] a GSO run's gathered pieces */
+    int   *gcount;              /* [batch] datagrams in each message sent */
+    unsigned char *cmsg;        /* [batch * UDP_CMSG] */
     struct iovec *iov;          /* [batch] receive buffers */
     struct sockaddr_in *from;   /* [batch] */
     unsigned char *bufs;        /* [batch * bufsz] */
@@ -114,6 +129,9 @@ static void udp_close(struct dg_ep *ep)
         close(u->fd);
     free(u->peer);
     free(u->msgs);
+    free(u->giov);
+    free(u->gcount);
+    free(u->cmsg);
     free(u->iov);
     free(u->from);
     free(u->bufs);
@@ -162,13 +180,23 @@ static int udp_open(struct dg_ep *ep, char *addr, size_t cap)
     }
     setsockopt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
     udp_bufsize(u->fd, ep->cfg.rcvbuf);
-    u->bufsz = (size_t)u->mtu > 65536 ? 65536 : (size_t)u->mtu;
+    if (u->cfg.gro) {
+        int one = 1;
+        if (setsockopt(u->fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) < 0)
+            u->cfg.gro = 0;
+    }
+    /* a coalesced (GRO) datagram is up to 64 KiB */
+    u->bufsz = u->cfg.gro || u->mtu > 65536 ? 65536 : (size_t)u->mtu;
     u->peer = calloc((size_t)ep->args.size, sizeof(*u->peer));
     u->msgs = calloc((size_t)n, sizeof(*u->msgs));
+    u->giov = calloc(3 * (size_t)n, sizeof(*u->giov));
+    u->gcount = calloc((size_t)n, sizeof(*u->gcount));
+    u->cmsg = calloc((size_t)n, UDP_CMSG);
     u->iov = calloc((size_t)n, sizeof(*u->iov));
     u->from = calloc((size_t)n, sizeof(*u->from));
     u->bufs = malloc((size_t)n * u->bufsz);
-    if (!u->peer || !u->msgs || !u->iov || !u->from || !u->bufs) {
+    if (!u->peer || !u->msgs || !u->giov || !u->gcount || !u->cmsg || !u->iov || !u->from ||
+        !u->bufs) {
         rc = -ENOMEM;
         goto err;
     }
@@ -209,38 +237,94 @@ static size_t udp_room(struct dg_ep *ep)
     return mtu - 28 > 65507 ? 65507 : (size_t)(mtu - 28);
 }
 
+static size_t out_len(const struct dg_out *o)
+{
+    size_t n = 0;
+
+    for (int i = 0; i < o->iovcnt; i++)
+        n += o->iov[i].iov_len;
+    return n;
+}
+
+/* Group out[] into messages: a run of datagrams to one peer, all of the
+ * first one's length but the last (which may be shorter), goes as one GSO
+ * buffer; the rest one message each. Returns the number of messages. */
+static int udp_group(struct dg_ep *ep, struct udp_link *u, struct dg_out *out, int n)
+{
+    int m = 0, g = 0;
+
+    for (int i = 0; i < n && m < (int)ep->cfg.batch;) {
+        struct msghdr *mh = &u->msgs[m].msg_hdr;
+        size_t gso = out_len(&out[i]), total = gso, last = gso;
+        int j = i + 1;
+
+        if (u->cfg.gso)
+            while (j < n && j - i < UDP_GSO_MAX && out[j].peer == out[i].peer && last == gso) {
+                size_t l = out_len(&out[j]);
+                if (l > gso || total + l > 65000)
+                    break;
+                total += l;
+                last = l;
+                j++;
+            }
+        memset(mh, 0, sizeof(*mh));
+        mh->msg_name = &u->peer[out[i].peer];
+        mh->msg_namelen = sizeof(struct sockaddr_in);
+        mh->msg_iov = &u->giov[g];
+        for (int k = i; k < j; k++)
+            for (int v = 0; v < out[k].iovcnt; v++)
+                u->giov[g++] = out[k].iov[v];
+        mh->msg_iovlen = (size_t)(&u->giov[g] - mh->msg_iov);
+        if (j - i > 1) {
+            struct cmsghdr *cm;
+            uint16_t seg = (uint16_t)gso;
+            mh->msg_control = u->cmsg + (size_t)m * UDP_CMSG;
+            mh->msg_controllen = CMSG_SPACE(sizeof(seg));
+            cm = CMSG_FIRSTHDR(mh);
+            cm->cmsg_level = IPPROTO_UDP;
+            cm->cmsg_type = UDP_SEGMENT;
+            cm->cmsg_len = CMSG_LEN(sizeof(seg));
+            memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+        }
+        u->gcount[m++] = j - i;
+        i = j;
+    }
+    return m;
+}
+
 static int udp_send(struct dg_ep *ep, struct dg_out *out, int n)
 {
     struct udp_link *u = ul(ep);
-    int rc;
+    int rc, m, sent = 0;
 
     if (n > (int)ep->cfg.batch)
         n = (int)ep->cfg.batch;
-    for (int i = 0; i < n; i++) {
-        struct msghdr *m = &u->msgs[i].msg_hdr;
-        memset(m, 0, sizeof(*m));
-        m->msg_name = &u->peer[out[i].peer];
-        m->msg_namelen = sizeof(struct sockaddr_in);
-        m->msg_iov = out[i].iov;
-        m->msg_iovlen = (size_t)out[i].iovcnt;
-    }
+    m = udp_group(ep, u, out, n);
     do
-        rc = sendmmsg(u->fd, u->msgs, (unsigned)n, MSG_DONTWAIT);
+        rc = sendmmsg(u->fd, u->msgs, (unsigned)m, MSG_DONTWAIT);
     while (rc < 0 && errno == EINTR);
     if (rc < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
             return 0;
         if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH)
-            return 1;   /* as if lost on the way: the first is skipped, retried later */
+            return u->gcount[0];   /* as if lost on the way: sent again later */
+        if (errno == EIO && u->cfg.gso) {
+            /* the device cannot take GSO buffers: one datagram at a time */
+            cvia_warn(NET, "udp: no UDP GSO on %s; sending datagrams one by one", u->ifname);
+            u->cfg.gso = 0;
+            return 0;
+        }
         return -errno;
     }
-    return rc;
+    for (int i = 0; i < rc; i++)
+        sent += u->gcount[i];
+    return sent;
 }
 
 static int udp_recv(struct dg_ep *ep, struct dg_in *in, int max)
 {
     struct udp_link *u = ul(ep);
-    int rc;
+    int rc, n = 0;
 
     for (int i = 0; i < max; i++) {
         struct msghdr *m = &u->msgs[i].msg_hdr;
@@ -251,6 +335,10 @@ static int udp_recv(struct dg_ep *ep, struct dg_in *in, int max)
         m->msg_namelen = sizeof(u->from[i]);
         m->msg_iov = &u->iov[i];
         m->msg_iovlen = 1;
+        if (u->cfg.gro) {
+            m->msg_control = u->cmsg + (size_t)i * UDP_CMSG;
+            m->msg_controllen = UDP_CMSG;
+        }
     }
     do
         rc = recvmmsg(u->fd, u->msgs, (unsigned)max, MSG_DONTWAIT, NULL);
@@ -258,12 +346,31 @@ static int udp_recv(struct dg_ep *ep, struct dg_in *in, int max)
     if (rc < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED ? 0 : -errno;
     for (int i = 0; i < rc; i++) {
-        in[i].data = u->iov[i].iov_base;
+        struct msghdr *m = &u->msgs[i].msg_hdr;
+        const uint8_t *p = u->iov[i].iov_base;
+        size_t len = u->msgs[i].msg_len, seg = len;
         /* a truncated datagram is no datagram of ours: its length fails */
-        in[i].len = (u->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? 0 : u->msgs[i].msg_len;
-        memcpy(in[i].from, &u->from[i], sizeof(u->from[i]));
+        if (m->msg_flags & MSG_TRUNC)
+            len = seg = 0;
+        for (struct cmsghdr *cm = u->cfg.gro ? CMSG_FIRSTHDR(m) : NULL; cm; cm = CMSG_NXTHDR(m, cm))
+            if (cm->cmsg_level == IPPROTO_UDP && cm->cmsg_type == UDP_GRO) {
+                int g;
+                memcpy(&g, CMSG_DATA(cm), sizeof(g));
+                if (g > 0)
+                    seg = (size_t)g;
+            }
+        /* a coalesced buffer: the datagrams it was made of, back to back */
+        do {
+            size_t l = len < seg ? len : seg;
+            in[n].data = p;
+            in[n].len = l;
+            memcpy(in[n].from, &u->from[i], sizeof(u->from[i]));
+            n++;
+            p += l;
+            len -= l;
+        } while (len && n < max * DG_IN_PER_RECV);
     }
-    return rc;
+    return n;
 }
 
 static void udp_release(struct dg_ep *ep, struct dg_in *in, int n)
@@ -278,6 +385,11 @@ static int udp_from_peer(struct dg_ep *ep, int peer, const struct dg_in *in)
 
     memcpy(&got, in->from, sizeof(got));
     return got.sin_port == want->sin_port && got.sin_addr.s_addr == want->sin_addr.s_addr;
+}
+
+static int udp_fd(struct dg_ep *ep)
+{
+    return ul(ep)->fd;
 }
 
 static void udp_describe(struct dg_ep *ep, char *buf, size_t cap)
@@ -297,6 +409,7 @@ const struct dg_link_ops cvia__udp_link = {
     .recv = udp_recv,
     .release = udp_release,
     .from_peer = udp_from_peer,
+    .fd = udp_fd,
     .describe = udp_describe,
     .close = udp_close,
 };
