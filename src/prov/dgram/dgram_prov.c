@@ -33,6 +33,14 @@ static void dg_free(struct dg_ep *ep)
     if (ep->peers) {
         for (int p = 0; p < ep->args.size; p++) {
             struct dg_peer *pp = &ep->peers[p];
+            struct cvia_xfer *x = pp->cur ? pp->cur : pp->q_head, *next;
+            if (pp->cur)
+                pp->cur->prov_next = pp->q_head;
+            for (; x; x = next) {   /* answers never sent: ours to free */
+                next = x->prov_next;
+                if (x->flags & DG_XFER_OP)
+                    free((char *)x - offsetof(struct dg_op, x));
+            }
             if (pp->ooo)
                 for (uint32_t i = 0; i < ep->win; i++)
                     free(pp->ooo[i]);
@@ -82,7 +90,10 @@ int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *l
         if (ep->faults.corrupt > 0)
             ep->cfg.csum_payload = 1;   /* the hook corrupts past the link's check */
     }
-    ep->win = (uint32_t)ep->cfg.window;
+    /* a power of two, so that seq % win stays one-to-one across the 2^32 wrap */
+    ep->win = 1;
+    while (ep->win * 2 <= (uint32_t)ep->cfg.window)
+        ep->win *= 2;
     ep->peers = calloc((size_t)args->size, sizeof(*ep->peers));
     ep->remote = calloc((size_t)args->size, sizeof(*ep->remote));
     ep->out = calloc((size_t)ep->cfg.batch, sizeof(*ep->out));

@@ -191,7 +191,7 @@ static int dg_cut(struct dg_ep *ep, struct dg_peer *pp, int peer)
     if (ext)
         s->ext = op_of(x)->ext;
     s->len = end - off;
-    s->data = (const char *)x->buf + off;
+    s->data = x->buf ? (const char *)x->buf + off : NULL;   /* requests carry none */
     if (inject && s->len) {   /* a copy: the user may reuse the buffer now */
         unsigned char *copy = pp->inj + (size_t)(s->hdr.seq % ep->win) * ep->seg;
         memcpy(copy, s->data, s->len);

@@ -20,7 +20,8 @@ static const struct cvia_param dg_params[] = {
       "message, as M-VIA) or fill (every segment as large as the segment size).",
       0, 0, dg_cut_names },
     { "WINDOW", "512", CVIA_PARAM_INT, offsetof(struct dg_cfg, window),
-      "Segments in flight per peer before the sender waits for acknowledgements.",
+      "Segments in flight per peer before the sender waits for acknowledgements (rounded "
+      "down to a power of two).",
       8, 16384, NULL },
     { "INJECT", "16k", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, inject),
       "Messages up to this size are copied into the send window and complete at once; "
