@@ -25,6 +25,17 @@ static struct dg_slot *slot_of(struct dg_ep *ep, struct dg_peer *pp, uint32_t se
     return &pp->win[seq % ep->win];
 }
 
+/* The first sequence number from @src to @dst, which both can compute:
+ * within 4096 of the 2^32 wrap, so that every pair crosses it early and
+ * the modular comparisons are exercised by every test, not once in 4
+ * billion segments. */
+static uint32_t dg_isn(const struct dg_ep *ep, int src, int dst)
+{
+    uint64_t h = cvia__dg_job_key(ep->key ^ ((uint64_t)(uint32_t)src << 32) ^ (uint32_t)dst);
+
+    return 0xfffff000u + (uint32_t)(h & 0xfff);
+}
+
 int cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp)
 {
     size_t inj = (size_t)ep->win * ep->seg;
@@ -39,8 +50,8 @@ int cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp)
         pp->inj = NULL;
     if (!pp->win || !pp->ooo || !pp->ooo_len || !pp->inj)
         return -ENOMEM;
-    pp->snd_una = pp->snd_nxt = pp->snd_tx = 1;
-    pp->rcv_nxt = 1;
+    pp->snd_una = pp->snd_nxt = pp->snd_tx = dg_isn(ep, ep->args.rank, (int)(pp - ep->peers));
+    pp->rcv_nxt = dg_isn(ep, (int)(pp - ep->peers), ep->args.rank);
     pp->last_ack_at = pp->last_heard = ep->now;
     return 0;
 }
@@ -311,7 +322,9 @@ void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h)
     const struct cvia_prov_upcalls *up = ep->args.up;
     uint32_t ack = h->ack;
 
-    if (dg_seq_lt(pp->snd_una, ack) && dg_seq_le(ack, pp->snd_nxt)) {
+    /* ack in (snd_una, snd_nxt], as unsigned distances: the signed
+     * comparisons both hold for an ack 2^31 away from an empty window */
+    if (ack != pp->snd_una && ack - pp->snd_una <= pp->snd_nxt - pp->snd_una) {
         while (pp->snd_una != ack) {
             struct dg_slot *s = slot_of(ep, pp, pp->snd_una);
             struct cvia_xfer *x = s->done_x;
