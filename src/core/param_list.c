@@ -63,7 +63,9 @@ static const struct cvia_param boot_params[] = {
     { "LOCAL_SIZE", "1", CVIA_PARAM_STRING, 0,
       "Set by cvia-run: number of ranks on this host.", 0, 0, NULL },
     { "BOOT_ADDR", "", CVIA_PARAM_STRING, 0,
-      "Set by cvia-run: the launcher's unix socket; unset means a job of one.",
+      "Set by cvia-run: the launcher's unix socket; unset: the PMIx server's job if a "
+      "PMIx launcher (mpirun, prterun, srun --mpi=pmix) started the process, else a job "
+      "of one.",
       0, 0, NULL },
     { "JOBID", "", CVIA_PARAM_STRING, 0,
       "Set by cvia-run: the job's random 64-bit key (16 hex digits); segments "

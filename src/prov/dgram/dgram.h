@@ -133,7 +133,7 @@ static inline int dg_seq_le(uint32_t a, uint32_t b)
 
 /* ---- configuration (CVIA_DGRAM_*) ---------------------------------- */
 
-enum { DG_CUT_PAGE, DG_CUT_FILL };
+enum { DG_CUT_PAGE, DG_CUT_MVIA, DG_CUT_FILL };
 
 struct dg_cfg {
     size_t segment;        /* payload per datagram; 0: from the MTU */
@@ -242,6 +242,7 @@ struct dg_peer {
     int      cur_first;
     uint32_t snd_una, snd_nxt;
     uint32_t snd_tx;          /* lowest cut segment never sent */
+    uint32_t ackreq_at;       /* where the last ACKREQ for the window went */
     struct dg_slot *win;      /* [window] */
     unsigned char *inj;       /* [window * seg]: copies of injected segments */
     double   last_ack_at;     /* when snd_una last moved (or now, if idle) */
@@ -270,6 +271,7 @@ struct dg_peer {
 
 struct dg_stats {
     uint64_t tx, rx, retx, acks, dups, ooo, corrupt, foreign, format, faults, stale, other;
+    uint64_t rx_calls, tx_calls;   /* link recv calls that returned datagrams; link sends */
 };
 
 struct dg_ep {

@@ -144,7 +144,7 @@ static int dg_size(struct dg_ep *ep)
             return -CVIA_ECONFIG;
         }
         ep->seg = ep->cfg.segment;
-    } else if (ep->cfg.cut == DG_CUT_PAGE && fit >= DG_PAGE) {
+    } else if (ep->cfg.cut != DG_CUT_FILL && fit >= DG_PAGE) {
         ep->seg = fit & ~(size_t)(DG_PAGE - 1);
     } else {
         ep->seg = fit;
@@ -193,13 +193,14 @@ static void dg_print_stats(struct dg_ep *ep)
 
     fprintf(stderr, "corevia[%d] %s stats: segment %zu window %u tx %llu rx %llu retx %llu "
             "acks %llu dup %llu ooo %llu corrupt %llu foreign %llu format %llu stale %llu "
-            "faults %llu other %llu\n", ep->args.rank, ep->link->name, ep->seg, ep->win,
+            "faults %llu other %llu rx_calls %llu tx_calls %llu\n", ep->args.rank, ep->link->name, ep->seg, ep->win,
             (unsigned long long)s->tx, (unsigned long long)s->rx, (unsigned long long)s->retx,
             (unsigned long long)s->acks, (unsigned long long)s->dups,
             (unsigned long long)s->ooo, (unsigned long long)s->corrupt,
             (unsigned long long)s->foreign, (unsigned long long)s->format,
             (unsigned long long)s->stale, (unsigned long long)s->faults,
-            (unsigned long long)s->other);
+            (unsigned long long)s->other, (unsigned long long)s->rx_calls,
+            (unsigned long long)s->tx_calls);
 }
 
 static int dg_close(struct cvia_prov_ep *pe, int clean)
@@ -298,7 +299,8 @@ static void dg_peer_info(struct cvia_prov_ep *pe, int peer, char *buf, size_t ca
     ep->link->describe(ep, link, sizeof(link));
     snprintf(buf, cap, "%s: %zu-byte segments (%s cut), window %u, inject up to %zu B, "
              "CRC-32C over %s; %s", ep->link->name, ep->seg,
-             ep->cfg.cut == DG_CUT_PAGE ? "page" : "fill", ep->win, ep->cfg.inject,
+             ep->cfg.cut == DG_CUT_PAGE ? "page" : ep->cfg.cut == DG_CUT_MVIA ? "mvia" : "fill",
+             ep->win, ep->cfg.inject,
              ep->cfg.csum_payload ? "all" : "headers", link);
     (void)peer;
 }

@@ -315,6 +315,7 @@ int cvia__dg_rx(struct dg_ep *ep)
         int n = ep->link->recv(ep, ep->in, (int)ep->cfg.batch);
         if (n <= 0)
             break;
+        ep->st.rx_calls++;
         for (int i = 0; i < n; i++)
             events += cvia__dg_input(ep, ep->in[i].data, ep->in[i].len, &ep->in[i]);
         ep->link->release(ep, ep->in, n);

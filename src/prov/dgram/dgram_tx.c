@@ -186,8 +186,12 @@ static int dg_cut(struct dg_ep *ep, struct dg_peer *pp, int peer)
     size_t off = x->done, total = x->len, cap = ep->seg - (ext ? sizeof(struct dg_ext) : 0);
     size_t end = off + (total - off < cap ? total - off : cap);
     const int inject = !is_op && total <= ep->cfg.inject;
+    /* a read's answer is copied too: once the reader has it, the target may
+     * withdraw and free the region while the segments still wait for their
+     * acknowledgement (and may be sent again) */
+    const int copied = inject || type == DG_RRESP;
 
-    if (ep->cfg.cut == DG_CUT_PAGE && end < total && (end & ~(size_t)(DG_PAGE - 1)) > off)
+    if (ep->cfg.cut == DG_CUT_MVIA && end < total && (end & ~(size_t)(DG_PAGE - 1)) > off)
         end &= ~(size_t)(DG_PAGE - 1);   /* M-VIA: cut at page boundaries */
     memset(&s->hdr, 0, sizeof(s->hdr));
     s->hdr.type = type;
@@ -203,7 +207,7 @@ static int dg_cut(struct dg_ep *ep, struct dg_peer *pp, int peer)
         s->ext = op_of(x)->ext;
     s->len = end - off;
     s->data = x->buf ? (const char *)x->buf + off : NULL;   /* requests carry none */
-    if (inject && s->len) {   /* a copy: the user may reuse the buffer now */
+    if (copied && s->len) {   /* a copy: the user may reuse the buffer now */
         unsigned char *copy = pp->inj + (size_t)(s->hdr.seq % ep->win) * ep->seg;
         memcpy(copy, s->data, s->len);
         s->data = copy;
@@ -262,9 +266,13 @@ int cvia__dg_tx(struct dg_ep *ep)
                 pp->cur = NULL;
                 events++;
             }
-            /* half the window in flight: ask for acknowledgements */
-            if (pp->snd_nxt - pp->snd_una >= ep->win / 2)
+            /* half the window in flight: ask for acknowledgements, once
+             * every quarter window (each ask costs the receiver a send) */
+            if (pp->snd_nxt - pp->snd_una >= ep->win / 2 &&
+                pp->snd_nxt - pp->ackreq_at >= ep->win / 4) {
                 slot_of(ep, pp, pp->snd_nxt - 1)->hdr.flags |= DG_F_ACKREQ;
+                pp->ackreq_at = pp->snd_nxt;
+            }
         }
         /* send what was cut and never sent */
         while (dg_seq_lt(pp->snd_tx, pp->snd_nxt)) {
@@ -560,6 +568,7 @@ int cvia__dg_flush(struct dg_ep *ep)
     }
     while (sent < n) {
         int rc = ep->link->send(ep, out + sent, n - sent);
+        ep->st.tx_calls++;
         if (rc <= 0) {
             if (rc < 0 && rc != -EAGAIN)
                 cvia_warn(NET, "%s: send: %s", ep->link->name, strerror(-rc));

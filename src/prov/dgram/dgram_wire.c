@@ -9,15 +9,18 @@
 #include <corevia/cvia_errno.h>
 #include "prov/dgram/dgram.h"
 
-static const char *const dg_cut_names[] = { "page", "fill", NULL };
+static const char *const dg_cut_names[] = { "page", "mvia", "fill", NULL };
 
 static const struct cvia_param dg_params[] = {
     { "SEGMENT", "0", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, segment),
       "Payload bytes per datagram (0: the largest multiple of the page size that fits "
       "the link MTU, or all of the MTU when a page does not fit).", 0, 65000, NULL },
     { "CUT", "page", CVIA_PARAM_ENUM, offsetof(struct dg_cfg, cut),
-      "How a message is cut into segments: page (never across a page boundary of the "
-      "message, as M-VIA) or fill (every segment as large as the segment size).",
+      "How messages become segments: page (the automatic segment is the largest "
+      "multiple of the page that fits the MTU; every segment full, so runs of them go "
+      "as one GSO buffer), mvia (the same size, but a message is first cut at its page "
+      "boundaries, as M-VIA cut descriptors: 1432+1432+1232 per page at MTU 1500) or "
+      "fill (the automatic segment fills the MTU, the paper's MTU-filling).",
       0, 0, dg_cut_names },
     { "WINDOW", "512", CVIA_PARAM_INT, offsetof(struct dg_cfg, window),
       "Segments in flight per peer before the sender waits for acknowledgements (rounded "

@@ -64,6 +64,9 @@ struct udp_link {
     int   *gcount;              /* [batch] datagrams in each message sent */
     unsigned char *cmsg;        /* [batch * UDP_CMSG] */
     struct iovec *iov;          /* [batch] receive buffers */
+    struct mmsghdr *rmsgs;      /* [batch] the receive vector */
+    unsigned char *rcmsg;       /* [batch * UDP_CMSG] */
+    int    rx_ready;
     struct sockaddr_in *from;   /* [batch] */
     unsigned char *bufs;        /* [batch * bufsz] */
     size_t bufsz;
@@ -133,6 +136,8 @@ static void udp_close(struct dg_ep *ep)
     free(u->gcount);
     free(u->cmsg);
     free(u->iov);
+    free(u->rmsgs);
+    free(u->rcmsg);
     free(u->from);
     free(u->bufs);
     free(u);
@@ -193,10 +198,12 @@ static int udp_open(struct dg_ep *ep, char *addr, size_t cap)
     u->gcount = calloc((size_t)n, sizeof(*u->gcount));
     u->cmsg = calloc((size_t)n, UDP_CMSG);
     u->iov = calloc((size_t)n, sizeof(*u->iov));
+    u->rmsgs = calloc((size_t)n, sizeof(*u->rmsgs));
+    u->rcmsg = calloc((size_t)n, UDP_CMSG);
     u->from = calloc((size_t)n, sizeof(*u->from));
     u->bufs = malloc((size_t)n * u->bufsz);
-    if (!u->peer || !u->msgs || !u->giov || !u->gcount || !u->cmsg || !u->iov || !u->from ||
-        !u->bufs) {
+    if (!u->peer || !u->msgs || !u->giov || !u->gcount || !u->cmsg || !u->iov || !u->rmsgs ||
+        !u->rcmsg || !u->from || !u->bufs) {
         rc = -ENOMEM;
         goto err;
     }
@@ -326,29 +333,34 @@ static int udp_recv(struct dg_ep *ep, struct dg_in *in, int max)
     struct udp_link *u = ul(ep);
     int rc, n = 0;
 
+    /* the receive vector is built once: only what the kernel changes is
+     * reset (a poll that finds nothing must stay cheap) */
+    if (!u->rx_ready) {
+        for (int i = 0; i < (int)ep->cfg.batch; i++) {
+            u->iov[i].iov_base = u->bufs + (size_t)i * u->bufsz;
+            u->iov[i].iov_len = u->bufsz;
+        }
+        u->rx_ready = 1;
+    }
     for (int i = 0; i < max; i++) {
-        struct msghdr *m = &u->msgs[i].msg_hdr;
-        u->iov[i].iov_base = u->bufs + (size_t)i * u->bufsz;
-        u->iov[i].iov_len = u->bufsz;
-        memset(m, 0, sizeof(*m));
+        struct msghdr *m = &u->rmsgs[i].msg_hdr;
         m->msg_name = &u->from[i];
         m->msg_namelen = sizeof(u->from[i]);
         m->msg_iov = &u->iov[i];
         m->msg_iovlen = 1;
-        if (u->cfg.gro) {
-            m->msg_control = u->cmsg + (size_t)i * UDP_CMSG;
-            m->msg_controllen = UDP_CMSG;
-        }
+        m->msg_control = u->cfg.gro ? u->rcmsg + (size_t)i * UDP_CMSG : NULL;
+        m->msg_controllen = u->cfg.gro ? UDP_CMSG : 0;
+        m->msg_flags = 0;
     }
     do
-        rc = recvmmsg(u->fd, u->msgs, (unsigned)max, MSG_DONTWAIT, NULL);
+        rc = recvmmsg(u->fd, u->rmsgs, (unsigned)max, MSG_DONTWAIT, NULL);
     while (rc < 0 && errno == EINTR);
     if (rc < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED ? 0 : -errno;
     for (int i = 0; i < rc; i++) {
-        struct msghdr *m = &u->msgs[i].msg_hdr;
+        struct msghdr *m = &u->rmsgs[i].msg_hdr;
         const uint8_t *p = u->iov[i].iov_base;
-        size_t len = u->msgs[i].msg_len, seg = len;
+        size_t len = u->rmsgs[i].msg_len, seg = len;
         /* a truncated datagram is no datagram of ours: its length fails */
         if (m->msg_flags & MSG_TRUNC)
             len = seg = 0;
