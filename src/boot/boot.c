@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
-/* Wire-up client: the rank side of boot_proto.h, or a local job of one.
+/* Wire-up client: the rank side of boot_proto.h, a PMIx client
+ * (boot_pmix.c), or a local job of one.
  *
  * Replies come in request order, so a reply left over from a request that
  * timed out is recognised by counting: gets_pending / fences_pending count
@@ -23,6 +24,9 @@
 #include <corevia/cvia_errno.h>
 #include "boot/boot.h"
 #include "boot/boot_proto.h"
+#ifdef CVIA_HAVE_PMIX
+#include "boot/boot_pmix.h"
+#endif
 #include "util/log.h"
 
 struct boot_kv {
@@ -31,7 +35,8 @@ struct boot_kv {
 };
 
 struct cvia_boot {
-    int      fd;              /* launcher socket; -1 for a singleton */
+    int      fd;              /* launcher socket; -1 for a singleton or PMIx */
+    struct boot_pmix *px;     /* PMIx backend, or NULL */
     int      rank, size, local_rank, local_size;
     uint64_t jobid;
     double   timeout_s;       /* bound of every blocking wait; <= 0: none */
@@ -160,9 +165,53 @@ static int boot_connect(struct cvia_boot *b, const char *path)
 static int boot_send(struct cvia_boot *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The variable that says a PMIx server started this process (mpirun,
+ * prterun, srun --mpi=pmix), or NULL. */
+static const char *boot_pmix_var(void)
+{
+    static const char prefix[] = "PMIX_SERVER_URI";
+    static char name[32];
+    const char *s;
+
+    if ((s = getenv("PMIX_NAMESPACE")) && *s)
+        return "PMIX_NAMESPACE";
+    if ((s = getenv("PMIX_RANK")) && *s)
+        return "PMIX_RANK";
+    for (char **e = environ; e && *e; e++)
+        if (!strncmp(*e, prefix, sizeof(prefix) - 1)) {
+            snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
+            return name;
+        }
+    return NULL;
+}
+
+static int boot_open_pmix(struct cvia_boot *b, const char *var)
+{
+#ifdef CVIA_HAVE_PMIX
+    struct boot_ident id;
+    int rc = cvia__boot_pmix_open(b->timeout_s, &id, &b->px);
+
+    (void)var;
+    if (rc)
+        return rc;
+    b->rank = id.rank;
+    b->size = id.size;
+    b->local_rank = id.local_rank;
+    b->local_size = id.local_size;
+    b->jobid = id.jobid;
+    return 0;
+#else
+    cvia_error(BOOT, "started by a PMIx launcher (%s is set: mpirun, prterun or srun "
+               "--mpi=pmix) but corevia was built without PMIx; rebuild with "
+               "libpmix-dev, or start the ranks with cvia-run", var);
+    return -CVIA_EBOOT;
+#endif
+}
+
 int cvia__boot_open(double timeout_s, struct cvia_boot **boot_p)
 {
     const char *addr = getenv("CVIA_BOOT_ADDR");
+    const char *pmix_var;
     struct cvia_boot *b = calloc(1, sizeof(*b));
     int rc;
 
@@ -170,11 +219,21 @@ int cvia__boot_open(double timeout_s, struct cvia_boot **boot_p)
         return -ENOMEM;
     b->fd = -1;
     b->timeout_s = timeout_s;
+    if ((!addr || !*addr) && (pmix_var = boot_pmix_var())) {
+        if ((rc = boot_open_pmix(b, pmix_var)))
+            goto err_free;
+        *boot_p = b;
+        return 0;
+    }
     if (!addr || !*addr) {
         const char *sz = getenv("CVIA_SIZE");
+        const char *tasks = getenv("SLURM_STEP_NUM_TASKS");
         if (sz && strcmp(sz, "1"))
             cvia_warn(BOOT, "CVIA_SIZE=%s ignored: CVIA_BOOT_ADDR is not set, "
                       "running as a job of one", sz);
+        if (tasks && strcmp(tasks, "1"))
+            cvia_warn(BOOT, "srun started %s tasks without PMIx: each runs as a job of one "
+                      "(use srun --mpi=pmix)", tasks);
         b->size = b->local_size = 1;
         if (getrandom(&b->jobid, sizeof(b->jobid), 0) != (ssize_t)sizeof(b->jobid))
             b->jobid = ((uint64_t)getpid() << 32) ^ (uint64_t)(boot_now() * 1e9);
@@ -203,6 +262,9 @@ void cvia__boot_close(struct cvia_boot *b)
         return;
     if (b->fd >= 0)
         close(b->fd);
+#ifdef CVIA_HAVE_PMIX
+    cvia__boot_pmix_close(b->px);
+#endif
     for (size_t i = 0; i < b->nkv; i++) {
         free(b->kv[i].key);
         free(b->kv[i].val);
@@ -217,7 +279,7 @@ int      cvia__boot_size(const struct cvia_boot *b)        { return b->size; }
 int      cvia__boot_local_rank(const struct cvia_boot *b)  { return b->local_rank; }
 int      cvia__boot_local_size(const struct cvia_boot *b)  { return b->local_size; }
 uint64_t cvia__boot_jobid(const struct cvia_boot *b)       { return b->jobid; }
-int      cvia__boot_is_singleton(const struct cvia_boot *b) { return b->fd < 0; }
+int      cvia__boot_is_singleton(const struct cvia_boot *b) { return b->fd < 0 && !b->px; }
 
 /* The connection is unusable from now on; say why once. */
 static void boot_lost(struct cvia_boot *b, const char *why, int err)
@@ -412,6 +474,10 @@ int cvia__boot_put(struct cvia_boot *b, const char *key, const char *val)
 {
     if (boot_check_word(key, CVIA_BOOT_KEY_MAX) || boot_check_word(val, CVIA_BOOT_VAL_MAX))
         return -EINVAL;
+#ifdef CVIA_HAVE_PMIX
+    if (b->px)
+        return cvia__boot_pmix_put(b->px, key, val);
+#endif
     if (b->fd < 0)
         return boot_kv_put(b, key, val);
     return boot_send(b, "PUT %s %s\n", key, val);
@@ -424,6 +490,10 @@ int cvia__boot_get(struct cvia_boot *b, const char *key, char *val, size_t cap)
 
     if (boot_check_word(key, CVIA_BOOT_KEY_MAX))
         return -EINVAL;
+#ifdef CVIA_HAVE_PMIX
+    if (b->px)
+        return cvia__boot_pmix_get(b->px, key, val, cap);
+#endif
     if (b->fd < 0) {
         struct boot_kv *e = boot_kv_find(b, key);
         if (!e)
@@ -464,6 +534,10 @@ int cvia__boot_fence(struct cvia_boot *b)
 {
     int rc;
 
+#ifdef CVIA_HAVE_PMIX
+    if (b->px)
+        return cvia__boot_pmix_fence(b->px);
+#endif
     if (b->fd < 0)
         return 0;
     /* a rank that has left can never join a fence: fail at once */
@@ -482,6 +556,7 @@ int cvia__boot_fence(struct cvia_boot *b)
 
 int cvia__boot_fini(struct cvia_boot *b)
 {
+    /* PMIx: cvia__boot_close's PMIx_Finalize tells the launcher */
     return b->fd < 0 ? 0 : boot_send(b, "FINI\n");
 }
 
@@ -489,6 +564,10 @@ int cvia__boot_poll(struct cvia_boot *b, struct cvia_boot_event *ev, int max)
 {
     int n = 0;
 
+#ifdef CVIA_HAVE_PMIX
+    if (b->px)
+        return cvia__boot_pmix_poll(b->px, ev, max);
+#endif
     if (b->fd < 0)
         return 0;
     if (!b->ev_len && !b->eof)
@@ -510,6 +589,10 @@ void cvia__boot_abort(struct cvia_boot *b, int code, const char *why)
         if ((unsigned char)*p < ' ' || *p == 0x7f)
             *p = ' ';
     cvia_error(BOOT, "aborting the job (code %d): %s", code, text);
+#ifdef CVIA_HAVE_PMIX
+    if (b && b->px)
+        cvia__boot_pmix_abort(b->px, code, text);
+#endif
     if (b && b->fd >= 0)
         boot_send(b, "ABORT %d %s\n", code, text);
 }

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
 /* Wire-up client: rank, size, job key, and a key-value store with
- * put / get / fence, served by the launcher (cvia-run) over a unix socket.
+ * put / get / fence, served by the launcher (cvia-run) over a unix socket,
+ * or by a PMIx server (boot_pmix.c) when mpirun, prterun or srun --mpi=pmix
+ * started the process: CVIA_BOOT_ADDR set -> cvia-run; else PMIX_NAMESPACE,
+ * PMIX_RANK or PMIX_SERVER_URI* set -> PMIx (an error if built without
+ * libpmix); else a job of one.
  *
  * The launcher passes, in each rank's environment:
  *   CVIA_RANK, CVIA_SIZE        rank and job size
@@ -45,7 +49,9 @@ uint64_t cvia__boot_jobid(const struct cvia_boot *b);
 int      cvia__boot_is_singleton(const struct cvia_boot *b);
 
 /* Publish @val under @key (both: printable, no whitespace, key <= 64,
- * val <= 1024 bytes). Visible to others after the next fence. */
+ * val <= 1024 bytes). Visible to others after the next fence. A key ends
+ * in ".<rank of the putter>" (host.3, tcp.3): PMIx stores data per process
+ * and cvia__boot_get asks that rank for it (other keys: every rank). */
 int cvia__boot_put(struct cvia_boot *b, const char *key, const char *val);
 
 /* Fetch a value some rank put before the last fence. -ENOENT if absent,

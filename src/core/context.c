@@ -3,6 +3,7 @@
 /* The process-wide context: init / finalize, progress, the idle back-off
  * with its liveness checks, barrier and the public entry points. */
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -98,25 +99,58 @@ static void check_liveness(struct cvia_ctx *c)
         c->prov[i].desc->ops->check_peers(c->prov[i].ep);
 }
 
-/* Back off while nothing happens: spin, then yield, then nap; every
- * liveness interval look for dead peers, so a wait on a dead peer ends in
- * bounded time. */
-void cvia__idle(struct cvia_ctx *c, unsigned *spins)
+/* Block until a network provider has input, or 50 us at most when ranks
+ * of this host may write to our rings meanwhile (1 ms otherwise). */
+static void idle_block(struct cvia_ctx *c)
 {
-    unsigned s = ++*spins;
+    struct pollfd fds[CVIA_MAX_PROV];
+    int n = 0;
 
-    if (s < (unsigned)c->cfg.spin_count) {
-        cvia_cpu_relax();
-        return;
+    for (int i = 0; i < c->nprov; i++) {
+        const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
+        int fd = ops->wait_fd ? ops->wait_fd(c->prov[i].ep) : -1;
+        if (fd >= 0) {
+            fds[n].fd = fd;
+            fds[n].events = POLLIN;
+            fds[n++].revents = 0;
+        }
     }
-    if (s < (unsigned)c->cfg.spin_count + 20000u) {
-        sched_yield();
+    if (n && c->nremote == c->size - 1) {
+        (void)poll(fds, (nfds_t)n, 1);
     } else {
         struct timespec nap = { 0, 50000 };   /* 50 us */
         nanosleep(&nap, NULL);
     }
+}
+
+/* Back off while nothing happens: spin for CVIA_SPIN_TIME, then yield at
+ * every poll, then (waits that may block) block after CVIA_YIELD_TIME.
+ * A yield that let another task run means the core is shared (ranks
+ * pinned together, an oversubscribed node): spinning then only delays the
+ * rank we wait for, so it is skipped for a while. Every liveness interval
+ * look for dead peers, so a wait on a dead peer ends in bounded time. */
+void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block)
+{
+    static _Thread_local double shared_until;   /* core found shared until then */
+    unsigned s = ++w->n;
+    double t = now_s(), el;
+
+    if (s == 1)
+        w->t0 = t;
+    el = t - w->t0;
+    if (el < c->cfg.spin_time && t >= shared_until) {
+        cvia_cpu_relax();
+    } else if (el < c->cfg.yield_time || !may_block) {
+        double t1;
+        sched_yield();
+        t1 = now_s();
+        if (t1 - t > 5e-6)   /* someone else ran: the core is shared */
+            shared_until = t1 + 0.01;
+        t = t1;
+    } else {
+        idle_block(c);
+    }
     if ((s & 31) == 0 && cvia_spin_trylock(&c->slow_lock)) {
-        double t = now_s();
         if (t >= c->next_check) {
             c->next_check = t + c->cfg.liveness;
             check_liveness(c);
@@ -384,7 +418,7 @@ int cvia_cancel(cvia_req_t *req)
 
 int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status)
 {
-    static _Thread_local unsigned test_spins;   /* idle tests in a row */
+    static _Thread_local struct cvia_idle test_idle;   /* idle tests in a row */
     struct cvia_ctx *c = &cvia__ctx;
     struct cvia_req *r;
     int rc;
@@ -398,9 +432,10 @@ int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status)
     }
     if (!cvia__req_done(r)) {
         if (cvia__progress(c) > 0)
-            test_spins = 0;
-        else if (!cvia__req_done(r))   /* a test loop backs off and notices dead peers too */
-            cvia__idle(c, &test_spins);
+            test_idle.n = 0;
+        else if (!cvia__req_done(r))   /* a test loop backs off (never blocks) and
+                                        * notices dead peers too */
+            cvia__idle(c, &test_idle, 0);
     }
     if (!cvia__req_done(r)) {
         *done = 0;

@@ -44,7 +44,8 @@ struct cvia_req_queue {
 struct cvia_core_cfg {
     int    log_level;
     char   log_subsys[256];
-    long   spin_count;
+    double spin_time;
+    double yield_time;
     double boot_timeout;
     double liveness;
     int    net;                /* index in cvia__net_names */
@@ -125,6 +126,11 @@ void cvia__rma_fini(struct cvia_ctx *c);
 /* context.c */
 int  cvia__progress(struct cvia_ctx *c);
 int  cvia__req_done(const struct cvia_req *r);
-void cvia__idle(struct cvia_ctx *c, unsigned *spins);
+/* A waiter's back-off state: zero it when a wait starts or progress is made. */
+struct cvia_idle {
+    unsigned n;     /* idle polls in a row */
+    double   t0;    /* when the first of them was */
+};
+void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block);
 
 #endif

@@ -12,19 +12,25 @@ static const char *const log_levels[] = {
     "error", "warn", "info", "debug", "trace", NULL
 };
 
-const char *const cvia__net_names[] = { "tcp", NULL };
+const char *const cvia__net_names[] = { "tcp", "udp", "eth", NULL };
 
 static const struct cvia_param core_params[] = {
     { "LOG", "warn", CVIA_PARAM_ENUM, offsetof(struct cvia_core_cfg, log_level),
       "Logging level for messages on stderr (debug and trace need a Debug build).",
       0, 0, log_levels },
     { "LOG_SUBSYS", "all", CVIA_PARAM_STRING, offsetof(struct cvia_core_cfg, log_subsys),
-      "Comma-separated subsystems to log: core, shm, boot, conf, topo, util, mem, or all.",
+      "Comma-separated subsystems to log: core, shm, boot, conf, topo, util, mem, net, dsm, or all.",
       0, 0, NULL },
-    { "SPIN_COUNT", "2000", CVIA_PARAM_INT, offsetof(struct cvia_core_cfg, spin_count),
-      "Idle polls a waiting rank spins before it starts yielding the CPU "
-      "(sched_yield, then short sleeps) so oversubscribed jobs progress.",
-      0, 100000000, NULL },
+    { "SPIN_TIME", "20us", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, spin_time),
+      "How long a waiting rank polls without giving up the CPU before it yields "
+      "(sched_yield at every poll); skipped while its core is found shared (a yield "
+      "that let another task run), so ranks on one core hand it over at once.",
+      0, 0, NULL },
+    { "YIELD_TIME", "10ms", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, yield_time),
+      "How long a waiting rank yields at every poll before it blocks: in poll() on the "
+      "network provider's socket (woken by the next datagram), else in 50 us sleeps. "
+      "cvia_test never blocks.",
+      0, 0, NULL },
     { "BOOT_TIMEOUT", "120s", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, boot_timeout),
       "Longest wait for the launcher during wire-up (fence, get) before cvia_init fails.",
       0, 0, NULL },
@@ -57,7 +63,9 @@ static const struct cvia_param boot_params[] = {
     { "LOCAL_SIZE", "1", CVIA_PARAM_STRING, 0,
       "Set by cvia-run: number of ranks on this host.", 0, 0, NULL },
     { "BOOT_ADDR", "", CVIA_PARAM_STRING, 0,
-      "Set by cvia-run: the launcher's unix socket; unset means a job of one.",
+      "Set by cvia-run: the launcher's unix socket; unset: the PMIx server's job if a "
+      "PMIx launcher (mpirun, prterun, srun --mpi=pmix) started the process, else a job "
+      "of one.",
       0, 0, NULL },
     { "JOBID", "", CVIA_PARAM_STRING, 0,
       "Set by cvia-run: the job's random 64-bit key (16 hex digits); segments "
@@ -86,6 +94,9 @@ const struct cvia_param_table cvia__test_param_table = {
 
 extern const struct cvia_param_table cvia__shm_param_table;
 extern const struct cvia_param_table cvia__tcp_param_table;
+extern const struct cvia_param_table cvia__udp_param_table;
+extern const struct cvia_param_table cvia__eth_param_table;
+extern const struct cvia_param_table cvia__dgram_param_table;
 extern const struct cvia_param_table cvia__topo_param_table;
 extern const struct cvia_param_table cvia__mem_param_table;
 extern const struct cvia_param_table cvia__dsm_param_table;
@@ -97,6 +108,9 @@ const struct cvia_param_table *const cvia__param_tables[] = {
     &cvia__mem_param_table,
     &cvia__shm_param_table,
     &cvia__tcp_param_table,
+    &cvia__udp_param_table,
+    &cvia__eth_param_table,
+    &cvia__dgram_param_table,
     &cvia__dsm_param_table,
     &cvia__test_param_table,
     NULL,

@@ -10,10 +10,14 @@
 
 extern const struct cvia_prov_desc cvia_prov_shm;
 extern const struct cvia_prov_desc cvia_prov_tcp;
+extern const struct cvia_prov_desc cvia_prov_udp;
+extern const struct cvia_prov_desc cvia_prov_eth;
 
 const struct cvia_prov_desc *const cvia__prov_list[] = {
     &cvia_prov_shm,
     &cvia_prov_tcp,
+    &cvia_prov_udp,
+    &cvia_prov_eth,
     NULL,
 };
 

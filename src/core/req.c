@@ -360,13 +360,13 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
 
 int cvia__wait_req(struct cvia_ctx *c, struct cvia_req *r)
 {
-    unsigned spins = 0;
+    struct cvia_idle w = { 0, 0 };
 
     while (!cvia__req_done(r)) {
         if (cvia__progress(c) > 0)
-            spins = 0;
+            w.n = 0;
         else if (!cvia__req_done(r))
-            cvia__idle(c, &spins);
+            cvia__idle(c, &w, 1);
     }
     return r->status;
 }

@@ -245,7 +245,7 @@ int cvia_imm_poll(cvia_imm_event_t *ev, int max)
 int cvia_imm_wait(cvia_imm_event_t *ev)
 {
     struct cvia_ctx *c = &cvia__ctx;
-    unsigned spins = 0;
+    struct cvia_idle w = { 0, 0 };
     int n;
 
     CHECK_INIT(c);
@@ -254,7 +254,7 @@ int cvia_imm_wait(cvia_imm_event_t *ev)
     while ((n = cvia_imm_poll(ev, 1)) == 0) {
         if (c->size > 1 && c->nlost >= c->size - 1)
             return c->aborted ? -CVIA_EABORT : -CVIA_ENOPEER;
-        cvia__idle(c, &spins);
+        cvia__idle(c, &w, 1);
     }
     return n < 0 ? n : 0;
 }

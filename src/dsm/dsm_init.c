@@ -46,7 +46,7 @@ void dsm_fatal(int err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    cvia_error(CORE, "dsm: %s; ending this rank", msg);
+    cvia_error(DSM, "dsm: %s; ending this rank", msg);
     if (d->fatal_fn)
         d->fatal_fn(err, msg);
     fflush(stdout);

@@ -137,6 +137,9 @@ struct cvia_prov_ops {
     int  (*read)(struct cvia_prov_ep *ep, struct cvia_xfer *x);
     /* One line on how this endpoint reaches @peer (mechanism, thresholds). */
     void (*peer_info)(struct cvia_prov_ep *ep, int peer, char *buf, size_t cap);
+    /* A descriptor that polls readable when input may be waiting, for a
+     * waiter that blocks; -1 (or a NULL slot) if there is none. */
+    int  (*wait_fd)(struct cvia_prov_ep *ep);
 };
 
 /* What a provider reaches: the ranks on this host, or those elsewhere. */

@@ -20,7 +20,7 @@ enum cvia_log_level {
 /* Subsystems, one bit each; CVIA_LOG_SUBSYS=shm,boot selects by name. */
 #define CVIA__LOG_SUBSYS_MAP(X) \
     X(CORE, "core") X(SHM, "shm") X(BOOT, "boot") X(CONF, "conf") \
-    X(TOPO, "topo") X(UTIL, "util") X(MEM, "mem")
+    X(TOPO, "topo") X(UTIL, "util") X(MEM, "mem") X(NET, "net") X(DSM, "dsm")
 
 enum cvia_log_subsys {
 #define X(id, str) CVIA_SUB_##id,

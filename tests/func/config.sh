@@ -31,7 +31,7 @@ check_garbage CVIA_SHM_SLOTS 3            # not a power of two
 check_garbage CVIA_SHM_SLOTS 99999999999999999999
 check_garbage CVIA_LOG loud
 check_garbage CVIA_LOG_SUBSYS shm,nope
-check_garbage CVIA_SPIN_COUNT -5
+check_garbage CVIA_SPIN_TIME -5us
 check_garbage CVIA_LIVENESS_INTERVAL soon
 check_garbage CVIA_BOOT_TIMEOUT 1parsec
 

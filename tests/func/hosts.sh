@@ -3,13 +3,27 @@
 # Run a functional test over two "hosts": network namespaces of our own,
 # joined by a veth pair, ranks alternating between them (rank r on host
 # r % 2 + 1): shm inside a host, the network provider (CVIA_NET) between.
-#   hosts.sh [--expect-fail] CVIA_RUN NP PROG CASE
-# Exit 77 (skipped) where namespaces cannot be made. Removes everything it
-# made, also on failure; traffic stays inside these namespaces.
+#   hosts.sh [--expect-fail] [--loss PCT] CVIA_RUN NP PROG CASE
+# --loss PCT: every frame arriving on either end of the veth pair is
+# dropped with probability PCT % (nftables, netdev ingress hook: IP and raw
+# Ethernet frames alike, ARP included); the counts are printed at the end.
+# Exit 77 (skipped) where namespaces (or, with --loss, nftables' netdev
+# family) cannot be had. Removes everything it made, also on failure;
+# traffic stays inside these namespaces.
 set -u
-expect=""
-if [ "${1:-}" = --expect-fail ]; then expect=--expect-fail; shift; fi
-[ $# -eq 4 ] || { echo "usage: hosts.sh [--expect-fail] CVIA_RUN NP PROG CASE" >&2; exit 2; }
+expect="" loss=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --expect-fail) expect=--expect-fail; shift ;;
+        --loss) loss=${2:-}; shift 2 || break ;;
+        *) break ;;
+    esac
+done
+usage="usage: hosts.sh [--expect-fail] [--loss PCT] CVIA_RUN NP PROG CASE"
+[ $# -eq 4 ] || { echo "$usage" >&2; exit 2; }
+if [ -n "$loss" ] && ! [[ "$loss" =~ ^[0-9]+$ && "$loss" -le 100 ]]; then
+    echo "hosts.sh: --loss wants a whole percentage 0..100, not '$loss'" >&2; exit 2
+fi
 run=$1 np=$2 prog=$3 case=$4
 here=$(cd "$(dirname "$0")" && pwd)
 tag=$$
@@ -35,6 +49,41 @@ ip -n "$ns1" addr add 10.250.0.1/24 dev "$v1" && ip -n "$ns2" addr add 10.250.0.
 ip -n "$ns1" link set "$v1" up && ip -n "$ns2" link set "$v2" up &&
 ip -n "$ns1" link set lo up && ip -n "$ns2" link set lo up || { echo "FAIL: lab setup"; exit 1; }
 
+# random loss on both ends: a netdev ingress chain sees every frame the
+# veth delivers, whatever its protocol
+if [ -n "$loss" ] && [ "$loss" -gt 0 ]; then
+    if ! command -v nft >/dev/null 2>&1; then
+        echo "SKIP: --loss needs nft (nftables)"
+        exit 77
+    fi
+    for hv in "$ns1 $v1" "$ns2 $v2"; do
+        set -- $hv
+        if ! ip netns exec "$1" nft -f - <<EON
+table netdev cvia_loss {
+    chain ingress {
+        type filter hook ingress device "$2" priority 0; policy accept;
+        numgen random mod 100 < $loss counter drop
+    }
+}
+EON
+        then
+            echo "SKIP: cannot install nftables netdev ingress rules here"
+            exit 77
+        fi
+    done
+    echo "hosts.sh: dropping $loss% of the frames arriving at $v1 and $v2"
+fi
+
+loss_report() {
+    [ -n "$loss" ] && [ "$loss" -gt 0 ] || return 0
+    local h
+    for h in "$ns1 $v1" "$ns2 $v2"; do
+        set -- $h
+        ip netns exec "$1" nft list chain netdev cvia_loss ingress 2>/dev/null |
+            sed -n "s/.*counter packets \([0-9]*\) bytes \([0-9]*\).*/hosts.sh: loss at $2: \1 frames (\2 bytes) dropped/p"
+    done
+}
+
 # each rank enters its host's namespace, then becomes the test program
 cat > "$dir/place" <<EOS
 #!/bin/sh
@@ -43,3 +92,6 @@ exec ip netns exec \$ns "$prog" "\$@"
 EOS
 chmod +x "$dir/place"
 bash "$here/run.sh" $expect "$run" "$np" "$dir/place" "$case"
+rc=$?
+loss_report
+exit $rc

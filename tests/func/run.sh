@@ -35,7 +35,9 @@ segments_of_dead() {
 }
 
 start=$(date +%s)
-timeout -k 5 $((limit + 10)) "$run" -n "$np" --timeout "$limit" -- "$prog" "$case" "--token=$token" >"$out" 2>&1
+# FUNC_RUN_GRACE: cvia-run's --grace (a stopped rank cannot use one)
+timeout -k 5 $((limit + 10)) "$run" -n "$np" --timeout "$limit" ${FUNC_RUN_GRACE:+--grace "$FUNC_RUN_GRACE"} \
+    -- "$prog" "$case" "--token=$token" >"$out" 2>&1
 rc=$?
 cat "$out"
 fail=0

@@ -167,7 +167,7 @@ check "cvia-info -c output fed back through env gives the same output" \
 
 # the same with values away from the defaults, in other spellings
 bounded env CVIA_SHM_SLOT_SIZE=65536 CVIA_SHM_SLOTS=16 CVIA_BOOT_TIMEOUT=1.5 CVIA_LOG=INFO \
-    CVIA_LIVENESS_INTERVAL=250us CVIA_LOG_SUBSYS=shm,boot CVIA_SPIN_COUNT=0 "$INFO" -c
+    CVIA_LIVENESS_INTERVAL=250us CVIA_LOG_SUBSYS=shm,boot CVIA_SPIN_TIME=0 "$INFO" -c
 cp "$WORK/out" "$WORK/conf2"
 check "cvia-info -c shows set values in canonical form (64k, 16, 1.5s, info, 250us)" \
     "$([ "$rc" = 0 ] && grep -qx CVIA_SHM_SLOT_SIZE=64k "$WORK/conf2" &&

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* dgram: reliable, ordered, segmented delivery over an unreliable datagram
+ * link (paper 002's M-VIA, reliable as its VI was on a lossless switch).
+ * The udp and eth providers are this engine over two links (UDP sockets,
+ * AF_PACKET frames); the engine owns the protocol, a link only moves
+ * datagrams.
+ *
+ * Wire: every datagram is a 40-byte header and up to one segment of
+ * payload. The header carries what every segment needs (sequence number,
+ * cumulative and selective acknowledgement, the message's tag and length
+ * or the segment's offset) so that a page-sized segment fills a
+ * page-sized payload exactly (a 4096-byte segment in a 4136-byte eth MTU,
+ * the paper's 4138). One-sided operations add a 32-byte extension to their
+ * first segment. A keyed CRC-32C covers header and payload: corrupt
+ * datagrams and datagrams of other jobs fail it and are dropped, counted.
+ *
+ * Reliability: per peer, sequence numbers count segments; the receiver
+ * acknowledges cumulatively with a 32-bit SACK map, piggybacked on its own
+ * traffic or alone when asked (ACKREQ), when a quarter of the window is
+ * owed, out of order, or after a short delay. The sender keeps a window of
+ * segments, retransmits on SACK holes and on a timer with exponential
+ * backoff, and declares the peer dead when nothing it sent has been
+ * acknowledged for CVIA_DGRAM_PEER_TIMEOUT. The receiver drops duplicates
+ * and keeps out-of-order segments in a reorder buffer.
+ *
+ * Zero copy where it pays: a message above CVIA_DGRAM_INJECT is sent
+ * straight from the user's buffer (completed when acknowledged); smaller
+ * ones are copied into the window slot and completed at once. The
+ * receiver places each in-order payload at its offset of the destination
+ * (the posted receive, the registered region). Threads: one thread runs
+ * the engine at a time (ep->busy, taken with trylock); others only queue
+ * sends under ep->qlock. */
+#ifndef COREVIA_PROV_DGRAM_H
+#define COREVIA_PROV_DGRAM_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "prov/prov.h"
+#include "util/lock.h"
+#include "util/param.h"
+
+/* ---- wire ---------------------------------------------------------- */
+
+enum dg_type {
+    DG_MSG = 1,   /* tagged message: ctx, tag, total length */
+    DG_RMAW,      /* one-sided write: ext key, addr, aux = imm, aux2 = cookie */
+    DG_WACK,      /* its answer: ext aux = cookie, aux2 = status */
+    DG_RMAR,      /* read request: ext key, addr, aux = length, aux2 = cookie */
+    DG_RRESP,     /* its answer: ext aux = cookie, aux2 = status; data follows */
+    DG_BYE,       /* clean finalize */
+    DG_TYPE_DATA_MAX = DG_BYE,
+    DG_ACK = 16,  /* acknowledgement alone (consumes no sequence number) */
+    DG_PING,      /* liveness probe: an ACK that asks for an ACK */
+};
+
+#define DG_F_FIRST  0x01   /* first segment: lenoff = total length */
+#define DG_F_LAST   0x02   /* last segment of its message */
+#define DG_F_ACKREQ 0x04   /* acknowledge at once */
+#define DG_F_IMM    0x08   /* RMAW: raise immediate data at the target */
+#define DG_F_EXT    0x10   /* struct dg_ext precedes the payload */
+#define DG_F_HCSUM  0x20   /* the CRC covers header and extension only */
+
+struct dg_hdr {
+    uint8_t  type;
+    uint8_t  flags;
+    uint16_t ctx;
+    uint32_t src;      /* sender's rank */
+    uint32_t dst;      /* receiver's rank (ranks of a host share its MAC) */
+    uint32_t seq;
+    uint32_t ack;      /* every seq below it has arrived */
+    uint32_t sack;     /* bit i: seq ack + 1 + i has arrived */
+    int32_t  tag;
+    uint32_t csum;     /* CRC-32C keyed by the job key, over all, csum = 0 */
+    uint64_t lenoff;   /* low 48 bits: FIRST: message length, else the
+                        * segment's offset; high 16: the job tag (low bits
+                        * of the job key: tells foreign from corrupt) */
+};
+_Static_assert(sizeof(struct dg_hdr) == 40, "dgram header is 40 bytes");
+
+#define DG_LEN_MASK ((UINT64_C(1) << 48) - 1)
+#define DG_MAX_LEN  DG_LEN_MASK
+
+static inline uint64_t dg_lenoff(const struct dg_hdr *h)
+{
+    return h->lenoff & DG_LEN_MASK;
+}
+
+static inline uint16_t dg_jobtag(uint64_t key)
+{
+    return (uint16_t)key;
+}
+
+struct dg_ext {
+    uint64_t key;
+    uint64_t addr;
+    uint64_t aux;
+    uint64_t aux2;
+};
+_Static_assert(sizeof(struct dg_ext) == 32, "dgram extension is 32 bytes");
+
+/* Why a datagram was refused (dg_parse). */
+enum dg_bad {
+    DG_OK = 0,
+    DG_BAD_SHORT,     /* shorter than a header */
+    DG_BAD_FOREIGN,   /* another job's (or no job's) */
+    DG_BAD_CSUM,      /* corrupt */
+    DG_BAD_FORMAT,    /* checksum right, fields impossible */
+};
+
+/* Check a received datagram: header copied to @h, payload (after any
+ * extension, copied to @ext) at *payload. Pure: no state, never reads past
+ * @len (the fuzzer's entry point). */
+int cvia__dg_parse(const void *buf, size_t len, uint64_t key, struct dg_hdr *h,
+                   struct dg_ext *ext, const uint8_t **payload, size_t *plen);
+/* Fill h->csum for a datagram made of @iov. */
+void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, uint64_t key);
+uint32_t cvia__crc32c(uint32_t crc, const void *buf, size_t len);
+/* The job's datagram key (never 0). */
+uint64_t cvia__dg_job_key(uint64_t jobid);
+
+static inline int dg_seq_lt(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) < 0;
+}
+
+static inline int dg_seq_le(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) <= 0;
+}
+
+/* ---- configuration (CVIA_DGRAM_*) ---------------------------------- */
+
+enum { DG_CUT_PAGE, DG_CUT_MVIA, DG_CUT_FILL };
+
+struct dg_cfg {
+    size_t segment;        /* payload per datagram; 0: from the MTU */
+    int    cut;            /* DG_CUT_* */
+    long   window;         /* segments in flight per peer */
+    size_t inject;         /* copy-and-complete up to this size */
+    double rto;            /* first retransmission timeout */
+    double rto_max;
+    double ack_delay;
+    double peer_timeout;
+    char   faults[CVIA_PARAM_STRLEN];
+    int    csum_payload;   /* 1: CRC over the payload too */
+    int    stats;          /* print counters at finalize */
+    size_t rcvbuf;
+    long   batch;          /* datagrams per sendmmsg/recvmmsg */
+};
+
+extern const struct cvia_param_table cvia__dgram_param_table;
+
+/* Fault hooks, parsed from CVIA_DGRAM_FAULTS ("drop=0.01,dup=0.01,..."). */
+struct dg_faults {
+    double drop, dup, reorder, corrupt;
+    uint64_t rng;
+};
+int cvia__dg_faults_parse(const char *text, struct dg_faults *f);
+
+/* ---- the link beneath --------------------------------------------- */
+
+struct dg_ep;
+
+/* One datagram to send: header, optional extension, payload. */
+struct dg_out {
+    int peer;
+    int iovcnt;
+    struct iovec iov[3];
+};
+
+/* A link's recv may split one received buffer (UDP GRO) into up to this
+ * many datagrams: dg_in arrays hold max * DG_IN_PER_RECV entries. */
+#define DG_IN_PER_RECV 64
+
+/* One datagram received, in link memory until released. */
+struct dg_in {
+    const uint8_t *data;
+    size_t len;
+    uint32_t link_tag;     /* the link's token for its source (eth: ifindex) */
+    unsigned char from[32];   /* the link's source address, for the check */
+};
+
+struct dg_link_ops {
+    const char *name;
+    /* Open the link, write the address peers send to into @addr. */
+    int    (*open)(struct dg_ep *ep, char *addr, size_t cap);
+    /* Learn @peer's address (as its open wrote it). */
+    int    (*attach)(struct dg_ep *ep, int peer, const char *addr);
+    /* Bytes one datagram may carry for this engine (header + payload). */
+    size_t (*room)(struct dg_ep *ep);
+    /* Send; returns how many went out (0 when the link is full) or -errno. */
+    int    (*send)(struct dg_ep *ep, struct dg_out *out, int n);
+    /* Receive up to @max; returns how many, 0 when none, or -errno. */
+    int    (*recv)(struct dg_ep *ep, struct dg_in *in, int max);
+    /* Done with what recv returned. */
+    void   (*release)(struct dg_ep *ep, struct dg_in *in, int n);
+    /* 1 if @in came from where @peer's address says. */
+    int    (*from_peer)(struct dg_ep *ep, int peer, const struct dg_in *in);
+    /* The descriptor poll() reports input on. */
+    int    (*fd)(struct dg_ep *ep);
+    /* One line: interface, MTU, mechanism. */
+    void   (*describe)(struct dg_ep *ep, char *buf, size_t cap);
+    void   (*close)(struct dg_ep *ep);
+};
+
+/* ---- engine state -------------------------------------------------- */
+
+/* A slot of a peer's send window. */
+struct dg_slot {
+    struct dg_hdr hdr;
+    struct dg_ext ext;
+    const void *data;           /* payload: user buffer, region or copy */
+    size_t   len;
+    struct cvia_xfer *done_x;   /* completed when this slot is acknowledged */
+    double   sent_at;           /* 0: not sent yet */
+    uint16_t tries;
+    uint8_t  sacked;
+    uint8_t  in_use;
+};
+
+/* A provider-owned outgoing message (answers, requests, bye). */
+struct dg_op {
+    struct cvia_xfer x;   /* buf/len: the payload */
+    uint8_t type;
+    uint8_t flags;
+    struct dg_ext ext;
+};
+
+#define DG_XFER_OP   0x4000   /* the xfer is a struct dg_op's */
+#define DG_XFER_RMA  0x2000   /* a user's write or read: waits for its answer */
+
+struct dg_peer {
+    int      remote;          /* 1: reached through this link */
+    int      gone;
+    int      bye;
+    /* sending */
+    struct cvia_xfer *q_head, *q_tail;    /* posted, not yet segmented (qlock) */
+    struct cvia_xfer *cur;    /* being segmented (busy) */
+    int      cur_first;
+    uint32_t snd_una, snd_nxt;
+    uint32_t snd_tx;          /* lowest cut segment never sent */
+    uint32_t ackreq_at;       /* where the last ACKREQ for the window went */
+    struct dg_slot *win;      /* [window] */
+    unsigned char *inj;       /* [window * seg]: copies of injected segments */
+    double   last_ack_at;     /* when snd_una last moved (or now, if idle) */
+    /* one-sided requests waiting for their answer (busy) */
+    struct cvia_xfer *waiting;
+    /* receiving */
+    uint32_t rcv_nxt;
+    uint32_t ack_owed;        /* data segments since our last ack */
+    int      ack_now;
+    double   ack_owed_since;
+    double   last_heard;
+    double   pinged_at;
+    struct dg_hdr ack_hdr;    /* a standalone ACK or PING being sent */
+    uint32_t ooo_count;
+    uint8_t  **ooo;           /* [window] out-of-order datagrams, copied */
+    uint32_t *ooo_len;
+    /* the message being received */
+    struct dg_hdr rx_first;   /* its first segment's header */
+    struct dg_ext rx_ext;
+    struct cvia_xfer *rx_x;   /* destination (NULL between messages) */
+    struct cvia_xfer rx_sink; /* one-sided target, or nothing */
+    uint64_t rx_got;
+    int      rx_status;
+    int      rx_active;
+};
+
+struct dg_stats {
+    uint64_t tx, rx, retx, acks, dups, ooo, corrupt, foreign, format, faults, stale, other;
+    uint64_t rx_calls, tx_calls;   /* link recv calls that returned datagrams; link sends */
+};
+
+struct dg_ep {
+    struct cvia_prov_args args;
+    struct dg_cfg cfg;
+    const struct dg_link_ops *link;
+    void    *link_priv;
+    uint64_t key;
+    size_t   seg;             /* payload bytes per segment */
+    uint32_t win;             /* window, segments */
+    struct dg_faults faults;
+    int      has_faults;
+    struct dg_peer *peers;    /* [size] */
+    int     *remote;          /* ranks on other hosts */
+    int      nremote;
+    cvia_spinlock_t qlock;    /* posted-send queues */
+    cvia_spinlock_t busy;     /* one thread runs the engine */
+    unsigned idle;
+    double   now;             /* this progress call's clock */
+    struct dg_out *out;       /* [batch] */
+    struct dg_slot **out_slot;   /* [batch]: the slot each out sends, or NULL (ACK) */
+    struct dg_out *fout;      /* [2 * batch]: the batch after fault hooks */
+    int      nout;
+    size_t   dgram_max;       /* largest datagram: header, extension, segment */
+    struct dg_in *in;         /* [batch] */
+    unsigned char *scratch;   /* [2 * batch * dgram_max]: corrupted copies */
+    struct dg_stats st;
+};
+
+/* dgram_tx.c */
+int  cvia__dg_send(struct dg_ep *ep, struct cvia_xfer *x);
+int  cvia__dg_rma(struct dg_ep *ep, struct cvia_xfer *x, uint8_t type);
+void cvia__dg_answer(struct dg_ep *ep, int peer, uint8_t type, uint64_t cookie, int status,
+                     const void *buf, size_t len);
+int  cvia__dg_tx(struct dg_ep *ep);
+void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h);
+int  cvia__dg_timers(struct dg_ep *ep);
+int  cvia__dg_flush(struct dg_ep *ep);
+void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type);
+int  cvia__dg_send_bye(struct dg_ep *ep);
+int  cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp);
+
+/* dgram_rx.c */
+int  cvia__dg_rx(struct dg_ep *ep);
+int  cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struct dg_in *in);
+void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err);
+
+/* dgram_prov.c: the provider ops over a link */
+int  cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *link,
+                   struct cvia_prov_ep **ep_p);
+double cvia__dg_now(void);
+
+#endif

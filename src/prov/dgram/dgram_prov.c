@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The provider interface of the dgram engine, shared by udp and eth: open
+ * (link, addresses, configuration), connect (learn peers, size segments),
+ * progress, teardown. Each provider is this with its own link. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <corevia/corevia.h>
+#include "boot/boot.h"
+#include "prov/dgram/dgram.h"
+#include "util/log.h"
+
+#define DG_PAGE 4096u
+
+struct cvia_prov_ep {
+    struct dg_ep dg;
+};
+
+double cvia__dg_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void dg_free(struct dg_ep *ep)
+{
+    if (ep->peers) {
+        for (int p = 0; p < ep->args.size; p++) {
+            struct dg_peer *pp = &ep->peers[p];
+            struct cvia_xfer *x = pp->cur ? pp->cur : pp->q_head, *next;
+            if (pp->cur)
+                pp->cur->prov_next = pp->q_head;
+            for (; x; x = next) {   /* answers never sent: ours to free */
+                next = x->prov_next;
+                if (x->flags & DG_XFER_OP)
+                    free((char *)x - offsetof(struct dg_op, x));
+            }
+            if (pp->ooo)
+                for (uint32_t i = 0; i < ep->win; i++)
+                    free(pp->ooo[i]);
+            free(pp->ooo);
+            free(pp->ooo_len);
+            free(pp->win);
+            if (pp->inj)
+                munmap(pp->inj, (size_t)ep->win * ep->seg);
+        }
+    }
+    free(ep->peers);
+    free(ep->remote);
+    free(ep->out);
+    free(ep->out_slot);
+    free(ep->fout);
+    free(ep->in);
+    free(ep->scratch);
+    free(ep);
+}
+
+int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *link,
+                  struct cvia_prov_ep **ep_p)
+{
+    struct cvia_prov_ep *pe = calloc(1, sizeof(*pe));
+    struct dg_ep *ep = &pe->dg;
+    char key[64], addr[512];
+    int rc;
+
+    if (!pe)
+        return -ENOMEM;
+    ep->args = *args;
+    ep->link = link;
+    ep->key = cvia__dg_job_key(args->jobid);
+    cvia_spin_init(&ep->qlock);
+    cvia_spin_init(&ep->busy);
+    if ((rc = cvia__param_load(&cvia__dgram_param_table, &ep->cfg)))
+        goto err;
+    if (ep->cfg.faults[0]) {
+        if (cvia__dg_faults_parse(ep->cfg.faults, &ep->faults)) {
+            cvia_error(CONF, "CVIA_DGRAM_FAULTS=%s: expected drop=P,dup=P,reorder=P,corrupt=P "
+                       "(P in [0,1]) and seed=N, comma-separated", ep->cfg.faults);
+            rc = -CVIA_ECONFIG;
+            goto err;
+        }
+        ep->faults.rng ^= (uint64_t)args->rank * 0x9e3779b97f4a7c15ull;
+        ep->has_faults = 1;
+        if (ep->faults.corrupt > 0)
+            ep->cfg.csum_payload = 1;   /* the hook corrupts past the link's check */
+    }
+    /* a power of two, so that seq % win stays one-to-one across the 2^32 wrap */
+    ep->win = 1;
+    while (ep->win * 2 <= (uint32_t)ep->cfg.window)
+        ep->win *= 2;
+    ep->peers = calloc((size_t)args->size, sizeof(*ep->peers));
+    ep->remote = calloc((size_t)args->size, sizeof(*ep->remote));
+    ep->out = calloc((size_t)ep->cfg.batch, sizeof(*ep->out));
+    ep->out_slot = calloc((size_t)ep->cfg.batch, sizeof(*ep->out_slot));
+    ep->fout = calloc(2 * (size_t)ep->cfg.batch, sizeof(*ep->fout));
+    ep->in = calloc((size_t)ep->cfg.batch * DG_IN_PER_RECV, sizeof(*ep->in));
+    if (!ep->peers || !ep->remote || !ep->out || !ep->out_slot || !ep->fout || !ep->in) {
+        rc = -ENOMEM;
+        goto err;
+    }
+    for (int p = 0; p < args->size; p++)
+        if (!args->same_host[p]) {
+            ep->peers[p].remote = 1;
+            ep->remote[ep->nremote++] = p;
+        }
+    if ((rc = link->open(ep, addr, sizeof(addr))))
+        goto err;
+    snprintf(key, sizeof(key), "%s.%d", link->name, args->rank);
+    if ((rc = cvia__boot_put(args->boot, key, addr))) {
+        link->close(ep);
+        goto err;
+    }
+    *ep_p = pe;
+    return 0;
+err:
+    dg_free(ep);
+    return rc;
+}
+
+/* Segment size: CVIA_DGRAM_SEGMENT, or the largest page multiple that
+ * fits the link (all of it when a page does not). */
+static int dg_size(struct dg_ep *ep)
+{
+    size_t room = ep->link->room(ep), fit;
+
+    if (room <= sizeof(struct dg_hdr) + sizeof(struct dg_ext)) {
+        cvia_error(NET, "%s: the link carries only %zu bytes per datagram", ep->link->name, room);
+        return -CVIA_ECONFIG;
+    }
+    fit = room - sizeof(struct dg_hdr);
+    if (fit > 65000)
+        fit = 65000;
+    if (ep->cfg.segment) {
+        if (ep->cfg.segment > fit || ep->cfg.segment <= sizeof(struct dg_ext)) {
+            cvia_error(CONF, "CVIA_DGRAM_SEGMENT=%zu does not fit this link: %zu bytes at "
+                       "most (MTU less %zu bytes of headers)", ep->cfg.segment, fit,
+                       sizeof(struct dg_hdr));
+            return -CVIA_ECONFIG;
+        }
+        ep->seg = ep->cfg.segment;
+    } else if (ep->cfg.cut != DG_CUT_FILL && fit >= DG_PAGE) {
+        ep->seg = fit & ~(size_t)(DG_PAGE - 1);
+    } else {
+        ep->seg = fit;
+    }
+    ep->dgram_max = sizeof(struct dg_hdr) + ep->seg;   /* the extension fits in seg */
+    if (!(ep->scratch = malloc(2 * (size_t)ep->cfg.batch * ep->dgram_max)))
+        return -ENOMEM;
+    return 0;
+}
+
+static int dg_connect(struct cvia_prov_ep *pe)
+{
+    struct dg_ep *ep = &pe->dg;
+    int rc;
+
+    if (!ep->nremote)
+        return 0;
+    if ((rc = dg_size(ep)))
+        return rc;
+    ep->now = cvia__dg_now();
+    for (int i = 0; i < ep->nremote; i++) {
+        int peer = ep->remote[i];
+        char key[64], addr[512];
+        snprintf(key, sizeof(key), "%s.%d", ep->link->name, peer);
+        if ((rc = cvia__boot_get(ep->args.boot, key, addr, sizeof(addr)))) {
+            cvia_error(NET, "%s: rank %d published no address", ep->link->name, peer);
+            return rc == -ENOENT ? -CVIA_EBOOT : rc;
+        }
+        if ((rc = ep->link->attach(ep, peer, addr)))
+            return rc;
+        if ((rc = cvia__dg_peer_alloc(ep, &ep->peers[peer])))
+            return rc;
+    }
+    return 0;
+}
+
+static int dg_ready(struct cvia_prov_ep *pe)
+{
+    (void)pe;
+    return 0;
+}
+
+static void dg_print_stats(struct dg_ep *ep)
+{
+    const struct dg_stats *s = &ep->st;
+
+    fprintf(stderr, "corevia[%d] %s stats: segment %zu window %u tx %llu rx %llu retx %llu "
+            "acks %llu dup %llu ooo %llu corrupt %llu foreign %llu format %llu stale %llu "
+            "faults %llu other %llu rx_calls %llu tx_calls %llu\n", ep->args.rank, ep->link->name, ep->seg, ep->win,
+            (unsigned long long)s->tx, (unsigned long long)s->rx, (unsigned long long)s->retx,
+            (unsigned long long)s->acks, (unsigned long long)s->dups,
+            (unsigned long long)s->ooo, (unsigned long long)s->corrupt,
+            (unsigned long long)s->foreign, (unsigned long long)s->format,
+            (unsigned long long)s->stale, (unsigned long long)s->faults,
+            (unsigned long long)s->other, (unsigned long long)s->rx_calls,
+            (unsigned long long)s->tx_calls);
+}
+
+static int dg_close(struct cvia_prov_ep *pe, int clean)
+{
+    struct dg_ep *ep;
+
+    if (!pe)
+        return 0;
+    ep = &pe->dg;
+    if (clean && ep->nremote && ep->scratch && cvia__dg_send_bye(ep))
+        cvia_warn(NET, "%s: not every peer acknowledged this rank's last data and goodbye "
+                  "within the finalize bound", ep->link->name);
+    if (ep->cfg.stats)
+        dg_print_stats(ep);
+    ep->link->close(ep);
+    dg_free(ep);
+    return 0;
+}
+
+static int dg_reachable(struct cvia_prov_ep *pe, int peer)
+{
+    struct dg_ep *ep = &pe->dg;
+
+    return peer >= 0 && peer < ep->args.size && ep->peers[peer].remote &&
+           ep->peers[peer].win && !ep->peers[peer].gone;
+}
+
+static int dg_send(struct cvia_prov_ep *pe, struct cvia_xfer *x)
+{
+    return cvia__dg_send(&pe->dg, x);
+}
+
+static int dg_write(struct cvia_prov_ep *pe, struct cvia_xfer *x)
+{
+    return cvia__dg_rma(&pe->dg, x, DG_RMAW);
+}
+
+static int dg_read(struct cvia_prov_ep *pe, struct cvia_xfer *x)
+{
+    return cvia__dg_rma(&pe->dg, x, DG_RMAR);
+}
+
+static int dg_progress(struct cvia_prov_ep *pe)
+{
+    struct dg_ep *ep = &pe->dg;
+    int events = 0, pending = 0;
+
+    if (!ep->nremote || !cvia_spin_trylock(&ep->busy))
+        return 0;
+    for (int i = 0; i < ep->nremote && !pending; i++) {
+        struct dg_peer *pp = &ep->peers[ep->remote[i]];
+        pending = pp->q_head || pp->cur || pp->snd_una != pp->snd_nxt || pp->ack_owed ||
+                  pp->rx_active || pp->waiting;
+    }
+    /* nothing moving for a while: look at the link every 16th call, so the
+     * shm traffic of the same job does not pay a system call per progress */
+    if (!pending && ep->idle > 64 && (ep->idle++ & 15)) {
+        cvia_spin_unlock(&ep->busy);
+        return 0;
+    }
+    ep->now = cvia__dg_now();
+    events += cvia__dg_rx(ep);
+    events += cvia__dg_tx(ep);
+    events += cvia__dg_timers(ep);
+    cvia__dg_flush(ep);
+    ep->idle = events ? 0 : ep->idle + 1;
+    cvia_spin_unlock(&ep->busy);
+    return events;
+}
+
+static int dg_check_peers(struct cvia_prov_ep *pe)
+{
+    struct dg_ep *ep = &pe->dg;
+
+    ep->idle = 0;
+    return dg_progress(pe);
+}
+
+static void dg_gone(struct cvia_prov_ep *pe, int peer, int err)
+{
+    struct dg_ep *ep = &pe->dg;
+
+    cvia_spin_lock(&ep->busy);
+    ep->now = cvia__dg_now();
+    cvia__dg_rx(ep);   /* what it sent before dying is delivered first */
+    if (ep->peers[peer].remote)
+        cvia__dg_peer_gone(ep, peer, err);
+    cvia_spin_unlock(&ep->busy);
+}
+
+static void dg_peer_info(struct cvia_prov_ep *pe, int peer, char *buf, size_t cap)
+{
+    struct dg_ep *ep = &pe->dg;
+    char link[160];
+
+    ep->link->describe(ep, link, sizeof(link));
+    snprintf(buf, cap, "%s: %zu-byte segments (%s cut), window %u, inject up to %zu B, "
+             "CRC-32C over %s; %s", ep->link->name, ep->seg,
+             ep->cfg.cut == DG_CUT_PAGE ? "page" : ep->cfg.cut == DG_CUT_MVIA ? "mvia" : "fill",
+             ep->win, ep->cfg.inject,
+             ep->cfg.csum_payload ? "all" : "headers", link);
+    (void)peer;
+}
+
+static int dg_wait_fd(struct cvia_prov_ep *pe)
+{
+    struct dg_ep *ep = &pe->dg;
+
+    return ep->nremote ? ep->link->fd(ep) : -1;
+}
+
+static int dg_mr_noop(struct cvia_prov_ep *pe, uint64_t key, const void *addr, size_t len,
+                      unsigned access)
+{
+    (void)pe, (void)key, (void)addr, (void)len, (void)access;
+    return 0;   /* accesses are checked against the core's table on arrival */
+}
+
+static int dg_mr_dereg_noop(struct cvia_prov_ep *pe, uint64_t key)
+{
+    (void)pe, (void)key;
+    return 0;
+}
+
+static int dg_no_rndv(struct cvia_prov_ep *pe, struct cvia_xfer *x)
+{
+    (void)pe, (void)x;
+    return -ENOSYS;   /* every message carries its bytes */
+}
+
+#define DG_PROV_OPS(open_fn, describe_fn) {                                    \
+    .size = sizeof(struct cvia_prov_ops), .open = open_fn, .connect = dg_connect, \
+    .ready = dg_ready, .close = dg_close, .reachable = dg_reachable,           \
+    .send = dg_send, .progress = dg_progress, .check_peers = dg_check_peers,   \
+    .peer_gone = dg_gone, .describe = describe_fn,                             \
+    .cleanup = cvia__prov_no_cleanup, .rndv_start = dg_no_rndv,                \
+    .mr_reg = dg_mr_noop, .mr_dereg = dg_mr_dereg_noop, .write = dg_write,     \
+    .read = dg_read, .peer_info = dg_peer_info, .wait_fd = dg_wait_fd }
+
+extern const struct dg_link_ops cvia__udp_link;
+
+static int udp_open(const struct cvia_prov_args *args, struct cvia_prov_ep **ep_p)
+{
+    return cvia__dg_open(args, &cvia__udp_link, ep_p);
+}
+
+static void udp_describe(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "available: ranks on other hosts (CVIA_NET=udp), reliable segmented "
+             "datagrams over UDP");
+}
+
+const struct cvia_prov_ops cvia__udp_ops = DG_PROV_OPS(udp_open, udp_describe);
+
+extern const struct dg_link_ops cvia__eth_link;
+
+static int eth_open(const struct cvia_prov_args *args, struct cvia_prov_ep **ep_p)
+{
+    return cvia__dg_open(args, &cvia__eth_link, ep_p);
+}
+
+static void eth_describe(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "available: ranks on other hosts (CVIA_NET=eth), reliable segmented "
+             "datagrams in raw Ethernet frames (AF_PACKET)");
+}
+
+const struct cvia_prov_ops cvia__eth_ops = DG_PROV_OPS(eth_open, eth_describe);

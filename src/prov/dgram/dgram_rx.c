@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* dgram receiving: check each datagram, take its acknowledgement, drop
+ * duplicates, keep what arrives early, and deliver segments in order into
+ * their destination (the matched receive, the registered region, the
+ * waiting read). Runs with ep->busy held. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <corevia/corevia.h>
+#include "prov/dgram/dgram.h"
+#include "util/log.h"
+
+/* An early segment, kept until its turn. */
+struct dg_early {
+    struct dg_hdr hdr;
+    struct dg_ext ext;
+    size_t len;
+    uint8_t payload[];
+};
+
+static struct cvia_xfer *dg_take_waiting(struct dg_ep *ep, struct dg_peer *pp, uint64_t cookie)
+{
+    struct cvia_xfer **l, *x;
+
+    cvia_spin_lock(&ep->qlock);
+    for (l = &pp->waiting; *l && (uint64_t)(uintptr_t)*l != cookie; l = &(*l)->prov_next)
+        ;
+    x = *l;
+    if (x)
+        *l = x->prov_next;
+    cvia_spin_unlock(&ep->qlock);
+    if (x)
+        x->prov_next = NULL;
+    return x;
+}
+
+static void dg_proto_error(struct dg_ep *ep, int peer, const char *what)
+{
+    ep->st.format++;
+    cvia_error(NET, "%s: %s from rank %d; dropping the peer", ep->link->name, what, peer);
+    cvia__dg_peer_gone(ep, peer, -CVIA_EPROTO);
+}
+
+/* A message's first segment: decide where its bytes go. */
+static int dg_begin(struct dg_ep *ep, int peer, const struct dg_hdr *h, const struct dg_ext *e)
+{
+    struct dg_peer *pp = &ep->peers[peer];
+    const struct cvia_prov_upcalls *up = ep->args.up;
+    struct cvia_xfer *x;
+    int rc;
+
+    pp->rx_first = *h;
+    pp->rx_ext = *e;
+    pp->rx_got = 0;
+    pp->rx_status = 0;
+    pp->rx_x = NULL;
+    pp->rx_active = 1;
+    switch (h->type) {
+    case DG_MSG:
+        x = up->match(up->core, peer, h->ctx, h->tag, (size_t)dg_lenoff(h), 0);
+        x->msg_len = (size_t)dg_lenoff(h);
+        x->done = 0;
+        pp->rx_x = x;
+        return 0;
+    case DG_RMAW:
+        pp->rx_status = up->mr_check(up->core, e->key, e->addr, (size_t)dg_lenoff(h),
+                                     CVIA_MR_REMOTE_WRITE);
+        pp->rx_sink.buf = pp->rx_status ? NULL : (void *)(uintptr_t)e->addr;
+        pp->rx_sink.len = pp->rx_status ? 0 : (size_t)dg_lenoff(h);
+        pp->rx_sink.prov_next = NULL;
+        pp->rx_x = &pp->rx_sink;
+        return 0;
+    case DG_RMAR:
+        if (dg_lenoff(h))
+            return -CVIA_EPROTO;
+        rc = up->mr_check(up->core, e->key, e->addr, (size_t)e->aux, CVIA_MR_REMOTE_READ);
+        cvia__dg_answer(ep, peer, DG_RRESP, e->aux2, rc,
+                        rc ? NULL : (const void *)(uintptr_t)e->addr, rc ? 0 : (size_t)e->aux);
+        return 0;
+    case DG_WACK:
+        if (dg_lenoff(h))
+            return -CVIA_EPROTO;
+        if ((x = dg_take_waiting(ep, pp, e->aux))) {
+            x->done = x->len;
+            up->complete(up->core, x, (int)(int64_t)e->aux2);
+        }
+        return 0;
+    case DG_RRESP:
+        x = dg_take_waiting(ep, pp, e->aux);
+        pp->rx_status = (int)(int64_t)e->aux2;
+        if (x && !pp->rx_status && dg_lenoff(h) == x->len) {
+            pp->rx_x = x;
+            x->done = 0;
+        } else {
+            if (x && !pp->rx_status)
+                pp->rx_status = -CVIA_EPROTO;
+            pp->rx_sink.buf = NULL;
+            pp->rx_sink.len = 0;
+            pp->rx_sink.prov_next = x;   /* failed at the end */
+            pp->rx_x = &pp->rx_sink;
+        }
+        return 0;
+    case DG_BYE:
+        pp->bye = 1;
+        pp->ack_now = 1;
+        return dg_lenoff(h) ? -CVIA_EPROTO : 0;
+    }
+    return -CVIA_EPROTO;
+}
+
+static void dg_end(struct dg_ep *ep, int peer)
+{
+    struct dg_peer *pp = &ep->peers[peer];
+    const struct cvia_prov_upcalls *up = ep->args.up;
+    const struct dg_hdr *h = &pp->rx_first;
+    const struct dg_ext *e = &pp->rx_ext;
+    struct cvia_xfer *x = pp->rx_x;
+
+    pp->rx_x = NULL;
+    pp->rx_active = 0;
+    switch (h->type) {
+    case DG_MSG:
+        up->complete(up->core, x, x->msg_len > x->len ? -CVIA_ETRUNC : 0);
+        break;
+    case DG_RMAW:
+        if (!pp->rx_status && (h->flags & DG_F_IMM))
+            up->imm(up->core, peer, e->aux, e->key, e->addr, (size_t)dg_lenoff(h));
+        cvia__dg_answer(ep, peer, DG_WACK, e->aux2, pp->rx_status, NULL, 0);
+        break;
+    case DG_RRESP:
+        if (x == &pp->rx_sink) {
+            x = pp->rx_sink.prov_next;
+            pp->rx_sink.prov_next = NULL;
+        }
+        if (x) {
+            x->done = x->len;
+            up->complete(up->core, x, pp->rx_status);
+        }
+        break;
+    }
+}
+
+/* The in-order segment: place its payload. 0, or -1 if the peer was dropped. */
+static int dg_deliver(struct dg_ep *ep, int peer, const struct dg_hdr *h, const struct dg_ext *e,
+                      const uint8_t *payload, size_t plen)
+{
+    struct dg_peer *pp = &ep->peers[peer];
+    struct cvia_xfer *x;
+    uint64_t total;
+
+    if (h->type == DG_ACK || h->type == DG_PING)
+        return 0;
+    if (h->flags & DG_F_FIRST) {
+        if (pp->rx_active) {
+            dg_proto_error(ep, peer, "a message began inside another");
+            return -1;
+        }
+        if (dg_begin(ep, peer, h, e)) {
+            dg_proto_error(ep, peer, "a malformed request");
+            return -1;
+        }
+        if (pp->gone)
+            return -1;
+        if (!pp->rx_x && h->type != DG_MSG) {   /* answers and requests end here */
+            pp->rx_active = 0;
+            return 0;
+        }
+    } else if (!pp->rx_active || dg_lenoff(h) != pp->rx_got || h->type != pp->rx_first.type) {
+        dg_proto_error(ep, peer, "a segment out of its message");
+        return -1;
+    }
+    total = dg_lenoff(&pp->rx_first);
+    if (plen > total - pp->rx_got) {
+        dg_proto_error(ep, peer, "a segment past its message's end");
+        return -1;
+    }
+    x = pp->rx_x;
+    if (x && plen) {
+        /* re-read buf/len every time: the core may have redirected an
+         * unexpected message into a receive posted since */
+        if (pp->rx_got < x->len) {
+            size_t room = x->len - (size_t)pp->rx_got;
+            memcpy((char *)x->buf + pp->rx_got, payload, plen < room ? plen : room);
+        }
+    }
+    pp->rx_got += plen;
+    if (x && x != &pp->rx_sink)
+        x->done = (size_t)pp->rx_got;
+    if (pp->rx_got == total) {
+        if (!(h->flags & DG_F_LAST)) {
+            dg_proto_error(ep, peer, "a message that does not end on its last segment");
+            return -1;
+        }
+        dg_end(ep, peer);
+    }
+    return 0;
+}
+
+/* Keep an early segment until its turn (a copy: the link's buffer goes back). */
+static void dg_keep(struct dg_ep *ep, struct dg_peer *pp, const struct dg_hdr *h,
+                    const struct dg_ext *e, const uint8_t *payload, size_t plen)
+{
+    uint32_t i = h->seq % ep->win;
+    struct dg_early *k;
+
+    if (pp->ooo[i]) {
+        ep->st.dups++;
+        return;
+    }
+    if (!(k = malloc(sizeof(*k) + plen)))
+        return;   /* as if lost: it comes again */
+    k->hdr = *h;
+    k->ext = *e;
+    k->len = plen;
+    memcpy(k->payload, payload, plen);
+    pp->ooo[i] = (uint8_t *)k;
+    pp->ooo_count++;
+    ep->st.ooo++;
+}
+
+int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struct dg_in *in)
+{
+    struct dg_hdr h;
+    struct dg_ext e;
+    const uint8_t *payload;
+    size_t plen;
+    struct dg_peer *pp;
+    int peer, bad;
+
+    bad = cvia__dg_parse(buf, len, ep->key, &h, &e, &payload, &plen);
+    if (bad) {
+        if (bad == DG_BAD_FOREIGN)
+            ep->st.foreign++;
+        else if (bad == DG_BAD_CSUM)
+            ep->st.corrupt++;
+        else
+            ep->st.format++;
+        return 0;
+    }
+    if (h.dst != (uint32_t)ep->args.rank) {
+        ep->st.other++;   /* for another rank of this host (eth: one MAC) */
+        return 0;
+    }
+    peer = (int)h.src;
+    if (h.src >= (uint32_t)ep->args.size || !ep->peers[peer].remote ||
+        (in && !ep->link->from_peer(ep, peer, in))) {
+        ep->st.foreign++;   /* right key, wrong sender: refused */
+        return 0;
+    }
+    pp = &ep->peers[peer];
+    if (pp->gone)
+        return 0;
+    ep->st.rx++;
+    pp->last_heard = ep->now;
+    cvia__dg_ack_in(ep, peer, &h);
+    if (pp->gone)
+        return 1;
+    if (h.type == DG_ACK)
+        return 0;
+    if (h.type == DG_PING) {
+        pp->ack_now = 1;
+        pp->ack_owed++;
+        return 0;
+    }
+    if (dg_seq_lt(h.seq, pp->rcv_nxt)) {   /* its acknowledgement was lost */
+        ep->st.dups++;
+        pp->ack_now = 1;
+        pp->ack_owed++;
+        return 0;
+    }
+    if (!dg_seq_lt(h.seq, pp->rcv_nxt + ep->win)) {
+        ep->st.stale++;   /* beyond the window: the sender cannot have sent it */
+        return 0;
+    }
+    if (!pp->ack_owed)
+        pp->ack_owed_since = ep->now;
+    pp->ack_owed++;
+    if (h.seq != pp->rcv_nxt) {
+        dg_keep(ep, pp, &h, &e, payload, plen);
+        pp->ack_now = 1;   /* a hole: tell the sender at once (SACK) */
+        return 0;
+    }
+    if (h.flags & DG_F_ACKREQ)
+        pp->ack_now = 1;
+    if (dg_deliver(ep, peer, &h, &e, payload, plen))
+        return 1;
+    pp->rcv_nxt++;
+    /* what arrived early and is next now */
+    while (pp->ooo_count) {
+        uint32_t i = pp->rcv_nxt % ep->win;
+        struct dg_early *k = (struct dg_early *)pp->ooo[i];
+        int rc;
+        if (!k || k->hdr.seq != pp->rcv_nxt)
+            break;
+        pp->ooo[i] = NULL;
+        pp->ooo_count--;
+        if (k->hdr.flags & DG_F_ACKREQ)
+            pp->ack_now = 1;
+        rc = dg_deliver(ep, peer, &k->hdr, &k->ext, k->payload, k->len);
+        free(k);
+        if (rc)
+            return 1;
+        pp->rcv_nxt++;
+    }
+    return 1;
+}
+
+int cvia__dg_rx(struct dg_ep *ep)
+{
+    int events = 0;
+
+    for (int round = 0; round < 4; round++) {
+        int n = ep->link->recv(ep, ep->in, (int)ep->cfg.batch);
+        if (n <= 0)
+            break;
+        ep->st.rx_calls++;
+        for (int i = 0; i < n; i++)
+            events += cvia__dg_input(ep, ep->in[i].data, ep->in[i].len, &ep->in[i]);
+        ep->link->release(ep, ep->in, n);
+        if (n < (int)ep->cfg.batch)
+            break;
+    }
+    return events;
+}
+
+/* @peer is gone: fail everything that involves it. */
+void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err)
+{
+    struct dg_peer *pp = &ep->peers[peer];
+    const struct cvia_prov_upcalls *up = ep->args.up;
+    struct cvia_xfer *q, *w, *x;
+
+    cvia_spin_lock(&ep->qlock);
+    if (pp->gone) {
+        cvia_spin_unlock(&ep->qlock);
+        return;
+    }
+    pp->gone = 1;
+    q = pp->q_head;
+    pp->q_head = pp->q_tail = NULL;
+    w = pp->waiting;
+    pp->waiting = NULL;
+    cvia_spin_unlock(&ep->qlock);
+    if ((x = pp->rx_x) && pp->rx_active) {
+        pp->rx_x = NULL;
+        if (x == &pp->rx_sink)
+            x = pp->rx_sink.prov_next;
+        if (x)
+            up->complete(up->core, x, err);
+    }
+    pp->rx_active = 0;
+    if (pp->cur) {   /* being cut: its head is not in q */
+        pp->cur->prov_next = q;
+        q = pp->cur;
+        pp->cur = NULL;
+    }
+    while ((x = q)) {
+        q = x->prov_next;
+        x->prov_next = NULL;
+        if (x->flags & DG_XFER_OP)
+            free((char *)x - offsetof(struct dg_op, x));
+        else
+            up->complete(up->core, x, err);
+    }
+    if (pp->win) {
+        for (uint32_t seq = pp->snd_una; dg_seq_lt(seq, pp->snd_nxt); seq++) {
+            struct dg_slot *s = &pp->win[seq % ep->win];
+            if ((x = s->done_x)) {
+                s->done_x = NULL;
+                up->complete(up->core, x, err);
+            }
+        }
+        pp->snd_una = pp->snd_nxt;
+    }
+    while ((x = w)) {
+        w = x->prov_next;
+        x->prov_next = NULL;
+        up->complete(up->core, x, err);
+    }
+    for (uint32_t i = 0; pp->ooo && i < ep->win; i++) {
+        free(pp->ooo[i]);
+        pp->ooo[i] = NULL;
+    }
+    pp->ooo_count = 0;
+    up->peer_lost(up->core, peer, err);
+}

@@ -1,0 +1,633 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* dgram sending: queues, segmentation into the window, acknowledgements
+ * in, retransmission, standalone acknowledgements, fault hooks and the
+ * batched flush to the link. Everything but cvia__dg_send/_rma runs with
+ * ep->busy held. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <corevia/corevia.h>
+#include "prov/dgram/dgram.h"
+#include "util/log.h"
+
+#define DG_PAGE 4096u
+
+static struct dg_op *op_of(struct cvia_xfer *x)
+{
+    return (struct dg_op *)(void *)((char *)x - offsetof(struct dg_op, x));
+}
+
+static struct dg_slot *slot_of(struct dg_ep *ep, struct dg_peer *pp, uint32_t seq)
+{
+    return &pp->win[seq % ep->win];
+}
+
+/* The first sequence number from @src to @dst, which both can compute:
+ * within 4096 of the 2^32 wrap, so that every pair crosses it early and
+ * the modular comparisons are exercised by every test, not once in 4
+ * billion segments. */
+static uint32_t dg_isn(const struct dg_ep *ep, int src, int dst)
+{
+    uint64_t h = cvia__dg_job_key(ep->key ^ ((uint64_t)(uint32_t)src << 32) ^ (uint32_t)dst);
+
+    return 0xfffff000u + (uint32_t)(h & 0xfff);
+}
+
+int cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp)
+{
+    size_t inj = (size_t)ep->win * ep->seg;
+
+    pp->win = calloc(ep->win, sizeof(*pp->win));
+    pp->ooo = calloc(ep->win, sizeof(*pp->ooo));
+    pp->ooo_len = calloc(ep->win, sizeof(*pp->ooo_len));
+    /* pages are committed only where injected segments land */
+    pp->inj = mmap(NULL, inj, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (pp->inj == MAP_FAILED)
+        pp->inj = NULL;
+    if (!pp->win || !pp->ooo || !pp->ooo_len || !pp->inj)
+        return -ENOMEM;
+    pp->snd_una = pp->snd_nxt = pp->snd_tx = dg_isn(ep, ep->args.rank, (int)(pp - ep->peers));
+    pp->rcv_nxt = dg_isn(ep, (int)(pp - ep->peers), ep->args.rank);
+    pp->last_ack_at = pp->last_heard = ep->now;
+    return 0;
+}
+
+/* ---- posting --------------------------------------------------------- */
+
+static int dg_post(struct dg_ep *ep, int peer, struct cvia_xfer *x)
+{
+    struct dg_peer *pp = &ep->peers[peer];
+
+    x->prov_next = NULL;
+    x->done = 0;
+    cvia_spin_lock(&ep->qlock);
+    if (pp->gone) {
+        cvia_spin_unlock(&ep->qlock);
+        return -CVIA_ENOPEER;
+    }
+    if (pp->q_tail)
+        pp->q_tail->prov_next = x;
+    else
+        pp->q_head = x;
+    pp->q_tail = x;
+    cvia_spin_unlock(&ep->qlock);
+    if (cvia_spin_trylock(&ep->busy)) {   /* out now if nobody runs the engine */
+        ep->now = cvia__dg_now();
+        cvia__dg_tx(ep);
+        cvia__dg_flush(ep);
+        cvia_spin_unlock(&ep->busy);
+    }
+    return 0;
+}
+
+int cvia__dg_send(struct dg_ep *ep, struct cvia_xfer *x)
+{
+    if (x->peer < 0 || x->peer >= ep->args.size || !ep->peers[x->peer].remote ||
+        x->len > DG_MAX_LEN)
+        return -EINVAL;
+    x->flags &= (uint16_t)~(DG_XFER_OP | DG_XFER_RMA);
+    return dg_post(ep, x->peer, x);
+}
+
+static struct dg_op *dg_op_new(int peer, uint8_t type)
+{
+    struct dg_op *op = calloc(1, sizeof(*op));
+
+    if (op) {
+        op->x.peer = peer;
+        op->x.flags = DG_XFER_OP;
+        op->type = type;
+    }
+    return op;
+}
+
+/* One-sided: the request goes out as a provider op; the user's xfer waits
+ * on the peer's list for the answer, found again by its address. */
+int cvia__dg_rma(struct dg_ep *ep, struct cvia_xfer *x, uint8_t type)
+{
+    struct dg_peer *pp;
+    struct dg_op *op;
+    int rc;
+
+    if (x->peer < 0 || x->peer >= ep->args.size || !ep->peers[x->peer].remote ||
+        x->len > DG_MAX_LEN)
+        return -EINVAL;
+    pp = &ep->peers[x->peer];
+    if (!(op = dg_op_new(x->peer, type)))
+        return -ENOMEM;
+    op->ext.key = x->rma_key;
+    op->ext.addr = x->rma_addr;
+    op->ext.aux2 = (uint64_t)(uintptr_t)x;
+    if (type == DG_RMAW) {
+        op->ext.aux = x->rma_imm;
+        op->flags = (x->flags & CVIA_XFER_IMM) ? DG_F_IMM : 0;
+        op->x.buf = x->buf;   /* sent from the user's buffer */
+        op->x.len = x->len;
+    } else {
+        op->ext.aux = x->len;
+    }
+    x->flags |= DG_XFER_RMA;
+    cvia_spin_lock(&ep->qlock);
+    x->prov_next = pp->waiting;
+    pp->waiting = x;
+    cvia_spin_unlock(&ep->qlock);
+    if ((rc = dg_post(ep, x->peer, &op->x))) {
+        struct cvia_xfer **l;
+        cvia_spin_lock(&ep->qlock);
+        for (l = &pp->waiting; *l && *l != x; l = &(*l)->prov_next)
+            ;
+        if (*l)
+            *l = x->prov_next;
+        cvia_spin_unlock(&ep->qlock);
+        free(op);
+    }
+    return rc;
+}
+
+/* An answer (WACK, RRESP) or BYE, queued behind what is already posted. */
+void cvia__dg_answer(struct dg_ep *ep, int peer, uint8_t type, uint64_t cookie, int status,
+                     const void *buf, size_t len)
+{
+    struct dg_op *op = dg_op_new(peer, type);
+
+    if (!op) {
+        cvia_error(NET, "%s: out of memory answering rank %d; it will wait for its "
+                   "request until it sees this rank die", ep->link->name, peer);
+        return;
+    }
+    op->ext.aux = cookie;
+    op->ext.aux2 = (uint64_t)(int64_t)status;
+    op->x.buf = (void *)(uintptr_t)buf;
+    op->x.len = len;
+    if (dg_post(ep, peer, &op->x))
+        free(op);   /* a gone peer needs no answer */
+}
+
+/* ---- segmentation ------------------------------------------------------ */
+
+static uint8_t op_type(const struct cvia_xfer *x)
+{
+    return (x->flags & DG_XFER_OP) ? op_of((struct cvia_xfer *)x)->type : DG_MSG;
+}
+
+/* Cut the next segment of @pp->cur into a window slot. 1 if the message
+ * is now fully cut. */
+static int dg_cut(struct dg_ep *ep, struct dg_peer *pp, int peer)
+{
+    struct cvia_xfer *x = pp->cur;
+    struct dg_slot *s = slot_of(ep, pp, pp->snd_nxt);
+    const int is_op = !!(x->flags & DG_XFER_OP);
+    const uint8_t type = op_type(x);
+    const int first = pp->cur_first, ext = first && type != DG_MSG && type != DG_BYE;
+    size_t off = x->done, total = x->len, cap = ep->seg - (ext ? sizeof(struct dg_ext) : 0);
+    size_t end = off + (total - off < cap ? total - off : cap);
+    const int inject = !is_op && total <= ep->cfg.inject;
+    /* a read's answer is copied too: once the reader has it, the target may
+     * withdraw and free the region while the segments still wait for their
+     * acknowledgement (and may be sent again) */
+    const int copied = inject || type == DG_RRESP;
+
+    if (ep->cfg.cut == DG_CUT_MVIA && end < total && (end & ~(size_t)(DG_PAGE - 1)) > off)
+        end &= ~(size_t)(DG_PAGE - 1);   /* M-VIA: cut at page boundaries */
+    memset(&s->hdr, 0, sizeof(s->hdr));
+    s->hdr.type = type;
+    s->hdr.flags = (uint8_t)((first ? DG_F_FIRST : 0) | (end == total ? DG_F_LAST : 0) |
+                             (ext ? DG_F_EXT : 0) | (is_op ? op_of(x)->flags : 0));
+    s->hdr.ctx = is_op ? 0 : x->ctx;
+    s->hdr.tag = is_op ? 0 : x->tag;
+    s->hdr.src = (uint32_t)ep->args.rank;
+    s->hdr.dst = (uint32_t)peer;
+    s->hdr.seq = pp->snd_nxt;
+    s->hdr.lenoff = (first ? total : off) | (uint64_t)dg_jobtag(ep->key) << 48;
+    if (ext)
+        s->ext = op_of(x)->ext;
+    s->len = end - off;
+    s->data = x->buf ? (const char *)x->buf + off : NULL;   /* requests carry none */
+    if (copied && s->len) {   /* a copy: the user may reuse the buffer now */
+        unsigned char *copy = pp->inj + (size_t)(s->hdr.seq % ep->win) * ep->seg;
+        memcpy(copy, s->data, s->len);
+        s->data = copy;
+    }
+    s->done_x = NULL;
+    s->sent_at = 0;
+    s->tries = 0;
+    s->sacked = 0;
+    s->in_use = 1;
+    pp->snd_nxt++;
+    pp->cur_first = 0;
+    x->done = end;
+    if (end < total)
+        return 0;
+    /* the last segment of the message */
+    if (is_op) {
+        free(op_of(x));   /* slots point at the payload, never at the op */
+    } else if (inject) {
+        x->done = x->len;
+        ep->args.up->complete(ep->args.up->core, x, 0);
+    } else {
+        s->done_x = x;   /* completes when acknowledged: ask for it */
+        s->hdr.flags |= DG_F_ACKREQ;
+    }
+    return 1;
+}
+
+/* Cut what the window takes of every peer's queue, and send it. */
+int cvia__dg_tx(struct dg_ep *ep)
+{
+    int events = 0;
+
+    for (int i = 0; i < ep->nremote; i++) {
+        int peer = ep->remote[i];
+        struct dg_peer *pp = &ep->peers[peer];
+
+        if (pp->gone)
+            continue;
+        while (pp->snd_nxt - pp->snd_una < ep->win) {
+            if (!pp->cur) {
+                cvia_spin_lock(&ep->qlock);
+                pp->cur = pp->q_head;
+                if (pp->cur) {
+                    pp->q_head = pp->cur->prov_next;
+                    if (!pp->q_head)
+                        pp->q_tail = NULL;
+                }
+                cvia_spin_unlock(&ep->qlock);
+                if (!pp->cur)
+                    break;
+                pp->cur->prov_next = NULL;
+                pp->cur->done = 0;
+                pp->cur_first = 1;
+            }
+            if (dg_cut(ep, pp, peer)) {
+                pp->cur = NULL;
+                events++;
+            }
+            /* half the window in flight: ask for acknowledgements, once
+             * every quarter window (each ask costs the receiver a send) */
+            if (pp->snd_nxt - pp->snd_una >= ep->win / 2 &&
+                pp->snd_nxt - pp->ackreq_at >= ep->win / 4) {
+                slot_of(ep, pp, pp->snd_nxt - 1)->hdr.flags |= DG_F_ACKREQ;
+                pp->ackreq_at = pp->snd_nxt;
+            }
+        }
+        /* send what was cut and never sent */
+        while (dg_seq_lt(pp->snd_tx, pp->snd_nxt)) {
+            struct dg_slot *s = slot_of(ep, pp, pp->snd_tx);
+            if (!s->sent_at && !s->sacked) {
+                if (ep->nout == (int)ep->cfg.batch && cvia__dg_flush(ep) < 0)
+                    break;
+                if (ep->nout == (int)ep->cfg.batch)
+                    break;   /* the link is full: later */
+                s->tries++;
+                s->sent_at = ep->now;
+                ep->out[ep->nout].peer = peer;
+                ep->out[ep->nout].iovcnt = 0;
+                ep->out_slot[ep->nout] = s;
+                ep->nout++;
+            }
+            pp->snd_tx++;
+        }
+    }
+    return events;
+}
+
+/* ---- acknowledgements in ---------------------------------------------- */
+
+static double dg_rto(const struct dg_ep *ep, unsigned tries)
+{
+    double t = ep->cfg.rto;
+
+    while (tries-- > 1 && t < ep->cfg.rto_max)
+        t *= 2;
+    return t < ep->cfg.rto_max ? t : ep->cfg.rto_max;
+}
+
+static void dg_resend(struct dg_ep *ep, int peer, struct dg_slot *s)
+{
+    struct dg_peer *pp = &ep->peers[peer];
+
+    (void)pp;
+    if (ep->nout == (int)ep->cfg.batch)
+        cvia__dg_flush(ep);
+    if (ep->nout == (int)ep->cfg.batch)
+        return;   /* the timer comes back for it */
+    s->tries++;
+    s->sent_at = ep->now;
+    ep->out[ep->nout].peer = peer;
+    ep->out[ep->nout].iovcnt = 0;
+    ep->out_slot[ep->nout] = s;
+    ep->nout++;
+    ep->st.retx++;
+}
+
+void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h)
+{
+    struct dg_peer *pp = &ep->peers[peer];
+    const struct cvia_prov_upcalls *up = ep->args.up;
+    uint32_t ack = h->ack;
+
+    /* ack in (snd_una, snd_nxt], as unsigned distances: the signed
+     * comparisons both hold for an ack 2^31 away from an empty window */
+    if (ack != pp->snd_una && ack - pp->snd_una <= pp->snd_nxt - pp->snd_una) {
+        while (pp->snd_una != ack) {
+            struct dg_slot *s = slot_of(ep, pp, pp->snd_una);
+            struct cvia_xfer *x = s->done_x;
+            s->in_use = 0;
+            s->done_x = NULL;
+            pp->snd_una++;
+            if (x) {
+                x->done = x->len;
+                up->complete(up->core, x, 0);
+            }
+        }
+        if (dg_seq_lt(pp->snd_tx, pp->snd_una))
+            pp->snd_tx = pp->snd_una;
+        pp->last_ack_at = ep->now;
+    } else if (pp->snd_una == pp->snd_nxt) {
+        pp->last_ack_at = ep->now;   /* nothing outstanding: the clock rests */
+    }
+    if (h->sack && pp->snd_una != pp->snd_nxt) {
+        uint32_t top = pp->snd_una;
+        for (int i = 0; i < 32; i++) {
+            uint32_t seq = ack + 1 + (uint32_t)i;
+            if (!((h->sack >> i) & 1) || !dg_seq_lt(seq, pp->snd_nxt) ||
+                dg_seq_lt(seq, pp->snd_una))
+                continue;
+            slot_of(ep, pp, seq)->sacked = 1;
+            top = seq;
+        }
+        /* holes below the highest selectively acknowledged segment were
+         * lost (or overtaken): send them again, once per RTO/8 */
+        for (uint32_t seq = pp->snd_una; dg_seq_lt(seq, top) && dg_seq_lt(seq, pp->snd_tx); seq++) {
+            struct dg_slot *s = slot_of(ep, pp, seq);
+            if (!s->sacked && s->sent_at && ep->now - s->sent_at > ep->cfg.rto / 8)
+                dg_resend(ep, peer, s);
+        }
+    }
+}
+
+/* ---- acknowledgements out ----------------------------------------------- */
+
+static uint32_t dg_sack(struct dg_ep *ep, struct dg_peer *pp)
+{
+    uint32_t sack = 0;
+
+    if (!pp->ooo_count)
+        return 0;
+    for (uint32_t i = 0; i < 32 && i + 1 < ep->win; i++)
+        if (pp->ooo[(pp->rcv_nxt + 1 + i) % ep->win])
+            sack |= 1u << i;
+    return sack;
+}
+
+void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type)
+{
+    struct dg_peer *pp = &ep->peers[peer];
+
+    if (ep->nout == (int)ep->cfg.batch)
+        cvia__dg_flush(ep);
+    if (ep->nout == (int)ep->cfg.batch)
+        return;
+    memset(&pp->ack_hdr, 0, sizeof(pp->ack_hdr));
+    pp->ack_hdr.type = type;
+    pp->ack_hdr.flags = type == DG_PING ? DG_F_ACKREQ : 0;
+    pp->ack_hdr.lenoff = (uint64_t)dg_jobtag(ep->key) << 48;
+    pp->ack_hdr.src = (uint32_t)ep->args.rank;
+    pp->ack_hdr.dst = (uint32_t)peer;
+    pp->ack_hdr.seq = pp->snd_nxt;
+    ep->out[ep->nout].peer = peer;
+    ep->out[ep->nout].iovcnt = 0;
+    ep->out_slot[ep->nout] = NULL;
+    ep->nout++;
+    ep->st.acks++;
+}
+
+/* ---- timers --------------------------------------------------------------- */
+
+int cvia__dg_timers(struct dg_ep *ep)
+{
+    int events = 0;
+
+    for (int i = 0; i < ep->nremote; i++) {
+        int peer = ep->remote[i];
+        struct dg_peer *pp = &ep->peers[peer];
+        int expecting;
+
+        if (pp->gone)
+            continue;
+        if (pp->snd_una != pp->snd_nxt) {
+            struct dg_slot *s = slot_of(ep, pp, pp->snd_una);
+            if (s->sent_at && ep->now - s->sent_at > dg_rto(ep, s->tries)) {
+                /* the oldest timed out: everything unacknowledged that is as
+                 * old goes again */
+                for (uint32_t seq = pp->snd_una; dg_seq_lt(seq, pp->snd_tx); seq++) {
+                    struct dg_slot *t = slot_of(ep, pp, seq);
+                    if (!t->sacked && t->sent_at && ep->now - t->sent_at > dg_rto(ep, t->tries))
+                        dg_resend(ep, peer, t);
+                    if (ep->nout == (int)ep->cfg.batch)
+                        break;
+                }
+            }
+            if (ep->now - pp->last_ack_at > ep->cfg.peer_timeout) {
+                cvia_error(NET, "%s: rank %d acknowledged nothing for %gs; declaring it dead "
+                           "(CVIA_DGRAM_PEER_TIMEOUT)", ep->link->name, peer,
+                           ep->cfg.peer_timeout);
+                cvia__dg_peer_gone(ep, peer, -CVIA_ENOPEER);
+                events++;
+                continue;
+            }
+        }
+        expecting = pp->rx_active || pp->waiting;
+        if (expecting && ep->now - pp->last_heard > ep->cfg.peer_timeout) {
+            cvia_error(NET, "%s: rank %d fell silent for %gs in the middle of an exchange; "
+                       "declaring it dead (CVIA_DGRAM_PEER_TIMEOUT)", ep->link->name, peer,
+                       ep->cfg.peer_timeout);
+            cvia__dg_peer_gone(ep, peer, -CVIA_ENOPEER);
+            events++;
+            continue;
+        }
+        if (expecting && ep->now - pp->last_heard > ep->cfg.peer_timeout / 4 &&
+            ep->now - pp->pinged_at > ep->cfg.rto_max) {
+            pp->pinged_at = ep->now;
+            cvia__dg_queue_ack(ep, peer, DG_PING);
+        }
+        if (pp->ack_owed && (pp->ack_now || pp->ack_owed >= ep->win / 4 ||
+                             ep->now - pp->ack_owed_since >= ep->cfg.ack_delay))
+            cvia__dg_queue_ack(ep, peer, DG_ACK);
+        else if (pp->ack_now)
+            cvia__dg_queue_ack(ep, peer, DG_ACK);
+    }
+    return events;
+}
+
+/* ---- the flush, where fault hooks act ------------------------------------ */
+
+static double dg_rand(struct dg_faults *f)
+{
+    f->rng ^= f->rng << 13;
+    f->rng ^= f->rng >> 7;
+    f->rng ^= f->rng << 17;
+    return (double)(f->rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Fill the iovecs of out[i] with current acknowledgement, and seal it. */
+static void dg_finish(struct dg_ep *ep, int i)
+{
+    struct dg_out *o = &ep->out[i];
+    struct dg_peer *pp = &ep->peers[o->peer];
+    struct dg_slot *s = ep->out_slot[i];
+    struct dg_hdr *h = s ? &s->hdr : &pp->ack_hdr;
+    int covered;
+
+    h->ack = pp->rcv_nxt;
+    h->sack = dg_sack(ep, pp);
+    h->flags &= (uint8_t)~DG_F_HCSUM;
+    o->iov[0].iov_base = h;
+    o->iov[0].iov_len = sizeof(*h);
+    o->iovcnt = 1;
+    if (s && (h->flags & DG_F_EXT)) {
+        o->iov[o->iovcnt].iov_base = &s->ext;
+        o->iov[o->iovcnt++].iov_len = sizeof(s->ext);
+    }
+    covered = o->iovcnt;
+    if (s && s->len) {
+        o->iov[o->iovcnt].iov_base = (void *)(uintptr_t)s->data;
+        o->iov[o->iovcnt++].iov_len = s->len;
+        if (ep->cfg.csum_payload)
+            covered = o->iovcnt;
+        else
+            h->flags |= DG_F_HCSUM;
+    }
+    cvia__dg_seal(h, o->iov, covered, ep->key);
+    /* whatever goes to the peer carries our acknowledgement */
+    pp->ack_owed = 0;
+    pp->ack_now = 0;
+}
+
+/* A private copy of out[i] in scratch slot @k (for corrupt / reorder). */
+static void dg_copy_out(struct dg_ep *ep, int i, int k)
+{
+    struct dg_out *o = &ep->out[i];
+    unsigned char *p = ep->scratch + (size_t)k * ep->dgram_max;
+    size_t n = 0;
+
+    for (int j = 0; j < o->iovcnt; j++) {
+        memcpy(p + n, o->iov[j].iov_base, o->iov[j].iov_len);
+        n += o->iov[j].iov_len;
+    }
+    o->iov[0].iov_base = p;
+    o->iov[0].iov_len = n;
+    o->iovcnt = 1;
+}
+
+int cvia__dg_flush(struct dg_ep *ep)
+{
+    struct dg_out *out = ep->out;
+    int n = ep->nout, sent = 0;
+
+    if (!n)
+        return 0;
+    for (int i = 0; i < n; i++)
+        dg_finish(ep, i);
+    if (ep->has_faults) {
+        /* rebuild the batch in fout: dropped, duplicated, corrupted, swapped */
+        struct dg_faults *f = &ep->faults;
+        int m = 0, k = 0;
+        for (int i = 0; i < n && m < 2 * (int)ep->cfg.batch; i++) {
+            double r = dg_rand(f);
+            if (r < f->drop) {
+                ep->st.faults++;
+                continue;
+            }
+            if (r < f->drop + f->corrupt && k < 2 * (int)ep->cfg.batch) {
+                size_t len;
+                dg_copy_out(ep, i, k++);
+                len = out[i].iov[0].iov_len;
+                ((unsigned char *)out[i].iov[0].iov_base)[(f->rng >> 8) % len] ^=
+                    (unsigned char)(1u << (f->rng & 7));
+                ep->st.faults++;
+            }
+            ep->fout[m++] = out[i];
+            if (r >= f->drop + f->corrupt && r < f->drop + f->corrupt + f->dup) {
+                ep->fout[m++] = out[i];
+                ep->st.faults++;
+            } else if (r >= f->drop + f->corrupt + f->dup &&
+                       r < f->drop + f->corrupt + f->dup + f->reorder && m >= 2) {
+                struct dg_out t = ep->fout[m - 1];
+                ep->fout[m - 1] = ep->fout[m - 2];
+                ep->fout[m - 2] = t;
+                ep->st.faults++;
+            }
+        }
+        out = ep->fout;
+        n = m;
+    }
+    while (sent < n) {
+        int rc = ep->link->send(ep, out + sent, n - sent);
+        ep->st.tx_calls++;
+        if (rc <= 0) {
+            if (rc < 0 && rc != -EAGAIN)
+                cvia_warn(NET, "%s: send: %s", ep->link->name, strerror(-rc));
+            break;
+        }
+        sent += rc;
+    }
+    ep->st.tx += (uint64_t)sent;
+    if (sent < n && !ep->has_faults) {
+        /* the link is full: what did not go is sent again by the next tx
+         * (new segments) or the timer (retransmissions) */
+        for (int i = sent; i < n; i++) {
+            struct dg_slot *s = ep->out_slot[i];
+            struct dg_peer *pp = &ep->peers[out[i].peer];
+            if (!s)
+                continue;
+            s->sent_at = 0;
+            s->tries--;
+            if (dg_seq_lt(s->hdr.seq, pp->snd_tx))
+                pp->snd_tx = s->hdr.seq;
+        }
+    }
+    ep->nout = 0;
+    return sent;
+}
+
+/* Clean finalize: a BYE to every peer, then wait (bounded) until all we
+ * sent is acknowledged and every peer's BYE has come. */
+int cvia__dg_send_bye(struct dg_ep *ep)
+{
+    double deadline;
+
+    for (int i = 0; i < ep->nremote; i++) {
+        struct dg_op *op = dg_op_new(ep->remote[i], DG_BYE);
+        if (op && dg_post(ep, ep->remote[i], &op->x))
+            free(op);
+    }
+    deadline = cvia__dg_now() + (ep->cfg.peer_timeout < 2 ? ep->cfg.peer_timeout : 2);
+    while (cvia__dg_now() < deadline) {
+        int left = 0;
+        cvia_spin_lock(&ep->busy);
+        ep->now = cvia__dg_now();
+        cvia__dg_rx(ep);
+        cvia__dg_tx(ep);
+        cvia__dg_timers(ep);
+        for (int i = 0; i < ep->nremote; i++) {
+            struct dg_peer *pp = &ep->peers[ep->remote[i]];
+            if (pp->gone)
+                continue;
+            if (pp->bye && pp->ack_owed)
+                pp->ack_now = 1;
+            left |= pp->snd_una != pp->snd_nxt || pp->cur || pp->q_head || !pp->bye;
+        }
+        cvia__dg_timers(ep);
+        cvia__dg_flush(ep);
+        cvia_spin_unlock(&ep->busy);
+        if (!left)
+            return 0;
+        sched_yield();
+    }
+    return -ETIMEDOUT;
+}

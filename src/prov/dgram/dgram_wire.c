@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* dgram wire format: the keyed CRC-32C, sealing and parsing a datagram,
+ * the job key, the fault-hook spec, and the CVIA_DGRAM_* variables. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <corevia/cvia_errno.h>
+#include "prov/dgram/dgram.h"
+
+static const char *const dg_cut_names[] = { "page", "mvia", "fill", NULL };
+
+static const struct cvia_param dg_params[] = {
+    { "SEGMENT", "0", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, segment),
+      "Payload bytes per datagram (0: the largest multiple of the page size that fits "
+      "the link MTU, or all of the MTU when a page does not fit).", 0, 65000, NULL },
+    { "CUT", "page", CVIA_PARAM_ENUM, offsetof(struct dg_cfg, cut),
+      "How messages become segments: page (the automatic segment is the largest "
+      "multiple of the page that fits the MTU; every segment full, so runs of them go "
+      "as one GSO buffer), mvia (the same size, but a message is first cut at its page "
+      "boundaries, as M-VIA cut descriptors: 1432+1432+1232 per page at MTU 1500) or "
+      "fill (the automatic segment fills the MTU, the paper's MTU-filling).",
+      0, 0, dg_cut_names },
+    { "WINDOW", "512", CVIA_PARAM_INT, offsetof(struct dg_cfg, window),
+      "Segments in flight per peer before the sender waits for acknowledgements (rounded "
+      "down to a power of two).",
+      8, 16384, NULL },
+    { "INJECT", "16k", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, inject),
+      "Messages up to this size are copied into the send window and complete at once; "
+      "larger ones go from the user's buffer and complete when acknowledged.", 0, 0, NULL },
+    { "RTO", "5ms", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rto),
+      "First retransmission timeout; doubled at every retry up to CVIA_DGRAM_RTO_MAX.",
+      0, 0, NULL },
+    { "RTO_MAX", "250ms", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rto_max),
+      "Longest retransmission timeout.", 0, 0, NULL },
+    { "ACK_DELAY", "500us", CVIA_PARAM_TIME, offsetof(struct dg_cfg, ack_delay),
+      "Longest time a receiver keeps an acknowledgement back hoping to piggyback it.",
+      0, 0, NULL },
+    { "PEER_TIMEOUT", "30s", CVIA_PARAM_TIME, offsetof(struct dg_cfg, peer_timeout),
+      "A peer that acknowledges nothing for this long while data to it is outstanding "
+      "is declared dead (CVIA_ENOPEER).", 0, 0, NULL },
+    { "FAULTS", "", CVIA_PARAM_STRING, offsetof(struct dg_cfg, faults),
+      "Fault injection on sent datagrams, for tests: drop=P,dup=P,reorder=P,corrupt=P "
+      "with probabilities P in [0,1], and seed=N.", 0, 0, NULL },
+    { "CSUM_PAYLOAD", "no", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, csum_payload),
+      "Cover the payload with the CRC-32C too, not only header and extension (no: the "
+      "payload is trusted to the link's own check, UDP's checksum or Ethernet's FCS; "
+      "forced on when CVIA_DGRAM_FAULTS corrupts datagrams, as that hook corrupts past "
+      "the link's check).", 0, 0, NULL },
+    { "STATS", "no", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, stats),
+      "Print the endpoint's datagram counters (sent, retransmitted, duplicate, out of "
+      "order, corrupt, foreign) to stderr at finalize.", 0, 0, NULL },
+    { "RCVBUF", "8m", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, rcvbuf),
+      "Socket receive and send buffer size asked for (forced past the system limit when "
+      "privileged).", 0, 0, NULL },
+    { "BATCH", "64", CVIA_PARAM_INT, offsetof(struct dg_cfg, batch),
+      "Datagrams per sendmmsg/recvmmsg call.", 1, 1024, NULL },
+    { NULL }
+};
+
+const struct cvia_param_table cvia__dgram_param_table = {
+    .component = "dgram", .prefix = "DGRAM_", .params = dg_params,
+    .cfg_size = sizeof(struct dg_cfg),
+};
+
+/* ---- CRC-32C (Castagnoli), hardware where the CPU has it ----------- */
+
+static uint32_t crc_table[8][256];
+
+static void crc_table_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+static uint32_t crc_sw(uint32_t crc, const unsigned char *p, size_t len)
+{
+    while (len >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        v ^= crc;
+        crc = crc_table[7][v & 0xff] ^ crc_table[6][(v >> 8) & 0xff] ^
+              crc_table[5][(v >> 16) & 0xff] ^ crc_table[4][(v >> 24) & 0xff] ^
+              crc_table[3][(v >> 32) & 0xff] ^ crc_table[2][(v >> 40) & 0xff] ^
+              crc_table[1][(v >> 48) & 0xff] ^ crc_table[0][v >> 56];
+        p += 8;
+        len -= 8;
+    }
+    while (len--)
+        crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
+    return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2")))
+static uint32_t crc_hw(uint32_t crc, const unsigned char *p, size_t len)
+{
+    uint64_t c = crc;
+
+    while (len >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = __builtin_ia32_crc32di(c, v);
+        p += 8;
+        len -= 8;
+    }
+    crc = (uint32_t)c;
+    while (len--)
+        crc = __builtin_ia32_crc32qi(crc, *p++);
+    return crc;
+}
+#endif
+
+static uint32_t crc_first(uint32_t crc, const unsigned char *p, size_t len);
+static uint32_t (*crc_impl)(uint32_t, const unsigned char *, size_t) = crc_first;
+
+static uint32_t crc_first(uint32_t crc, const unsigned char *p, size_t len)
+{
+    uint32_t (*f)(uint32_t, const unsigned char *, size_t) = crc_sw;
+
+    crc_table_init();
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("sse4.2"))
+        f = crc_hw;
+#endif
+    __atomic_store_n(&crc_impl, f, __ATOMIC_RELEASE);
+    return f(crc, p, len);
+}
+
+/* Raw CRC-32C state update (no pre/post inversion: the caller seeds). */
+uint32_t cvia__crc32c(uint32_t crc, const void *buf, size_t len)
+{
+    return __atomic_load_n(&crc_impl, __ATOMIC_ACQUIRE)(crc, buf, len);
+}
+
+static uint32_t dg_seed(uint64_t key)
+{
+    return cvia__crc32c(0xffffffffu, &key, sizeof(key));
+}
+
+uint64_t cvia__dg_job_key(uint64_t jobid)
+{
+    /* splitmix64 of the job id: a different job (or none) gives another
+     * key, so its datagrams fail both the tag and the checksum */
+    uint64_t z = jobid + 0x9e3779b97f4a7c15ull;
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
+
+void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, uint64_t key)
+{
+    uint32_t crc = dg_seed(key);
+
+    h->csum = 0;
+    for (int i = 0; i < n; i++)
+        crc = cvia__crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+    h->csum = ~crc;
+}
+
+int cvia__dg_parse(const void *buf, size_t len, uint64_t key, struct dg_hdr *h,
+                   struct dg_ext *ext, const uint8_t **payload, size_t *plen)
+{
+    const uint8_t *p = buf;
+    uint32_t want, crc;
+    size_t off = sizeof(*h), covered;
+
+    if (len < sizeof(*h))
+        return DG_BAD_SHORT;
+    memcpy(h, p, sizeof(*h));
+    if ((uint16_t)(h->lenoff >> 48) != dg_jobtag(key))
+        return DG_BAD_FOREIGN;
+    want = h->csum;
+    h->csum = 0;
+    covered = len;
+    if (h->flags & DG_F_HCSUM) {   /* header and extension only */
+        covered = sizeof(*h) + ((h->flags & DG_F_EXT) ? sizeof(*ext) : 0);
+        if (covered > len)
+            covered = len;
+    }
+    crc = cvia__crc32c(dg_seed(key), h, sizeof(*h));
+    crc = cvia__crc32c(crc, p + sizeof(*h), covered - sizeof(*h));
+    h->csum = want;
+    if (~crc != want)
+        return DG_BAD_CSUM;
+    if (h->flags & DG_F_EXT) {
+        if (len < off + sizeof(*ext))
+            return DG_BAD_FORMAT;
+        memcpy(ext, p + off, sizeof(*ext));
+        off += sizeof(*ext);
+    } else {
+        memset(ext, 0, sizeof(*ext));
+    }
+    if (h->type == 0 || (h->type > DG_TYPE_DATA_MAX && h->type != DG_ACK && h->type != DG_PING))
+        return DG_BAD_FORMAT;
+    if ((h->type == DG_ACK || h->type == DG_PING) && len != off)
+        return DG_BAD_FORMAT;
+    if ((h->type == DG_RMAW || h->type == DG_WACK || h->type == DG_RMAR ||
+         h->type == DG_RRESP) && (h->flags & DG_F_FIRST) && !(h->flags & DG_F_EXT))
+        return DG_BAD_FORMAT;
+    *payload = p + off;
+    *plen = len - off;
+    return DG_OK;
+}
+
+/* ---- fault hooks --------------------------------------------------- */
+
+int cvia__dg_faults_parse(const char *text, struct dg_faults *f)
+{
+    char buf[CVIA_PARAM_STRLEN], *save = NULL;
+
+    memset(f, 0, sizeof(*f));
+    f->rng = 0x2545f4914f6cdd1dull;
+    if (strlen(text) >= sizeof(buf))
+        return -EINVAL;
+    strcpy(buf, text);
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '='), *end;
+        double v;
+        if (!eq)
+            return -EINVAL;
+        *eq = '\0';
+        v = strtod(eq + 1, &end);
+        if (end == eq + 1 || *end)
+            return -EINVAL;
+        if (!strcmp(t, "seed")) {
+            f->rng = (uint64_t)v ? (uint64_t)v : 1;
+            continue;
+        }
+        if (v < 0 || v > 1)
+            return -ERANGE;
+        if (!strcmp(t, "drop"))
+            f->drop = v;
+        else if (!strcmp(t, "dup"))
+            f->dup = v;
+        else if (!strcmp(t, "reorder"))
+            f->reorder = v;
+        else if (!strcmp(t, "corrupt"))
+            f->corrupt = v;
+        else
+            return -EINVAL;
+    }
+    return 0;
+}

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* eth provider: the dgram engine directly on Ethernet frames, beneath IP,
+ * as M-VIA ran (paper 002). An AF_PACKET socket bound to one interface and
+ * a local-experimental EtherType (IEEE 802 0x88B5 by default); a classic
+ * BPF filter lets in only frames for this rank (ranks of a host share the
+ * interface's MAC, so the header's destination rank decides). Frames
+ * arrive in a PACKET_MMAP receive ring (TPACKET_V2) that the engine reads
+ * in place: no system call to receive, only to send (sendmmsg, gathered
+ * from the send window). Without the ring (CVIA_ETH_RING=0, or where the
+ * kernel refuses it) frames come by recvmmsg. Needs CAP_NET_RAW. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <corevia/corevia.h>
+#include "prov/dgram/dgram.h"
+#include "util/log.h"
+
+struct eth_cfg {
+    char ifname[CVIA_PARAM_STRLEN];
+    long ethertype;
+    long ring;
+    int  qdisc_bypass;
+};
+
+static const struct cvia_param eth_params[] = {
+    { "IF", "", CVIA_PARAM_STRING, offsetof(struct eth_cfg, ifname),
+      "Ethernet interface to use; peers must share its link (empty: the first "
+      "interface that is up, has an Ethernet address and is not loopback).", 0, 0, NULL },
+    { "TYPE", "34997", CVIA_PARAM_INT, offsetof(struct eth_cfg, ethertype),
+      "EtherType of corevia's frames, decimal (34997 = 0x88B5, IEEE 802 local "
+      "experimental 1).", 1536, 65535, NULL },
+    { "RING", "512", CVIA_PARAM_INT, offsetof(struct eth_cfg, ring),
+      "Frames in the PACKET_MMAP receive ring read in place (0: no ring, recvmmsg).",
+      0, 1 << 20, NULL },
+    { "QDISC_BYPASS", "no", CVIA_PARAM_BOOL, offsetof(struct eth_cfg, qdisc_bypass),
+      "Send past the interface's queueing discipline (faster; but a tc rate limit on "
+      "the interface then no longer applies).", 0, 0, NULL },
+    { NULL }
+};
+
+const struct cvia_param_table cvia__eth_param_table = {
+    .component = "eth", .prefix = "ETH_", .params = eth_params,
+    .cfg_size = sizeof(struct eth_cfg),
+};
+
+struct eth_link {
+    struct eth_cfg cfg;
+    int    fd;
+    int    ifindex;
+    int    mtu;
+    char   ifname[IF_NAMESIZE];
+    unsigned char mac[ETH_ALEN];
+    unsigned char (*peer)[ETH_ALEN];   /* [size] */
+    struct sockaddr_ll *dest;          /* [size] */
+    struct mmsghdr *msgs;              /* [batch] */
+    /* the receive ring */
+    unsigned char *ring;
+    size_t ring_bytes, frame_size, block_size;
+    unsigned frames, per_block, head, taken;
+    /* without a ring */
+    struct iovec *iov;
+    struct sockaddr_ll *from;
+    unsigned char *bufs;
+    size_t bufsz;
+};
+
+static struct eth_link *el(struct dg_ep *ep)
+{
+    return ep->link_priv;
+}
+
+static int eth_if_info(struct eth_link *e, const char *name)
+{
+    struct ifreq ifr;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ok;
+
+    if (fd < 0)
+        return -errno;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+    ok = ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP) &&
+         !(ifr.ifr_flags & IFF_LOOPBACK);
+    if (ok && ioctl(fd, SIOCGIFHWADDR, &ifr) == 0 && ifr.ifr_hwaddr.sa_family == ARPHRD_ETHER) {
+        memcpy(e->mac, ifr.ifr_hwaddr.sa_data, ETH_ALEN);
+        ok = ioctl(fd, SIOCGIFMTU, &ifr) == 0;
+        e->mtu = ifr.ifr_mtu;
+    } else {
+        ok = 0;
+    }
+    close(fd);
+    if (!ok)
+        return -ENODEV;
+    snprintf(e->ifname, sizeof(e->ifname), "%s", name);
+    e->ifindex = (int)if_nametoindex(name);
+    return e->ifindex ? 0 : -ENODEV;
+}
+
+static int eth_pick_if(struct eth_link *e)
+{
+    struct if_nameindex *ni, *i;
+    int rc = -ENODEV;
+
+    if (e->cfg.ifname[0]) {
+        if ((rc = eth_if_info(e, e->cfg.ifname)))
+            cvia_error(CONF, "CVIA_ETH_IF=%s: not an Ethernet interface that is up",
+                       e->cfg.ifname);
+        return rc;
+    }
+    if (!(ni = if_nameindex()))
+        return -errno;
+    for (i = ni; i->if_index && rc; i++)
+        rc = eth_if_info(e, i->if_name);
+    if_freenameindex(ni);
+    if (rc)
+        cvia_error(NET, "eth: no Ethernet interface is up (set CVIA_ETH_IF)");
+    return rc;
+}
+
+/* Only frames for this rank, and none this host sends. */
+static int eth_filter(struct eth_link *e, int rank)
+{
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 3, 0),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct dg_hdr, dst)),
+        /* the load reads big-endian; the header is in host order */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl((uint32_t)rank), 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0x40000),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+
+    if (setsockopt(e->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0) {
+        cvia_error(NET, "eth: attaching the frame filter: %s", strerror(errno));
+        return -errno;
+    }
+    return 0;
+}
+
+/* The receive ring; 0, or a negative error (then recvmmsg is used). */
+static int eth_ring(struct eth_link *e)
+{
+    int v = TPACKET_V2;
+    struct tpacket_req req;
+    size_t hdr = TPACKET_ALIGN(sizeof(struct tpacket2_hdr)) + TPACKET_ALIGN(sizeof(struct sockaddr_ll));
+
+    if (setsockopt(e->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) < 0)
+        return -errno;
+    /* header, address, up to 16 bytes of link header room, the frame */
+    e->frame_size = TPACKET_ALIGN(hdr + 16 + (size_t)e->mtu + 64);
+    e->block_size = 1u << 16;
+    while (e->block_size < e->frame_size)
+        e->block_size <<= 1;
+    e->per_block = (unsigned)(e->block_size / e->frame_size);
+    req.tp_block_size = (unsigned)e->block_size;
+    req.tp_frame_size = (unsigned)e->frame_size;
+    req.tp_block_nr = (unsigned)((e->cfg.ring + e->per_block - 1) / e->per_block);
+    req.tp_frame_nr = req.tp_block_nr * e->per_block;
+    if (setsockopt(e->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
+        return -errno;
+    e->frames = req.tp_frame_nr;
+    e->ring_bytes = (size_t)req.tp_block_nr * e->block_size;
+    e->ring = mmap(NULL, e->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, e->fd, 0);
+    if (e->ring == MAP_FAILED) {
+        e->ring = NULL;
+        return -errno;
+    }
+    return 0;
+}
+
+static void eth_close(struct dg_ep *ep)
+{
+    struct eth_link *e = el(ep);
+
+    if (!e)
+        return;
+    if (e->ring)
+        munmap(e->ring, e->ring_bytes);
+    if (e->fd >= 0)
+        close(e->fd);
+    free(e->peer);
+    free(e->dest);
+    free(e->msgs);
+    free(e->iov);
+    free(e->from);
+    free(e->bufs);
+    free(e);
+    ep->link_priv = NULL;
+}
+
+static int eth_open(struct dg_ep *ep, char *addr, size_t cap)
+{
+    struct eth_link *e = calloc(1, sizeof(*e));
+    struct sockaddr_ll sll = { .sll_family = AF_PACKET };
+    int rc, n = (int)ep->cfg.batch, one = 1;
+
+    if (!e)
+        return -ENOMEM;
+    e->fd = -1;
+    ep->link_priv = e;
+    if ((rc = cvia__param_load(&cvia__eth_param_table, &e->cfg)) || (rc = eth_pick_if(e)))
+        goto err;
+    e->fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                   htons((uint16_t)e->cfg.ethertype));
+    if (e->fd < 0) {
+        rc = -errno;
+        cvia_error(NET, "eth: AF_PACKET socket: %s%s", strerror(errno),
+                   errno == EPERM ? " (needs CAP_NET_RAW; use CVIA_NET=udp otherwise)" : "");
+        goto err;
+    }
+    if ((rc = eth_filter(e, ep->args.rank)))
+        goto err;
+    if (e->cfg.ring && (rc = eth_ring(e)))
+        cvia_warn(NET, "eth: no PACKET_MMAP receive ring (%s); receiving by recvmmsg",
+                  strerror(-rc));
+    sll.sll_protocol = htons((uint16_t)e->cfg.ethertype);
+    sll.sll_ifindex = e->ifindex;
+    if (bind(e->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+        rc = -errno;
+        cvia_error(NET, "eth: bind to %s: %s", e->ifname, strerror(errno));
+        goto err;
+    }
+    if (e->cfg.qdisc_bypass)
+        setsockopt(e->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+    {
+        int b = (int)ep->cfg.rcvbuf;
+        if (setsockopt(e->fd, SOL_SOCKET, SO_SNDBUFFORCE, &b, sizeof(b)) < 0)
+            setsockopt(e->fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
+        if (!e->ring && setsockopt(e->fd, SOL_SOCKET, SO_RCVBUFFORCE, &b, sizeof(b)) < 0)
+            setsockopt(e->fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
+    }
+    e->peer = calloc((size_t)ep->args.size, sizeof(*e->peer));
+    e->dest = calloc((size_t)ep->args.size, sizeof(*e->dest));
+    e->msgs = calloc((size_t)n, sizeof(*e->msgs));
+    e->iov = calloc((size_t)n, sizeof(*e->iov));
+    e->from = calloc((size_t)n, sizeof(*e->from));
+    e->bufsz = (size_t)e->mtu;
+    e->bufs = e->ring ? NULL : malloc((size_t)n * e->bufsz);
+    if (!e->peer || !e->dest || !e->msgs || !e->iov || !e->from || (!e->ring && !e->bufs)) {
+        rc = -ENOMEM;
+        goto err;
+    }
+    snprintf(addr, cap, "%02x:%02x:%02x:%02x:%02x:%02x", e->mac[0], e->mac[1], e->mac[2],
+             e->mac[3], e->mac[4], e->mac[5]);
+    return 0;
+err:
+    eth_close(ep);
+    return rc;
+}
+
+static int eth_attach(struct dg_ep *ep, int peer, const char *addr)
+{
+    struct eth_link *e = el(ep);
+    unsigned m[ETH_ALEN];
+    char end;
+    struct sockaddr_ll *d = &e->dest[peer];
+
+    if (sscanf(addr, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
+               &end) != 6) {
+        cvia_error(NET, "eth: rank %d published a bad address '%s'", peer, addr);
+        return -CVIA_EBOOT;
+    }
+    for (int i = 0; i < ETH_ALEN; i++)
+        e->peer[peer][i] = (unsigned char)m[i];
+    d->sll_family = AF_PACKET;
+    d->sll_protocol = htons((uint16_t)e->cfg.ethertype);
+    d->sll_ifindex = e->ifindex;
+    d->sll_halen = ETH_ALEN;
+    memcpy(d->sll_addr, e->peer[peer], ETH_ALEN);
+    return 0;
+}
+
+static size_t eth_room(struct dg_ep *ep)
+{
+    return (size_t)el(ep)->mtu;   /* nothing between our header and Ethernet's */
+}
+
+static int eth_send(struct dg_ep *ep, struct dg_out *out, int n)
+{
+    struct eth_link *e = el(ep);
+    int rc;
+
+    if (n > (int)ep->cfg.batch)
+        n = (int)ep->cfg.batch;
+    for (int i = 0; i < n; i++) {
+        struct msghdr *m = &e->msgs[i].msg_hdr;
+        memset(m, 0, sizeof(*m));
+        m->msg_name = &e->dest[out[i].peer];
+        m->msg_namelen = sizeof(struct sockaddr_ll);
+        m->msg_iov = out[i].iov;
+        m->msg_iovlen = (size_t)out[i].iovcnt;
+    }
+    do
+        rc = sendmmsg(e->fd, e->msgs, (unsigned)n, MSG_DONTWAIT);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ? 0 : -errno;
+    return rc;
+}
+
+static struct tpacket2_hdr *eth_frame(struct eth_link *e, unsigned i)
+{
+    return (struct tpacket2_hdr *)(void *)(e->ring + (size_t)(i / e->per_block) * e->block_size +
+                                           (size_t)(i % e->per_block) * e->frame_size);
+}
+
+static int eth_recv(struct dg_ep *ep, struct dg_in *in, int max)
+{
+    struct eth_link *e = el(ep);
+    int n = 0, rc;
+
+    if (e->ring) {
+        e->taken = 0;
+        while (n < max && e->taken < e->frames) {
+            struct tpacket2_hdr *f = eth_frame(e, (e->head + e->taken) % e->frames);
+            const struct sockaddr_ll *sll;
+            if (!(__atomic_load_n(&f->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+                break;
+            sll = (const struct sockaddr_ll *)(const void *)
+                  ((const unsigned char *)f + TPACKET_ALIGN(sizeof(*f)));
+            in[n].data = (const uint8_t *)f + f->tp_net;
+            /* a frame cut short by the ring is no frame of ours: its length fails */
+            in[n].len = f->tp_len > f->tp_snaplen ? 0 : f->tp_snaplen;
+            memcpy(in[n].from, sll->sll_addr, ETH_ALEN);
+            e->taken++;
+            n++;
+        }
+        return n;
+    }
+    for (int i = 0; i < max; i++) {
+        struct msghdr *m = &e->msgs[i].msg_hdr;
+        e->iov[i].iov_base = e->bufs + (size_t)i * e->bufsz;
+        e->iov[i].iov_len = e->bufsz;
+        memset(m, 0, sizeof(*m));
+        m->msg_name = &e->from[i];
+        m->msg_namelen = sizeof(e->from[i]);
+        m->msg_iov = &e->iov[i];
+        m->msg_iovlen = 1;
+    }
+    do
+        rc = recvmmsg(e->fd, e->msgs, (unsigned)max, MSG_DONTWAIT, NULL);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+    for (int i = 0; i < rc; i++) {
+        in[i].data = e->iov[i].iov_base;
+        in[i].len = (e->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? 0 : e->msgs[i].msg_len;
+        memcpy(in[i].from, e->from[i].sll_addr, ETH_ALEN);
+    }
+    return rc;
+}
+
+static void eth_release(struct dg_ep *ep, struct dg_in *in, int n)
+{
+    struct eth_link *e = el(ep);
+
+    (void)in, (void)n;
+    if (!e->ring)
+        return;
+    for (unsigned i = 0; i < e->taken; i++)
+        __atomic_store_n(&eth_frame(e, (e->head + i) % e->frames)->tp_status, TP_STATUS_KERNEL,
+                         __ATOMIC_RELEASE);
+    e->head = (e->head + e->taken) % e->frames;
+    e->taken = 0;
+}
+
+static int eth_from_peer(struct dg_ep *ep, int peer, const struct dg_in *in)
+{
+    return !memcmp(in->from, el(ep)->peer[peer], ETH_ALEN);
+}
+
+static int eth_fd(struct dg_ep *ep)
+{
+    return el(ep)->fd;   /* polls readable when the ring has a frame */
+}
+
+static void eth_describe(struct dg_ep *ep, char *buf, size_t cap)
+{
+    struct eth_link *e = el(ep);
+
+    if (e->ring)
+        snprintf(buf, cap, "EtherType 0x%04lx on %s (MTU %d), receive ring of %u frames read "
+                 "in place, sendmmsg batches of %ld", e->cfg.ethertype, e->ifname, e->mtu,
+                 e->frames, ep->cfg.batch);
+    else
+        snprintf(buf, cap, "EtherType 0x%04lx on %s (MTU %d), sendmmsg/recvmmsg batches of "
+                 "%ld", e->cfg.ethertype, e->ifname, e->mtu, ep->cfg.batch);
+}
+
+const struct dg_link_ops cvia__eth_link = {
+    .name = "eth",
+    .open = eth_open,
+    .attach = eth_attach,
+    .room = eth_room,
+    .send = eth_send,
+    .recv = eth_recv,
+    .release = eth_release,
+    .from_peer = eth_from_peer,
+    .fd = eth_fd,
+    .describe = eth_describe,
+    .close = eth_close,
+};
+
+extern const struct cvia_prov_ops cvia__eth_ops;
+
+const struct cvia_prov_desc cvia_prov_eth = {
+    .name   = "eth",
+    .desc   = "reliable segmented datagrams in raw Ethernet frames between hosts (M-VIA)",
+    .scope  = CVIA_PROV_NET,
+    .ops    = &cvia__eth_ops,
+    .params = &cvia__eth_param_table,
+};

@@ -1,0 +1,754 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Reliability tests of the network providers (issue 7), run over two
+ * "hosts" by hosts.sh (rank r on host r % 2 + 1, so rank r and its
+ * partner r ^ 1 are always on different hosts):
+ *   func_net CASE [--token=X]
+ *   stream     10,000 messages of random sizes (mostly small, some up to
+ *              256 KiB) each way between partners, every byte checked, in
+ *              order per (source, tag), wildcards mixed in; and a few
+ *              hundred one-sided writes (most with immediate data) checked
+ *              at the target, a few read back; then each region is
+ *              withdrawn and unmapped (its read answers may not be
+ *              acknowledged yet) and messages flow on. Run plain, under the
+ *              provider's fault hooks (CVIA_DGRAM_FAULTS), under random
+ *              loss in the namespaces (hosts.sh --loss), and with
+ *              acknowledgements held back past the RTO.
+ *   silent     rank 1 stops itself (SIGSTOP) in the middle of a stream of
+ *              large messages it receives: rank 0 must get CVIA_ENOPEER from
+ *              the provider's own peer timeout (CVIA_DGRAM_PEER_TIMEOUT);
+ *              the launcher knows nothing of a stopped process.
+ *   silent-rx  the same, rank 1 stopping in the middle of a large message
+ *              it sends: rank 0 only receives.
+ *   garbage    rank 0 sends, from a plain UDP socket of its own, garbage at
+ *              rank 1's corevia port (CVIA_UDP_PORT, set here): random
+ *              bytes, truncated headers, another job's datagrams, a bad
+ *              checksum, right key from the wrong sender, impossible
+ *              fields, a datagram for another rank; messages still flow
+ *              around it. The counters
+ *              (CVIA_DGRAM_STATS=1) are checked by net_stats.sh.
+ * Rank 0 prints "ok CASE"; the silent cases print "expected-error NAME"
+ * from the survivor (run.sh --expect-fail).
+ * FUNC_NET_SEED (default 1) seeds sizes, tags and payloads of `stream`;
+ * FUNC_NET_MSGS and FUNC_NET_WRITES change its counts, FUNC_NET_QUIET_MS
+ * its pause after the withdrawal; FUNC_NET_PORT (default 47000) is the
+ * base of the garbage case's ports. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <corevia/corevia.h>
+
+static int rank, size;
+static unsigned long long seed = 1;
+
+#define FAIL(...) do { fprintf(stderr, "rank %d: FAIL %s:%d (FUNC_NET_SEED=%llu): ", rank, \
+        __FILE__, __LINE__, seed); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); \
+        exit(1); } while (0)
+#define CHECK_RC(call) do { int rc_ = (call); if (rc_) \
+        FAIL("%s -> %s (%s)", #call, cvia_err_name(rc_), cvia_strerror(rc_)); } while (0)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t mix(uint64_t z)   /* splitmix64 */
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The seed of item @i of stream @kind from @src to @dst. */
+static uint64_t seed_of(unsigned kind, int src, int dst, unsigned i)
+{
+    uint64_t s = mix(seed ^ mix(((uint64_t)kind << 56) ^ ((uint64_t)src << 40) ^
+                                ((uint64_t)dst << 20) ^ i));
+    return s ? s : 1;
+}
+
+static void fill(unsigned char *p, size_t len, uint64_t s)
+{
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        memcpy(p + i, &s, 8);
+    }
+    s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+    for (size_t k = 0; i < len; i++, k++)
+        p[i] = (unsigned char)(s >> (8 * k));
+}
+
+static size_t verify(const unsigned char *p, size_t len, uint64_t s)
+{
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        if (memcmp(p + i, &s, 8))
+            for (size_t k = 0; k < 8; k++)
+                if (p[i + k] != (unsigned char)(s >> (8 * k)))
+                    return i + k;
+    }
+    s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+    for (size_t k = 0; i < len; i++, k++)
+        if (p[i] != (unsigned char)(s >> (8 * k)))
+            return i;
+    return (size_t)-1;
+}
+
+static long env_long(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 0) : dflt;
+}
+
+/* ---- stream --------------------------------------------------------------- */
+
+#define MAX_MSG  (256u << 10)
+#define NTAGS    4
+#define WIN      32      /* outstanding sends; receives trail them by as many */
+#define RWIN     (2 * WIN)   /* outstanding receives */
+#define SLOT     (64u << 10)   /* one write's place in the region */
+#define WWIN     8       /* outstanding writes */
+
+struct msg_spec {
+    size_t len;
+    int tag;
+    int any_src, any_tag;   /* the receive uses a wildcard */
+};
+
+/* Message @i from @src to @dst: mostly small, some up to 256 KiB. */
+static struct msg_spec msg_spec(int src, int dst, unsigned i)
+{
+    uint64_t r = seed_of(1, src, dst, i), r2 = mix(r);
+    unsigned pct = (unsigned)(r % 100);
+    struct msg_spec m;
+
+    if (pct < 75)
+        m.len = r2 % 513;                        /* 0 .. 512 */
+    else if (pct < 93)
+        m.len = 513 + r2 % (16384 - 512);        /* .. 16 KiB */
+    else if (pct < 99)
+        m.len = 16385 + r2 % (65536 - 16384);    /* .. 64 KiB */
+    else
+        m.len = 65537 + r2 % (MAX_MSG - 65536);  /* .. 256 KiB */
+    m.tag = (int)((r >> 8) % NTAGS);
+    /* never both: a message of another rank (the relay below) must not
+     * match a receive of the stream */
+    m.any_src = (r >> 16) % 10 == 0;
+    m.any_tag = !m.any_src && (r >> 24) % 10 == 0;
+    return m;
+}
+
+struct write_spec {
+    size_t off, len;   /* in the target's region */
+    int imm;
+};
+
+static struct write_spec write_spec(int src, int dst, unsigned j)
+{
+    uint64_t r = seed_of(2, src, dst, j), r2 = mix(r);
+    unsigned pct = (unsigned)(r % 100);
+    struct write_spec w;
+
+    if (j % 50 == 7)
+        w.len = 0;
+    else if (pct < 60)
+        w.len = 1 + r2 % 4096;
+    else if (pct < 90)
+        w.len = 4097 + r2 % (16384 - 4096);
+    else
+        w.len = 16385 + r2 % (SLOT - 16384);
+    w.off = (size_t)j * SLOT + (size_t)((r2 >> 32) % (SLOT - w.len + 1));
+    w.imm = j % 5 != 4;   /* every fifth a plain write */
+    return w;
+}
+
+static void stream_check_msg(unsigned i, int partner, const unsigned char *buf,
+                             const cvia_status_t *st)
+{
+    struct msg_spec m = msg_spec(partner, rank, i);
+    size_t bad;
+
+    if (st->source != partner || st->tag != m.tag || st->len != m.len || st->msg_len != m.len)
+        FAIL("message %u: source %d tag %d len %zu msg_len %zu, expected %d/%d/%zu "
+             "(out of order or lost)", i, st->source, st->tag, st->len, st->msg_len,
+             partner, m.tag, m.len);
+    if ((bad = verify(buf, m.len, seed_of(3, partner, rank, i))) != (size_t)-1)
+        FAIL("message %u (%zu B, tag %d): byte %zu differs", i, m.len, m.tag, bad);
+}
+
+static int case_stream(void)
+{
+    const unsigned n = (unsigned)env_long("FUNC_NET_MSGS", 10000);
+    const unsigned nw = (unsigned)env_long("FUNC_NET_WRITES", 300);
+    const size_t rlen = (size_t)nw * SLOT;
+    int partner = rank ^ 1;
+    unsigned char *sbuf[WIN], *rbuf[RWIN], *wbuf[WWIN];
+    cvia_req_t sreq[WIN] = { 0 }, rreq[RWIN] = { 0 }, wreq[WWIN] = { 0 };
+    unsigned char *region, *local;
+    cvia_mr_t mr;
+    cvia_mr_desc_t mine, theirs;
+    unsigned posted_r = 0, done_r = 0, posted_w = 0;
+    unsigned long long bytes = 0;
+    double t0;
+
+    if (size % 2)
+        FAIL("stream needs an even number of ranks (partners r, r ^ 1)");
+    for (int k = 0; k < RWIN; k++)
+        if (!(rbuf[k] = malloc(MAX_MSG)) || (k < WIN && !(sbuf[k] = malloc(MAX_MSG))))
+            FAIL("out of memory");
+    for (int k = 0; k < WWIN; k++)
+        if (!(wbuf[k] = malloc(SLOT)))
+            FAIL("out of memory");
+    /* mapped, so that it can be unmapped at the end: a provider that still
+     * touched it after cvia_mr_dereg would crash, sanitizer or not */
+    region = mmap(NULL, rlen ? rlen : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                  -1, 0);
+    if (region == MAP_FAILED || !(local = malloc(SLOT)))
+        FAIL("out of memory for the region");
+    memset(region, 0xEE, rlen);
+    CHECK_RC(cvia_mr_reg(region, rlen ? rlen : 1, CVIA_MR_REMOTE_READ | CVIA_MR_REMOTE_WRITE, &mr));
+    CHECK_RC(cvia_mr_desc(mr, &mine));
+    {
+        cvia_req_t q;
+        CHECK_RC(cvia_irecv(&theirs, sizeof(theirs), partner, 900, &q));
+        CHECK_RC(cvia_send(&mine, sizeof(mine), partner, 900));
+        CHECK_RC(cvia_wait(&q, NULL));
+        if (theirs.rank != partner)
+            FAIL("the region's descriptor names rank %d", theirs.rank);
+    }
+    if (rank == 0) {
+        char info[256];
+        CHECK_RC(cvia_peer_info(partner, info, sizeof(info)));
+        printf("stream: seed %llu, %u messages and %u writes each way; %s\n", seed, n, nw, info);
+        fflush(stdout);
+    }
+    CHECK_RC(cvia_barrier());
+    t0 = now();
+    for (unsigned i = 0; i <= n; i++) {
+        /* receives posted ahead, RWIN at most outstanding */
+        while (posted_r < n && posted_r - done_r < RWIN) {
+            struct msg_spec m = msg_spec(partner, rank, posted_r);
+            CHECK_RC(cvia_irecv(rbuf[posted_r % RWIN], MAX_MSG,
+                                m.any_src ? CVIA_ANY_SOURCE : partner,
+                                m.any_tag ? CVIA_ANY_TAG : m.tag, &rreq[posted_r % RWIN]));
+            posted_r++;
+        }
+        if (i < n) {
+            struct msg_spec m = msg_spec(rank, partner, i);
+            unsigned k = i % WIN;
+            if (sreq[k])
+                CHECK_RC(cvia_wait(&sreq[k], NULL));
+            fill(sbuf[k], m.len, seed_of(3, rank, partner, i));
+            CHECK_RC(cvia_isend(sbuf[k], m.len, partner, m.tag, &sreq[k]));
+            bytes += m.len;
+            /* a write every n / nw messages */
+            if (posted_w < nw && (unsigned long long)i * nw >= (unsigned long long)posted_w * n) {
+                struct write_spec w = write_spec(rank, partner, posted_w);
+                unsigned kw = posted_w % WWIN;
+                if (wreq[kw])
+                    CHECK_RC(cvia_wait(&wreq[kw], NULL));
+                fill(wbuf[kw], w.len, seed_of(4, rank, partner, posted_w));
+                CHECK_RC(cvia_write(wbuf[kw], w.len, &theirs, w.off, w.imm ? CVIA_WRITE_IMM : 0,
+                                    posted_w, &wreq[kw]));
+                posted_w++;
+            }
+        }
+        /* the oldest receive once the sends are WIN ahead; all at the end */
+        while (done_r < posted_r && (i >= done_r + WIN || i == n)) {
+            cvia_status_t st;
+            unsigned k = done_r % RWIN;
+            int rc = cvia_wait(&rreq[k], &st);
+            if (rc)
+                FAIL("receive of message %u: %s", done_r, cvia_err_name(rc));
+            stream_check_msg(done_r, partner, rbuf[k], &st);
+            done_r++;
+        }
+    }
+    CHECK_RC(cvia_waitall(WIN, sreq, NULL));
+    while (posted_w < nw) {   /* nw > n: the rest */
+        struct write_spec w = write_spec(rank, partner, posted_w);
+        unsigned kw = posted_w % WWIN;
+        if (wreq[kw])
+            CHECK_RC(cvia_wait(&wreq[kw], NULL));
+        fill(wbuf[kw], w.len, seed_of(4, rank, partner, posted_w));
+        CHECK_RC(cvia_write(wbuf[kw], w.len, &theirs, w.off, w.imm ? CVIA_WRITE_IMM : 0,
+                            posted_w, &wreq[kw]));
+        posted_w++;
+    }
+    CHECK_RC(cvia_waitall(WWIN, wreq, NULL));
+    /* every write of mine is complete: say so; plain writes are visible
+     * to the partner once it has this message */
+    CHECK_RC(cvia_send(NULL, 0, partner, 901));
+    CHECK_RC(cvia_recv(NULL, 0, partner, 901, NULL));
+    /* the immediate events: one per write with CVIA_WRITE_IMM, in order */
+    for (unsigned j = 0; j < nw; j++) {
+        struct write_spec w = write_spec(partner, rank, j);
+        cvia_imm_event_t ev;
+        if (!w.imm)
+            continue;
+        CHECK_RC(cvia_imm_wait(&ev));
+        if (ev.source != partner || ev.imm != j || ev.key != mine.key || ev.off != w.off ||
+            ev.len != w.len)
+            FAIL("immediate event for write %u: source %d imm %llu off %llu len %llu, "
+                 "expected off %zu len %zu", j, ev.source, (unsigned long long)ev.imm,
+                 (unsigned long long)ev.off, (unsigned long long)ev.len, w.off, w.len);
+    }
+    {
+        cvia_imm_event_t extra;
+        if (cvia_imm_poll(&extra, 1) != 0)
+            FAIL("an immediate event too many (imm %llu)", (unsigned long long)extra.imm);
+    }
+    /* every written byte in place, every other byte untouched */
+    for (unsigned j = 0; j < nw; j++) {
+        struct write_spec w = write_spec(partner, rank, j);
+        const unsigned char *slot = region + (size_t)j * SLOT;
+        size_t lo = w.off - (size_t)j * SLOT, bad;
+        if ((bad = verify(region + w.off, w.len, seed_of(4, partner, rank, j))) != (size_t)-1)
+            FAIL("write %u (%zu B at %zu, %s): byte %zu differs", j, w.len, w.off,
+                 w.imm ? "immediate" : "plain", bad);
+        for (size_t b = 0; b < SLOT; b++)
+            if ((b < lo || b >= lo + w.len) && slot[b] != 0xEE)
+                FAIL("write %u (%zu B at %zu): byte %zu of its slot was touched", j, w.len,
+                     w.off, b);
+    }
+    /* read back a few of my writes from the partner's region */
+    for (unsigned j = 0; j < nw; j += nw / 16 + 1) {
+        struct write_spec w = write_spec(rank, partner, j);
+        cvia_req_t q;
+        size_t bad;
+        memset(local, 0, w.len);
+        CHECK_RC(cvia_read(local, w.len, &theirs, w.off, &q));
+        CHECK_RC(cvia_wait(&q, NULL));
+        if ((bad = verify(local, w.len, seed_of(4, rank, partner, j))) != (size_t)-1)
+            FAIL("read back of write %u (%zu B): byte %zu differs", j, w.len, bad);
+    }
+    if (size % 4 == 0) {
+        /* "done reading" reaches the region's owner around its link with
+         * the reader: reader -> its host's other rank (shm) -> the owner's
+         * other remote peer -> the owner. So the owner hears nothing more
+         * from the reader (no acknowledgement of the last answer rides
+         * along) before it withdraws the region below. */
+        CHECK_RC(cvia_send(NULL, 0, rank ^ 2, 903));
+        CHECK_RC(cvia_recv(NULL, 0, rank ^ 2, 903, NULL));
+        CHECK_RC(cvia_send(NULL, 0, rank ^ 3, 904));
+        CHECK_RC(cvia_recv(NULL, 0, rank ^ 3, 904, NULL));
+    } else {
+        CHECK_RC(cvia_barrier());
+    }
+    if (rank == 0) {
+        double dt = now() - t0;
+        printf("stream: %u messages (%.1f MB) and %u writes each way in %.2f s\n", n,
+               (double)bytes / 1e6, nw, dt);
+    }
+    /* the partner has read what it wanted from my region: withdraw and
+     * unmap it (the answers may still wait for their acknowledgement, and
+     * with CVIA_DGRAM_ACK_DELAY above the RTO they are sent again), then
+     * let the timers run, then keep the link busy a while */
+    CHECK_RC(cvia_mr_dereg(mr));
+    munmap(region, rlen ? rlen : 1);
+    {   /* quiet a while: the timers run (FUNC_NET_QUIET_MS, default 30) */
+        double until = now() + (double)env_long("FUNC_NET_QUIET_MS", 30) * 1e-3;
+        while (now() < until) {
+            int rc = cvia_progress();
+            if (rc < 0)
+                FAIL("cvia_progress: %s", cvia_err_name(rc));
+        }
+    }
+    for (unsigned i = 0; i < 200; i++) {
+        size_t len = i % 10 ? 100 : 100000;
+        cvia_req_t q;
+        fill(sbuf[0], len, seed_of(7, rank, partner, i));
+        CHECK_RC(cvia_irecv(rbuf[0], MAX_MSG, partner, 902, &q));
+        CHECK_RC(cvia_send(sbuf[0], len, partner, 902));
+        CHECK_RC(cvia_wait(&q, NULL));
+        if (verify(rbuf[0], len, seed_of(7, partner, rank, i)) != (size_t)-1)
+            FAIL("message %u after the region's withdrawal differs", i);
+    }
+    CHECK_RC(cvia_barrier());
+    for (int k = 0; k < RWIN; k++) {
+        free(rbuf[k]);
+        if (k < WIN)
+            free(sbuf[k]);
+    }
+    for (int k = 0; k < WWIN; k++)
+        free(wbuf[k]);
+    free(local);
+    return 0;
+}
+
+/* ---- silent ---------------------------------------------------------------- */
+
+/* Rank 1 (on the other host) stops; rank 0 must be told by the provider.
+ * @rx: rank 1 stops while sending rank 0 a large message, rank 0 sending
+ * nothing; else while receiving a stream of large messages from rank 0. */
+static int case_silent(int rx)
+{
+    enum { BIG = 256u << 10, NBUF = 8, BEFORE = 40 };
+    const size_t huge = 64u << 20;
+    const int victim = 1;
+    const char *timeout = getenv("CVIA_DGRAM_PEER_TIMEOUT");
+
+    if (size != 2)
+        FAIL("silent needs 2 ranks");
+    CHECK_RC(cvia_barrier());
+    if (rank == victim) {
+        unsigned char *b = malloc(huge);
+        cvia_req_t q;
+        if (!b)
+            FAIL("out of memory");
+        if (rx) {
+            memset(b, 0x42, huge);
+            CHECK_RC(cvia_isend(b, huge, 0, 5, &q));
+            for (int k = 0; k < 20; k++)
+                cvia_progress();
+        } else {
+            for (int i = 0; i < BEFORE; i++) {
+                cvia_status_t st;
+                CHECK_RC(cvia_recv(b, BIG, 0, 6, &st));
+                if (st.len != BIG || verify(b, BIG, seed_of(5, 0, 1, (unsigned)i)) != (size_t)-1)
+                    FAIL("message %d of the stream differs", i);
+            }
+        }
+        printf("rank %d: stopping myself in the middle of %s\n", rank,
+               rx ? "a 64 MiB send" : "a stream of 256 KiB messages");
+        fflush(stdout);
+        raise(SIGSTOP);
+        /* continued: the job is over for us */
+        _exit(4);
+    }
+    /* the survivor */
+    cvia_req_t rq, sq[NBUF] = { 0 };
+    unsigned char *r = malloc(huge), *s[NBUF] = { 0 };
+    double last_ok = now(), t;
+    int rc = 0, rrc;
+    unsigned i = 0;
+
+    if (!r)
+        FAIL("out of memory");
+    CHECK_RC(cvia_irecv(r, huge, victim, 5, &rq));
+    if (!rx) {
+        for (int k = 0; k < NBUF; k++)
+            if (!(s[k] = malloc(BIG)))
+                FAIL("out of memory");
+        /* a stream that never ends: sends complete only when acknowledged */
+        for (i = 0; !rc && i < 1000000; i++) {
+            unsigned k = i % NBUF;
+            if (sq[k]) {
+                if ((rc = cvia_wait(&sq[k], NULL)))
+                    break;
+                last_ok = now();
+            }
+            fill(s[k], BIG, seed_of(5, 0, 1, i));
+            rc = cvia_isend(s[k], BIG, victim, 6, &sq[k]);
+        }
+        if (rc != -CVIA_ENOPEER)
+            FAIL("sending to a stopped rank: %s after %u messages, expected CVIA_ENOPEER",
+                 cvia_err_name(rc), i);
+        for (int k = 0; k < NBUF; k++)   /* the rest fail alike */
+            if (sq[k] && (rrc = cvia_wait(&sq[k], NULL)) != -CVIA_ENOPEER)
+                FAIL("another send to the stopped rank: %s", cvia_err_name(rrc));
+    }
+    rrc = cvia_wait(&rq, NULL);
+    t = now();
+    if (rrc != -CVIA_ENOPEER)
+        FAIL("receiving from a stopped rank: %s, expected CVIA_ENOPEER", cvia_err_name(rrc));
+    if (!rx)
+        printf("rank %d: %u messages sent; the last acknowledged one completed %.2f s "
+               "before the peer was declared dead (CVIA_DGRAM_PEER_TIMEOUT=%s)\n",
+               rank, i, t - last_ok, timeout ? timeout : "default");
+    else
+        printf("rank %d: the peer was declared dead %.2f s after the barrier "
+               "(CVIA_DGRAM_PEER_TIMEOUT=%s)\n", rank, t - last_ok, timeout ? timeout : "default");
+    printf("rank %d: expected-error %s\n", rank, cvia_err_name(rrc));
+    fflush(stdout);
+    return 3;
+}
+
+/* ---- garbage ---------------------------------------------------------------- */
+
+/* The datagram header as src/prov/dgram/dgram.h defines it, written out
+ * again here: this program speaks the wire format as an outsider would. */
+struct wire_hdr {
+    uint8_t  type, flags;
+    uint16_t ctx;
+    uint32_t src, dst, seq, ack, sack;
+    int32_t  tag;
+    uint32_t csum;
+    uint64_t lenoff;   /* high 16 bits: the job tag, the key's low 16 */
+};
+_Static_assert(sizeof(struct wire_hdr) == 40, "the dgram header is 40 bytes");
+enum { W_MSG = 1, W_ACK = 16, W_F_FIRST = 1, W_F_LAST = 2 };
+
+/* What rank 0 sends, by the counter it must land in at rank 1 (the
+ * test's CMake entry checks them: corrupt at most GB_CORRUPT). */
+enum {
+    GB_RANDOM = 200,     /* random bytes: foreign (random jobtag) */
+    GB_SHORT = 100,      /* a header cut short: format */
+    GB_BIG = 20,         /* over the MTU (IP fragments): truncated by the link, format;
+                          * else whole, and foreign as an impostor's */
+    GB_OTHERJOB = 100,   /* sealed with another job's key: foreign */
+    GB_CORRUPT = 100,    /* our key, a bad checksum: corrupt */
+    GB_IMPOSTOR = 60,    /* our key, right checksum, wrong sender: foreign */
+    GB_BADFIELD = 60,    /* our key, right checksum, impossible fields: format */
+    GB_OTHERDST = 20,    /* our key, right checksum, for another rank: other */
+};
+
+static uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+    while (len--) {
+        crc ^= *p++;
+        for (int k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
+    }
+    return crc;
+}
+
+static uint64_t job_key(uint64_t jobid)
+{
+    uint64_t z = mix(jobid);
+    return z ? z : 1;
+}
+
+/* CRC-32C seeded by the key, over the datagram with csum = 0. */
+static void seal(unsigned char *d, size_t len, uint64_t key)
+{
+    struct wire_hdr h;
+    uint32_t crc = crc32c(0xffffffffu, &key, sizeof(key));
+
+    memcpy(&h, d, sizeof(h));
+    h.csum = 0;
+    memcpy(d, &h, sizeof(h));
+    crc = ~crc32c(crc, d, len);
+    h.csum = crc;
+    memcpy(d, &h, sizeof(h));
+}
+
+static uint32_t dgram_dst = 1;
+
+static size_t make_dgram(unsigned char *d, uint64_t key, uint32_t src, uint8_t type,
+                         uint8_t flags, uint32_t seq, size_t plen, uint64_t *rng)
+{
+    struct wire_hdr h = { .type = type, .flags = flags, .src = src, .dst = dgram_dst, .seq = seq,
+                          .ack = 1, .tag = 3, .lenoff = plen | (key & 0xffff) << 48 };
+    memcpy(d, &h, sizeof(h));
+    for (size_t i = 0; i < plen; i++) {
+        *rng = mix(*rng);
+        d[sizeof(h) + i] = (unsigned char)*rng;
+    }
+    seal(d, sizeof(h) + plen, key);
+    return sizeof(h) + plen;
+}
+
+static void send_raw(int fd, const struct sockaddr_in *to, const void *d, size_t len)
+{
+    /* a full socket buffer drops, as the network may: counted as sent */
+    if (sendto(fd, d, len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0 && errno != EAGAIN &&
+        errno != ENOBUFS)
+        FAIL("sendto: %s", strerror(errno));
+}
+
+/* All the kinds of refused datagrams, a few of each kind per call. */
+static void send_garbage(int fd, const struct sockaddr_in *to, uint64_t key, int part, int parts,
+                         uint64_t *rng)
+{
+    static unsigned char d[4000];
+    const uint64_t other = job_key(strtoull(getenv("CVIA_JOBID"), NULL, 16) ^ 1);
+    size_t len;
+
+#define SHARE(total) ((total) * (part + 1) / parts - (total) * part / parts)
+    for (int i = 0; i < SHARE(GB_RANDOM); i++) {
+        *rng = mix(*rng);
+        len = *rng % 1400;
+        for (size_t b = 0; b < len; b++) {
+            *rng = mix(*rng);
+            d[b] = (unsigned char)*rng;
+        }
+        if (len >= sizeof(struct wire_hdr) && !memcmp(d + 38, &key, 2))
+            d[38] ^= 1;   /* not by chance ours (the job tag: lenoff's top bits) */
+        send_raw(fd, to, d, len);
+    }
+    for (int i = 0; i < SHARE(GB_SHORT); i++) {
+        len = make_dgram(d, key, 0, W_MSG, W_F_FIRST | W_F_LAST, 1, 0, rng);
+        send_raw(fd, to, d, (size_t)i % len);
+    }
+    for (int i = 0; i < SHARE(GB_BIG); i++) {
+        len = make_dgram(d, key, 0, W_MSG, W_F_FIRST | W_F_LAST, 1, 3000, rng);
+        send_raw(fd, to, d, len);
+    }
+    for (int i = 0; i < SHARE(GB_OTHERJOB); i++) {
+        len = make_dgram(d, other, 0, W_MSG, W_F_FIRST | W_F_LAST, 1 + (uint32_t)i, 100, rng);
+        send_raw(fd, to, d, len);
+    }
+    for (int i = 0; i < SHARE(GB_CORRUPT); i++) {
+        size_t i2;
+        *rng = mix(*rng);
+        len = make_dgram(d, key, 0, W_MSG, W_F_FIRST | W_F_LAST, 1, 64 + *rng % 1000, rng);
+        i2 = (*rng >> 16) % (len - 2);   /* any bit but the job tag's */
+        d[i2 < 38 ? i2 : i2 + 2] ^= (unsigned char)(1u << (*rng & 7));
+        send_raw(fd, to, d, len);
+    }
+    for (int i = 0; i < SHARE(GB_IMPOSTOR); i++) {
+        /* claims to be rank 0 (the socket is not rank 0's), rank 1
+         * itself, or a rank that does not exist */
+        uint32_t src = i % 3 == 0 ? 0 : i % 3 == 1 ? 1 : 1000;
+        len = i % 2 ? make_dgram(d, key, src, W_MSG, W_F_FIRST | W_F_LAST, 0x40000000u, 100, rng)
+                    : make_dgram(d, key, src, W_ACK, 0, 0, 0, rng);
+        send_raw(fd, to, d, len);
+    }
+    for (int i = 0; i < SHARE(GB_BADFIELD); i++) {
+        /* types that do not exist, an acknowledgement with a payload */
+        len = make_dgram(d, key, 0, i % 2 ? (uint8_t)(9 + i % 7) : W_ACK, W_F_FIRST, 1,
+                         i % 2 ? 10 : 20, rng);
+        send_raw(fd, to, d, len);
+    }
+    dgram_dst = 0;
+    for (int i = 0; i < SHARE(GB_OTHERDST); i++) {
+        len = make_dgram(d, key, 0, W_MSG, W_F_FIRST | W_F_LAST, 1, 30, rng);
+        send_raw(fd, to, d, len);
+    }
+    dgram_dst = 1;
+#undef SHARE
+}
+
+/* The IPv4 address of the first interface that is up and not loopback
+ * (where the udp provider binds when CVIA_UDP_IF is not set). */
+static void my_ip(char *buf, size_t cap)
+{
+    struct ifaddrs *ifa, *i;
+
+    snprintf(buf, cap, "127.0.0.1");
+    if (getifaddrs(&ifa) < 0)
+        return;
+    for (i = ifa; i; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+            !(i->ifa_flags & IFF_LOOPBACK)) {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, buf,
+                      (socklen_t)cap);
+            break;
+        }
+    freeifaddrs(ifa);
+}
+
+static void exchange(int round, int n)
+{
+    /* n messages of 1 .. 5000 bytes each way between ranks 0 and 1 */
+    static unsigned char s[5000], r[5000];
+    int peer = rank ^ 1;
+
+    for (int i = 0; i < n; i++) {
+        size_t len = 1 + (size_t)(mix((uint64_t)round << 32 | (unsigned)i) % 5000);
+        unsigned id = (unsigned)(round * 100000 + i);
+        cvia_req_t rq, sq;
+        cvia_status_t st;
+        fill(s, len, seed_of(6, rank, peer, id));
+        CHECK_RC(cvia_irecv(r, sizeof(r), peer, 20, &rq));
+        CHECK_RC(cvia_isend(s, len, peer, 20, &sq));
+        CHECK_RC(cvia_wait(&sq, NULL));
+        CHECK_RC(cvia_wait(&rq, &st));
+        if (st.len != len || verify(r, len, seed_of(6, peer, rank, id)) != (size_t)-1)
+            FAIL("round %d message %d (%zu B) corrupted or lost", round, i, len);
+    }
+}
+
+static int case_garbage(void)
+{
+    enum { PARTS = 10 };
+    const long port = env_long("FUNC_NET_PORT", 47000) + 1;
+    uint64_t key = job_key(strtoull(getenv("CVIA_JOBID"), NULL, 16)), rng = 12345;
+    char ip[64];
+
+    if (size != 2)
+        FAIL("garbage needs 2 ranks");
+    exchange(0, 50);
+    if (rank == 1)
+        my_ip(ip, sizeof(ip));
+    if (rank == 1)
+        CHECK_RC(cvia_send(ip, sizeof(ip), 0, 30));
+    else
+        CHECK_RC(cvia_recv(ip, sizeof(ip), 1, 30, NULL));
+    if (rank == 0) {
+        struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+        int fd = socket(AF_INET, SOCK_DGRAM, 0);
+        if (fd < 0 || inet_pton(AF_INET, ip, &to.sin_addr) != 1)
+            FAIL("socket to %s:%ld: %s", ip, port, strerror(errno));
+        printf("garbage: at rank 1's corevia port %s:%ld\n", ip, port);
+        /* in parts, with messages flowing in between */
+        for (int part = 0; part < PARTS; part++) {
+            cvia_req_t q;
+            CHECK_RC(cvia_isend(NULL, 0, 1, 31, &q));
+            send_garbage(fd, &to, key, part, PARTS, &rng);
+            CHECK_RC(cvia_wait(&q, NULL));
+            exchange(1 + part, 10);
+        }
+        CHECK_RC(cvia_send(NULL, 0, 1, 32));   /* all of it sent */
+        close(fd);
+        printf("garbage: sent random %d short %d oversize %d other-job %d corrupt %d "
+               "impostor %d bad-field %d other-rank %d\n", GB_RANDOM, GB_SHORT, GB_BIG,
+               GB_OTHERJOB, GB_CORRUPT, GB_IMPOSTOR, GB_BADFIELD, GB_OTHERDST);
+    } else {
+        for (int part = 0; part < PARTS; part++) {
+            CHECK_RC(cvia_recv(NULL, 0, 0, 31, NULL));
+            exchange(1 + part, 10);
+        }
+        CHECK_RC(cvia_recv(NULL, 0, 0, 32, NULL));
+    }
+    /* after it all, the provider still carries everything */
+    exchange(100, 200);
+    CHECK_RC(cvia_barrier());
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rc, ret = 0;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: func_net stream|silent|silent-rx|garbage\n");
+        return 2;
+    }
+    seed = (unsigned long long)env_long("FUNC_NET_SEED", 1);
+    if (!strcmp(argv[1], "garbage")) {
+        /* a known port, so that rank 0 can aim at rank 1's */
+        char port[16];
+        snprintf(port, sizeof(port), "%ld",
+                 env_long("FUNC_NET_PORT", 47000) + env_long("CVIA_RANK", 0));
+        setenv("CVIA_UDP_PORT", port, 1);
+    }
+    if ((rc = cvia_init(&argc, &argv))) {
+        fprintf(stderr, "func_net: cvia_init: %s\n", cvia_strerror(rc));
+        return 1;
+    }
+    rank = cvia_rank();
+    size = cvia_size();
+    if (!strcmp(argv[1], "stream"))         ret = case_stream();
+    else if (!strcmp(argv[1], "silent"))    return case_silent(0);
+    else if (!strcmp(argv[1], "silent-rx")) return case_silent(1);
+    else if (!strcmp(argv[1], "garbage"))   ret = case_garbage();
+    else {
+        fprintf(stderr, "func_net: unknown case %s\n", argv[1]);
+        return 2;
+    }
+    if ((rc = cvia_finalize()))
+        FAIL("cvia_finalize: %s", cvia_strerror(rc));
+    if (rank == 0 && !ret)
+        printf("ok %s (%d ranks)\n", argv[1], size);
+    return ret;
+}
