@@ -706,7 +706,7 @@ int cvia__tiers_decide(hwloc_topology_t t, const struct cvia_tiers *T,
         if (g < 0 && k->type == CVIA_KIND_HBW_PREFERRED) {
             d->fallback = 1;
             snprintf(d->what, sizeof(d->what), "default: no high-bandwidth tier "
-                     "(tiers %s)", tl);
+                     "(tiers %.*s)", (int)sizeof(d->what) - 48, tl);
             return 0;
         }
         if (g < 0) {

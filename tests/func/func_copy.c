@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <corevia/corevia.h>
+#include "pattern.h"
 
 static int rank, size;
 
@@ -28,36 +29,6 @@ static uint64_t seed_of(int src, size_t len, unsigned seq)
 {
     uint64_t s = 0x9e3779b97f4a7c15ull ^ ((uint64_t)src << 48) ^ ((uint64_t)len * 0x100000001b3ull) ^ seq;
     return s ? s : 1;
-}
-
-/* fast enough for 64 MiB: 8 bytes per step */
-static void fill(unsigned char *p, size_t len, uint64_t s)
-{
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        memcpy(p + i, &s, 8);
-    }
-    s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-    for (size_t k = 0; i < len; i++, k++)
-        p[i] = (unsigned char)(s >> (8 * k));
-}
-
-static size_t verify(const unsigned char *p, size_t len, uint64_t s)
-{
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        if (memcmp(p + i, &s, 8))
-            for (size_t k = 0; k < 8; k++)
-                if (p[i + k] != (unsigned char)(s >> (8 * k)))
-                    return i + k;
-    }
-    s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-    for (size_t k = 0; i < len; i++, k++)
-        if (p[i] != (unsigned char)(s >> (8 * k)))
-            return i;
-    return (size_t)-1;
 }
 
 static int use_arena(void)

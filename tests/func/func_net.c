@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include <corevia/corevia.h>
+#include "pattern.h"
 
 static int rank, size;
 static unsigned long long seed = 1;
@@ -80,35 +81,6 @@ static uint64_t seed_of(unsigned kind, int src, int dst, unsigned i)
     uint64_t s = mix(seed ^ mix(((uint64_t)kind << 56) ^ ((uint64_t)src << 40) ^
                                 ((uint64_t)dst << 20) ^ i));
     return s ? s : 1;
-}
-
-static void fill(unsigned char *p, size_t len, uint64_t s)
-{
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        memcpy(p + i, &s, 8);
-    }
-    s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-    for (size_t k = 0; i < len; i++, k++)
-        p[i] = (unsigned char)(s >> (8 * k));
-}
-
-static size_t verify(const unsigned char *p, size_t len, uint64_t s)
-{
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        if (memcmp(p + i, &s, 8))
-            for (size_t k = 0; k < 8; k++)
-                if (p[i + k] != (unsigned char)(s >> (8 * k)))
-                    return i + k;
-    }
-    s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-    for (size_t k = 0; i < len; i++, k++)
-        if (p[i] != (unsigned char)(s >> (8 * k)))
-            return i;
-    return (size_t)-1;
 }
 
 static long env_long(const char *name, long dflt)

@@ -422,7 +422,8 @@ static void refresh_anchors(struct live *L)
         }
         if (now != d->anchor) {
             d->anchor = now;
-            snprintf(d->anchor_why, sizeof(d->anchor_why), "%s, changed", why);
+            snprintf(d->anchor_why, sizeof(d->anchor_why), "%.*s, changed",
+                     (int)sizeof(d->anchor_why) - 10, why);
             log_device(d);
         }
     }

@@ -167,6 +167,28 @@ void cvia__dg_answer(struct dg_ep *ep, int peer, uint8_t type, uint64_t cookie, 
         free(op);   /* a gone peer needs no answer */
 }
 
+/* ---- the out batch ------------------------------------------------------- */
+
+/* Append a datagram for @peer (slot @s, or NULL: its standalone ack) to the
+ * batch, flushing a full one first. 0, or -1 when the link takes nothing
+ * now (the caller's timer or next pass comes back for it). */
+static int dg_out_add(struct dg_ep *ep, int peer, struct dg_slot *s)
+{
+    if (ep->nout == (int)ep->cfg.batch)
+        cvia__dg_flush(ep);
+    if (ep->nout == (int)ep->cfg.batch)
+        return -1;
+    if (s) {
+        s->tries++;
+        s->sent_at = ep->now;
+    }
+    ep->out[ep->nout].peer = peer;
+    ep->out[ep->nout].iovcnt = 0;
+    ep->out_slot[ep->nout] = s;
+    ep->nout++;
+    return 0;
+}
+
 /* ---- segmentation ------------------------------------------------------ */
 
 static uint8_t op_type(const struct cvia_xfer *x)
@@ -277,18 +299,8 @@ int cvia__dg_tx(struct dg_ep *ep)
         /* send what was cut and never sent */
         while (dg_seq_lt(pp->snd_tx, pp->snd_nxt)) {
             struct dg_slot *s = slot_of(ep, pp, pp->snd_tx);
-            if (!s->sent_at && !s->sacked) {
-                if (ep->nout == (int)ep->cfg.batch && cvia__dg_flush(ep) < 0)
-                    break;
-                if (ep->nout == (int)ep->cfg.batch)
-                    break;   /* the link is full: later */
-                s->tries++;
-                s->sent_at = ep->now;
-                ep->out[ep->nout].peer = peer;
-                ep->out[ep->nout].iovcnt = 0;
-                ep->out_slot[ep->nout] = s;
-                ep->nout++;
-            }
+            if (!s->sent_at && !s->sacked && dg_out_add(ep, peer, s))
+                break;   /* the link is full: later */
             pp->snd_tx++;
         }
     }
@@ -308,20 +320,8 @@ static double dg_rto(const struct dg_ep *ep, unsigned tries)
 
 static void dg_resend(struct dg_ep *ep, int peer, struct dg_slot *s)
 {
-    struct dg_peer *pp = &ep->peers[peer];
-
-    (void)pp;
-    if (ep->nout == (int)ep->cfg.batch)
-        cvia__dg_flush(ep);
-    if (ep->nout == (int)ep->cfg.batch)
-        return;   /* the timer comes back for it */
-    s->tries++;
-    s->sent_at = ep->now;
-    ep->out[ep->nout].peer = peer;
-    ep->out[ep->nout].iovcnt = 0;
-    ep->out_slot[ep->nout] = s;
-    ep->nout++;
-    ep->st.retx++;
+    if (!dg_out_add(ep, peer, s))
+        ep->st.retx++;
 }
 
 void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h)
@@ -388,9 +388,7 @@ void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type)
 {
     struct dg_peer *pp = &ep->peers[peer];
 
-    if (ep->nout == (int)ep->cfg.batch)
-        cvia__dg_flush(ep);
-    if (ep->nout == (int)ep->cfg.batch)
+    if (dg_out_add(ep, peer, NULL))
         return;
     memset(&pp->ack_hdr, 0, sizeof(pp->ack_hdr));
     pp->ack_hdr.type = type;
@@ -399,10 +397,6 @@ void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type)
     pp->ack_hdr.src = (uint32_t)ep->args.rank;
     pp->ack_hdr.dst = (uint32_t)peer;
     pp->ack_hdr.seq = pp->snd_nxt;
-    ep->out[ep->nout].peer = peer;
-    ep->out[ep->nout].iovcnt = 0;
-    ep->out_slot[ep->nout] = NULL;
-    ep->nout++;
     ep->st.acks++;
 }
 
