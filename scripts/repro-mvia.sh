@@ -89,9 +89,11 @@ Options (default in brackets):
   --peer-mtus LIST   MTUs for the bare-*, fi and ucx series [$PEER_MTUS]
   --peers LIST       subset of: $PEERS_ALL [all]
   --placements LIST  subset of: one-core,two-cores [both]
-  --cut mvia|page|fill  CVIA_DGRAM_CUT: mvia cuts messages at page boundaries
-                     first, as M-VIA; page fills every segment; fill also
-                     sizes the automatic segment to fill the MTU [$CUT]
+  --cut mvia|page|fill  CVIA_DGRAM_CUT of the udp-sS/eth-sS series: mvia cuts
+                     messages at page boundaries first, as M-VIA; page fills
+                     every segment; fill also sizes the automatic segment to
+                     fill the MTU (the udp-mM/eth-mM series keep the
+                     library's default, page) [$CUT]
   --rate RATE        tbf rate limit on the veth pair (netlab), e.g. 1gbit,
                      the paper's link [none]
   --lat-iters N      latency iterations per size (+10% warm-up) [300]
@@ -225,7 +227,7 @@ auto_seg() {  # transport mtu -> the segment corevia picks (dg_size in dgram_pro
     local room fit
     if [ "$1" = udp ]; then room=$(($2 - IPUDP_HDR)); else room=$2; fi
     fit=$((room - CVIA_HDR)); [ $fit -gt 65000 ] && fit=65000
-    if [ "$CUT" != fill ] && [ $fit -ge $PAGE ]; then echo $((fit / PAGE * PAGE)); else echo $fit; fi
+    if [ $fit -ge $PAGE ]; then echo $((fit / PAGE * PAGE)); else echo $fit; fi
 }
 SERIES=()
 for tr in udp eth; do
@@ -320,8 +322,10 @@ cpus() {  # placement -> "client_cpu server_cpu"
 run_cvia() {
     local tr=$2 seg=$3 pl=$4 bench=$5 csv=$6 logf=$7 it wu env=() pin=() wrap=()
     if [ "$bench" = latency ]; then it=$LAT_ITERS wu=$LAT_WARM; else it=$BW_ITERS wu=$BW_WARM; fi
-    env=(CVIA_NET="$tr" CVIA_DGRAM_CUT="$CUT")
-    [ "$seg" = auto ] || env+=(CVIA_DGRAM_SEGMENT="$seg")
+    env=(CVIA_NET="$tr")
+    # the paper's segment series are cut as --cut says (M-VIA by default);
+    # the standard-MTU series run with the library's defaults, as users do
+    [ "$seg" = auto ] || env+=(CVIA_DGRAM_SEGMENT="$seg" CVIA_DGRAM_CUT="$CUT")
     if [ "$pl" = one-core ]; then pin=(taskset -c 0); else wrap=("$WRAP"); fi
     env "${env[@]}" timeout $((TMO + 5)) "${pin[@]}" "$RUN" -n 2 --hosts "$H1,$H2" --bind none \
         --timeout "${TMO}s" "${wrap[@]}" "$BENCH" "$bench" --sizes "$SIZES" --iters "$it" --warmup "$wu" \

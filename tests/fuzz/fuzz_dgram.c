@@ -281,7 +281,7 @@ static void ep_free(struct dg_ep *ep)
         free(pp->ooo_len);
         free(pp->win);
         if (pp->inj)
-            munmap(pp->inj, (size_t)ep->win * ep->seg);
+            munmap(pp->inj, cvia__dg_inj_size(ep));
     }
     free(ep->peers);
     free(ep->remote);

@@ -215,6 +215,7 @@ struct dg_slot {
     const void *data;           /* payload: user buffer, region or copy */
     size_t   len;
     struct cvia_xfer *done_x;   /* completed when this slot is acknowledged */
+    uint64_t inj_end;           /* its copy ends there in the ring (0: none) */
     double   sent_at;           /* 0: not sent yet */
     uint16_t tries;
     uint8_t  sacked;
@@ -244,7 +245,8 @@ struct dg_peer {
     uint32_t snd_tx;          /* lowest cut segment never sent */
     uint32_t ackreq_at;       /* where the last ACKREQ for the window went */
     struct dg_slot *win;      /* [window] */
-    unsigned char *inj;       /* [window * seg]: copies of injected segments */
+    unsigned char *inj;       /* [cvia__dg_inj_size]: byte ring of copied segments */
+    uint64_t inj_head, inj_tail;   /* next free byte; oldest byte in use */
     double   last_ack_at;     /* when snd_una last moved (or now, if idle) */
     /* one-sided requests waiting for their answer (busy) */
     struct cvia_xfer *waiting;
@@ -313,6 +315,7 @@ int  cvia__dg_flush(struct dg_ep *ep);
 void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type);
 int  cvia__dg_send_bye(struct dg_ep *ep);
 int  cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp);
+size_t cvia__dg_inj_size(const struct dg_ep *ep);   /* bytes of a peer's copy ring */
 
 /* dgram_rx.c */
 int  cvia__dg_rx(struct dg_ep *ep);

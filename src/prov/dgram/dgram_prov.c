@@ -48,7 +48,7 @@ static void dg_free(struct dg_ep *ep)
             free(pp->ooo_len);
             free(pp->win);
             if (pp->inj)
-                munmap(pp->inj, (size_t)ep->win * ep->seg);
+                munmap(pp->inj, cvia__dg_inj_size(ep));
         }
     }
     free(ep->peers);
@@ -297,7 +297,7 @@ static void dg_peer_info(struct cvia_prov_ep *pe, int peer, char *buf, size_t ca
     char link[160];
 
     ep->link->describe(ep, link, sizeof(link));
-    snprintf(buf, cap, "%s: %zu-byte segments (%s cut), window %u, inject up to %zu B, "
+    snprintf(buf, cap, "%s: %zu-byte segments (CVIA_DGRAM_CUT=%s), window %u, inject up to %zu B, "
              "CRC-32C over %s; %s", ep->link->name, ep->seg,
              ep->cfg.cut == DG_CUT_PAGE ? "page" : ep->cfg.cut == DG_CUT_MVIA ? "mvia" : "fill",
              ep->win, ep->cfg.inject,
