@@ -171,7 +171,8 @@ static void cgroup_pids(const char *dir, int depth, int *pids, int *n)
     struct dirent *de;
     int pid;
 
-    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >= (int)sizeof(path))
+        return;   /* deeper than any path can be */
     if ((f = fopen(path, "re"))) {
         while (fscanf(f, "%d", &pid) == 1)
             add_pid(pids, n, pid);
@@ -181,8 +182,8 @@ static void cgroup_pids(const char *dir, int depth, int *pids, int *n)
         return;
     while ((de = readdir(d)))
         if (de->d_type == DT_DIR && de->d_name[0] != '.') {
-            snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-            cgroup_pids(path, depth + 1, pids, n);
+            if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < (int)sizeof(path))
+                cgroup_pids(path, depth + 1, pids, n);
         }
     closedir(d);
 }
