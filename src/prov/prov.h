@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 struct cvia_boot;
@@ -158,6 +159,23 @@ struct cvia_prov_desc {
 
 /* Every provider built in, NULL-terminated (src/core/prov_list.c). */
 extern const struct cvia_prov_desc *const cvia__prov_list[];
+
+/* A peer is gone: fail every xfer of the prov_next list @x with @err;
+ * the provider's own (flag @own set, the xfer the first member of a
+ * malloc'd block) are freed instead. */
+static inline void cvia__prov_fail_list(const struct cvia_prov_upcalls *up, struct cvia_xfer *x,
+                                        int err, uint16_t own)
+{
+    while (x) {
+        struct cvia_xfer *next = x->prov_next;
+        x->prov_next = NULL;
+        if (x->flags & own)
+            free(x);
+        else
+            up->complete(up->core, x, err);
+        x = next;
+    }
+}
 
 /* Shared stubs for slots a provider does not support. */
 int  cvia__prov_no_op(struct cvia_prov_ep *ep);

@@ -229,6 +229,7 @@ struct dg_op {
     uint8_t flags;
     struct dg_ext ext;
 };
+_Static_assert(offsetof(struct dg_op, x) == 0, "cvia__prov_fail_list frees the xfer");
 
 #define DG_XFER_OP   0x4000   /* the xfer is a struct dg_op's */
 #define DG_XFER_RMA  0x2000   /* a user's write or read: waits for its answer */

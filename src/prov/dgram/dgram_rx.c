@@ -356,14 +356,7 @@ void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err)
         q = pp->cur;
         pp->cur = NULL;
     }
-    while ((x = q)) {
-        q = x->prov_next;
-        x->prov_next = NULL;
-        if (x->flags & DG_XFER_OP)
-            free((char *)x - offsetof(struct dg_op, x));
-        else
-            up->complete(up->core, x, err);
-    }
+    cvia__prov_fail_list(up, q, err, DG_XFER_OP);
     if (pp->win) {
         for (uint32_t seq = pp->snd_una; dg_seq_lt(seq, pp->snd_nxt); seq++) {
             struct dg_slot *s = &pp->win[seq % ep->win];
@@ -374,11 +367,7 @@ void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err)
         }
         pp->snd_una = pp->snd_nxt;
     }
-    while ((x = w)) {
-        w = x->prov_next;
-        x->prov_next = NULL;
-        up->complete(up->core, x, err);
-    }
+    cvia__prov_fail_list(up, w, err, 0);
     for (uint32_t i = 0; pp->ooo && i < ep->win; i++) {
         free(pp->ooo[i]);
         pp->ooo[i] = NULL;

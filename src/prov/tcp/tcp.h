@@ -60,6 +60,7 @@ struct tcp_op {
     struct cvia_xfer x;      /* buf/len: the payload */
     struct tcp_hdr hdr;
 };
+_Static_assert(offsetof(struct tcp_op, x) == 0, "cvia__prov_fail_list frees the xfer");
 
 struct tcp_cfg {
     char   ifname[256];

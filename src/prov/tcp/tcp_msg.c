@@ -461,19 +461,8 @@ void tcp_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
             pp->rx_sink.prov_next = NULL;
         }
     }
-    while ((x = q)) {
-        q = x->prov_next;
-        x->prov_next = NULL;
-        if (x->flags & TCP_XFER_OP)
-            free(op_of(x));
-        else
-            up->complete(up->core, x, err);
-    }
-    while ((x = w)) {
-        w = x->prov_next;
-        x->prov_next = NULL;
-        up->complete(up->core, x, err);
-    }
+    cvia__prov_fail_list(up, q, err, TCP_XFER_OP);
+    cvia__prov_fail_list(up, w, err, 0);
     up->peer_lost(up->core, peer, err);
 }
 
