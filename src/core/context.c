@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,13 @@ static void idle_block(struct cvia_ctx *c)
     }
 }
 
+static long thread_nivcsw(void)
+{
+    struct rusage ru;
+
+    return getrusage(RUSAGE_THREAD, &ru) ? 0 : ru.ru_nivcsw;
+}
+
 /* Back off while nothing happens: spin for CVIA_SPIN_TIME, then yield at
  * every poll, then (waits that may block) block after CVIA_YIELD_TIME.
  * A yield that let another task run means the core is shared (ranks
@@ -133,18 +141,32 @@ void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block)
 {
     static _Thread_local double shared_until;   /* core found shared until then */
     unsigned s = ++w->n;
-    double t = now_s(), el;
+    double t, el;
 
+    /* the spin phase reads the clock every 16th poll only: a ping-pong's
+     * wait is a few polls, and each clock read is one more */
+    if (w->spinning && (s & 15) && s != 1) {
+        cvia_cpu_relax();
+        return;
+    }
+    t = now_s();
     if (s == 1)
         w->t0 = t;
     el = t - w->t0;
-    if (el < c->cfg.spin_time && t >= shared_until) {
+    w->spinning = el < c->cfg.spin_time && t >= shared_until;
+    if (w->spinning) {
         cvia_cpu_relax();
     } else if (el < c->cfg.yield_time || !may_block) {
+        /* did the yield let another task run? A long yield alone does not
+         * say (the host steals time from the whole vCPU); the thread's
+         * involuntary switches do: a yield that switches counts there.
+         * Checked only when the shared mark is not fresh. */
+        int check = t >= shared_until - 0.005;
+        long before = check ? thread_nivcsw() : 0;
         double t1;
         sched_yield();
         t1 = now_s();
-        if (t1 - t > 5e-6)   /* someone else ran: the core is shared */
+        if (check && t1 - t > 2e-6 && thread_nivcsw() > before)
             shared_until = t1 + 0.01;
         t = t1;
     } else {

@@ -129,6 +129,7 @@ int  cvia__req_done(const struct cvia_req *r);
 /* A waiter's back-off state: zero it when a wait starts or progress is made. */
 struct cvia_idle {
     unsigned n;     /* idle polls in a row */
+    int      spinning;   /* in the spin phase (clock read every 16th poll) */
     double   t0;    /* when the first of them was */
 };
 void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block);
