@@ -40,10 +40,19 @@ static inline int app_common_flag(struct app_common *c, int argc, char **argv, i
 }
 
 /* A first argument without a dash names a preset: "small" is the size the
- * tests run (and checks against the reference), "paper" the paper's. */
-static inline const char *app_preset(int argc, char **argv)
+ * tests run (and checks against the reference), "paper" the paper's.
+ * Returns 1 for small, 0 for paper or none (setting *first to the index of
+ * the first flag); another word ends the program (exit 2). */
+static inline int app_preset_small(const char *name, int argc, char **argv, int *first)
 {
-    return argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
+    const char *p = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
+
+    *first = p ? 2 : 1;
+    if (p && strcmp(p, "small") && strcmp(p, "paper")) {
+        fprintf(stderr, "%s: unknown preset %s (small, paper)\n", name, p);
+        exit(2);
+    }
+    return p && !strcmp(p, "small");
 }
 
 /* After MAIN_INITENV: the process count, checked against the ranks. */
@@ -80,6 +89,22 @@ static inline void app_report(const char *name, const char *size, int procs, dou
 #endif
            );
     fflush(stdout);
+}
+
+/* After the run: compare with the sequential reference when asked (check()
+ * returns 0 when equal, < 0 on an error of its own), print the RESULT
+ * line; 1 if the comparison failed. */
+static inline int app_finish(const struct app_common *c, int (*check)(void), const char *name,
+                             const char *size, int procs, double t_par, double t_total)
+{
+    const char *verdict = "skipped";
+
+    if (c->check) {
+        int r = check();
+        verdict = r == 0 ? "ok" : r < 0 ? "error" : "FAILED";
+    }
+    app_report(name, size, procs, t_par, t_total, verdict);
+    return c->check && strcmp(verdict, "ok");
 }
 
 #endif

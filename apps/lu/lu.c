@@ -170,18 +170,15 @@ int main(int argc, char **argv)
 {
     struct app_common c = { 0 };
     unsigned long t_start, t_end;
-    const char *preset = app_preset(argc, argv);
     char size[32];
+    int first;
 
-    if (preset && !strcmp(preset, "small")) {
+    if (app_preset_small("lu", argc, argv, &first)) {
         n = 192;
         B = 16;
         c.check = 1;
-    } else if (preset && strcmp(preset, "paper")) {
-        fprintf(stderr, "lu: unknown preset %s (small, paper)\n", preset);
-        return 2;
     }
-    for (int i = preset ? 2 : 1; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         if (app_common_flag(&c, argc, argv, &i))
             continue;
         if (!strcmp(argv[i], "-n") && i + 1 < argc) {
@@ -222,15 +219,9 @@ int main(int argc, char **argv)
     slave();
     WAIT_FOR_END(P - 1);
     CLOCK(t_end);
-    const char *verdict = "skipped";
-    if (c.check) {
-        int r = check();
-        verdict = r == 0 ? "ok" : r < 0 ? "error" : "FAILED";
-    }
     snprintf(size, sizeof(size), "%dx%d/b%d", n, n, B);
-    app_report("lu", size, P, (double)(G->t1 - G->t0) * 1e-6,
-               (double)(t_end - t_start) * 1e-6, verdict);
-    if (c.check && strcmp(verdict, "ok"))
+    if (app_finish(&c, check, "lu", size, P, (double)(G->t1 - G->t0) * 1e-6,
+                   (double)(t_end - t_start) * 1e-6))
         exit(1);
     MAIN_END;
 }

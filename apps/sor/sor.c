@@ -125,15 +125,13 @@ int main(int argc, char **argv)
     struct app_common c = { 0 };
     unsigned long t_start, t_end;
     char size[64];
+    int first;
 
-    const char *preset = app_preset(argc, argv);
-    if (preset && !strcmp(preset, "small")) {
-        M = 300, N = 256, iters = 10, c.check = 1;
-    } else if (preset && strcmp(preset, "paper")) {
-        fprintf(stderr, "sor: unknown preset %s (small, paper)\n", preset);
-        return 2;
+    if (app_preset_small("sor", argc, argv, &first)) {
+        M = 300, N = 256, iters = 10;
+        c.check = 1;
     }
-    for (int i = preset ? 2 : 1; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         if (app_common_flag(&c, argc, argv, &i))
             continue;
         if (!strcmp(argv[i], "-m") && i + 1 < argc)
@@ -171,15 +169,9 @@ int main(int argc, char **argv)
     slave();
     WAIT_FOR_END(P - 1);
     CLOCK(t_end);
-    const char *verdict = "skipped";
-    if (c.check) {
-        int r = check();
-        verdict = r == 0 ? "ok" : r < 0 ? "error" : "FAILED";
-    }
     snprintf(size, sizeof(size), "%dx%dx%d", M, N, iters);
-    app_report("sor", size, P, (double)(G->t1 - G->t0) * 1e-6, (double)(t_end - t_start) * 1e-6,
-               verdict);
-    if (c.check && strcmp(verdict, "ok")) {
+    if (app_finish(&c, check, "sor", size, P, (double)(G->t1 - G->t0) * 1e-6,
+                   (double)(t_end - t_start) * 1e-6)) {
         fprintf(stderr, "sor: the result differs from the sequential reference\n");
         exit(1);
     }
