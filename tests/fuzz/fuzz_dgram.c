@@ -239,8 +239,6 @@ static void ep_setup(struct dg_ep *ep, uint8_t conf)
     ep->cfg.peer_timeout = 0.05;
     ep->cfg.csum_payload = !((conf >> 5) & 1);
     ep->cfg.batch = (conf >> 6) & 1 ? 4 : 32;
-    ep->seg = segs[(conf >> 2) & 3];
-    ep->win = (uint32_t)ep->cfg.window;
     if (conf >> 7) {
         CHECK(!cvia__dg_faults_parse("drop=0.1,dup=0.1,reorder=0.1,corrupt=0.1,seed=7",
                                      &ep->faults), "fault spec");
@@ -248,48 +246,16 @@ static void ep_setup(struct dg_ep *ep, uint8_t conf)
     }
     cvia_spin_init(&ep->qlock);
     cvia_spin_init(&ep->busy);
-    ep->peers = calloc(NRANKS, sizeof(*ep->peers));
-    ep->remote = calloc(NRANKS, sizeof(*ep->remote));
-    ep->out = calloc((size_t)ep->cfg.batch, sizeof(*ep->out));
-    ep->out_slot = calloc((size_t)ep->cfg.batch, sizeof(*ep->out_slot));
-    ep->fout = calloc(2 * (size_t)ep->cfg.batch, sizeof(*ep->fout));
-#ifdef DG_IN_PER_RECV
-    ep->in = calloc((size_t)ep->cfg.batch * DG_IN_PER_RECV, sizeof(*ep->in));
-#else
-    ep->in = calloc((size_t)ep->cfg.batch, sizeof(*ep->in));
-#endif
-    ep->dgram_max = sizeof(struct dg_hdr) + ep->seg;
-    ep->scratch = malloc(2 * (size_t)ep->cfg.batch * ep->dgram_max);
-    CHECK(ep->peers && ep->remote && ep->out && ep->out_slot && ep->fout && ep->in &&
-          ep->scratch, "out of memory");
+    CHECK(!cvia__dg_ep_alloc(ep) && !cvia__dg_ep_segment(ep, segs[(conf >> 2) & 3]),
+          "out of memory");
     ep->now = fz_clock;
-    for (int p = 1; p < NRANKS; p++) {
-        ep->peers[p].remote = 1;
-        ep->remote[ep->nremote++] = p;
-        CHECK(!cvia__dg_peer_alloc(ep, &ep->peers[p]), "peer_alloc");
-    }
+    for (int i = 0; i < ep->nremote; i++)
+        CHECK(!cvia__dg_peer_alloc(ep, &ep->peers[ep->remote[i]]), "peer_alloc");
 }
 
 static void ep_free(struct dg_ep *ep)
 {
-    for (int p = 0; p < NRANKS; p++) {
-        struct dg_peer *pp = &ep->peers[p];
-        if (pp->ooo)
-            for (uint32_t i = 0; i < ep->win; i++)
-                free(pp->ooo[i]);
-        free(pp->ooo);
-        free(pp->ooo_len);
-        free(pp->win);
-        if (pp->inj)
-            munmap(pp->inj, cvia__dg_inj_size(ep));
-    }
-    free(ep->peers);
-    free(ep->remote);
-    free(ep->out);
-    free(ep->out_slot);
-    free(ep->fout);
-    free(ep->in);
-    free(ep->scratch);
+    cvia__dg_ep_free(ep);
 }
 
 /* What must hold between two engine calls. */

@@ -315,6 +315,14 @@ int  cvia__dg_timers(struct dg_ep *ep);
 int  cvia__dg_flush(struct dg_ep *ep);
 void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type);
 int  cvia__dg_send_bye(struct dg_ep *ep);
+/* The engine's memory: arrays for args.size ranks and cfg.batch
+ * datagrams, the remote peers marked from args.same_host, the window
+ * rounded to a power of two (alloc); the per-batch scratch once the
+ * segment size is known (segment); all of it, unsent answers too (free;
+ * not @ep itself). */
+int  cvia__dg_ep_alloc(struct dg_ep *ep);
+int  cvia__dg_ep_segment(struct dg_ep *ep, size_t seg);
+void cvia__dg_ep_free(struct dg_ep *ep);
 int  cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp);
 size_t cvia__dg_inj_size(const struct dg_ep *ep);   /* bytes of a peer's copy ring */
 

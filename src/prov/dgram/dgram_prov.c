@@ -30,35 +30,8 @@ double cvia__dg_now(void)
 
 static void dg_free(struct dg_ep *ep)
 {
-    if (ep->peers) {
-        for (int p = 0; p < ep->args.size; p++) {
-            struct dg_peer *pp = &ep->peers[p];
-            struct cvia_xfer *x = pp->cur ? pp->cur : pp->q_head, *next;
-            if (pp->cur)
-                pp->cur->prov_next = pp->q_head;
-            for (; x; x = next) {   /* answers never sent: ours to free */
-                next = x->prov_next;
-                if (x->flags & DG_XFER_OP)
-                    free((char *)x - offsetof(struct dg_op, x));
-            }
-            if (pp->ooo)
-                for (uint32_t i = 0; i < ep->win; i++)
-                    free(pp->ooo[i]);
-            free(pp->ooo);
-            free(pp->ooo_len);
-            free(pp->win);
-            if (pp->inj)
-                munmap(pp->inj, cvia__dg_inj_size(ep));
-        }
-    }
-    free(ep->peers);
-    free(ep->remote);
-    free(ep->out);
-    free(ep->out_slot);
-    free(ep->fout);
-    free(ep->in);
-    free(ep->scratch);
-    free(ep);
+    cvia__dg_ep_free(ep);
+    free((char *)ep - offsetof(struct cvia_prov_ep, dg));
 }
 
 int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *link,
@@ -90,25 +63,8 @@ int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *l
         if (ep->faults.corrupt > 0)
             ep->cfg.csum_payload = 1;   /* the hook corrupts past the link's check */
     }
-    /* a power of two, so that seq % win stays one-to-one across the 2^32 wrap */
-    ep->win = 1;
-    while (ep->win * 2 <= (uint32_t)ep->cfg.window)
-        ep->win *= 2;
-    ep->peers = calloc((size_t)args->size, sizeof(*ep->peers));
-    ep->remote = calloc((size_t)args->size, sizeof(*ep->remote));
-    ep->out = calloc((size_t)ep->cfg.batch, sizeof(*ep->out));
-    ep->out_slot = calloc((size_t)ep->cfg.batch, sizeof(*ep->out_slot));
-    ep->fout = calloc(2 * (size_t)ep->cfg.batch, sizeof(*ep->fout));
-    ep->in = calloc((size_t)ep->cfg.batch * DG_IN_PER_RECV, sizeof(*ep->in));
-    if (!ep->peers || !ep->remote || !ep->out || !ep->out_slot || !ep->fout || !ep->in) {
-        rc = -ENOMEM;
+    if ((rc = cvia__dg_ep_alloc(ep)))
         goto err;
-    }
-    for (int p = 0; p < args->size; p++)
-        if (!args->same_host[p]) {
-            ep->peers[p].remote = 1;
-            ep->remote[ep->nremote++] = p;
-        }
     if ((rc = link->open(ep, addr, sizeof(addr))))
         goto err;
     snprintf(key, sizeof(key), "%s.%d", link->name, args->rank);
@@ -149,10 +105,7 @@ static int dg_size(struct dg_ep *ep)
     } else {
         ep->seg = fit;
     }
-    ep->dgram_max = sizeof(struct dg_hdr) + ep->seg;   /* the extension fits in seg */
-    if (!(ep->scratch = malloc(2 * (size_t)ep->cfg.batch * ep->dgram_max)))
-        return -ENOMEM;
-    return 0;
+    return cvia__dg_ep_segment(ep, ep->seg);
 }
 
 static int dg_connect(struct cvia_prov_ep *pe)

@@ -60,6 +60,68 @@ static uint64_t dg_inj_take(const struct dg_ep *ep, struct dg_peer *pp, size_t l
     return at;
 }
 
+int cvia__dg_ep_alloc(struct dg_ep *ep)
+{
+    const size_t n = (size_t)ep->args.size, b = (size_t)ep->cfg.batch;
+
+    /* a power of two, so that seq % win stays one-to-one across the 2^32 wrap */
+    ep->win = 1;
+    while (ep->win * 2 <= (uint32_t)ep->cfg.window)
+        ep->win *= 2;
+    ep->peers = calloc(n, sizeof(*ep->peers));
+    ep->remote = calloc(n, sizeof(*ep->remote));
+    ep->out = calloc(b, sizeof(*ep->out));
+    ep->out_slot = calloc(b, sizeof(*ep->out_slot));
+    ep->fout = calloc(2 * b, sizeof(*ep->fout));
+    ep->in = calloc(b * DG_IN_PER_RECV, sizeof(*ep->in));
+    if (!ep->peers || !ep->remote || !ep->out || !ep->out_slot || !ep->fout || !ep->in)
+        return -ENOMEM;
+    for (int p = 0; p < ep->args.size; p++)
+        if (!ep->args.same_host[p]) {
+            ep->peers[p].remote = 1;
+            ep->remote[ep->nremote++] = p;
+        }
+    return 0;
+}
+
+int cvia__dg_ep_segment(struct dg_ep *ep, size_t seg)
+{
+    ep->seg = seg;
+    ep->dgram_max = sizeof(struct dg_hdr) + seg;   /* the extension fits in seg */
+    ep->scratch = malloc(2 * (size_t)ep->cfg.batch * ep->dgram_max);
+    return ep->scratch ? 0 : -ENOMEM;
+}
+
+void cvia__dg_ep_free(struct dg_ep *ep)
+{
+    for (int p = 0; ep->peers && p < ep->args.size; p++) {
+        struct dg_peer *pp = &ep->peers[p];
+        struct cvia_xfer *x = pp->cur ? pp->cur : pp->q_head, *next;
+        if (pp->cur)
+            pp->cur->prov_next = pp->q_head;
+        for (; x; x = next) {   /* answers never sent: ours to free */
+            next = x->prov_next;
+            if (x->flags & DG_XFER_OP)
+                free(op_of(x));
+        }
+        if (pp->ooo)
+            for (uint32_t i = 0; i < ep->win; i++)
+                free(pp->ooo[i]);
+        free(pp->ooo);
+        free(pp->ooo_len);
+        free(pp->win);
+        if (pp->inj)
+            munmap(pp->inj, cvia__dg_inj_size(ep));
+    }
+    free(ep->peers);
+    free(ep->remote);
+    free(ep->out);
+    free(ep->out_slot);
+    free(ep->fout);
+    free(ep->in);
+    free(ep->scratch);
+}
+
 int cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp)
 {
 
