@@ -24,6 +24,7 @@ fi
 token="cvia-test-$$-$RANDOM"
 out=$(mktemp) || exit 1
 trap 'rm -f "$out"' EXIT
+. "$(dirname "$0")/leftovers.sh"
 
 # Open MPI's own transports are never used (corevia does its own
 # communication; the ranks never call MPI_Init): keep mpirun quiet and
@@ -57,26 +58,5 @@ elif [ "$(grep -c "^ok $case ($np ranks)\$" "$out")" -ne 1 ]; then
     echo "FAIL: expected one 'ok $case ($np ranks)' (did the ranks wire up as one job?)"
     fail=1
 fi
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-    pgrep -f -- "--token=$token" >/dev/null || break
-    sleep 0.5
-done
-if pgrep -f -- "--token=$token" >/dev/null; then
-    echo "FAIL: processes left behind:"; pgrep -af -- "--token=$token"
-    pkill -9 -f -- "--token=$token"
-    fail=1
-fi
-# segments whose creator is gone (see run.sh): a second look a moment later
-suspects=""
-for f in /dev/shm/cvia-$(id -u)-*; do
-    [ -e "$f" ] || continue
-    pid=$(basename "$f" | cut -d- -f3)
-    kill -0 "$pid" 2>/dev/null || suspects="$suspects $f"
-done
-if [ -n "$suspects" ]; then
-    sleep 2
-    for f in $suspects; do
-        [ -e "$f" ] && { echo "FAIL: segment left in /dev/shm: $f"; rm -f "$f"; fail=1; }
-    done
-fi
+leftovers "$token" || fail=1
 exit $fail

@@ -16,23 +16,7 @@ token="cvia-test-$$-$RANDOM"
 out=$(mktemp) || exit 1
 trap 'rm -f "$out"' EXIT
 
-segments_of_dead() {
-    # segments whose creator is gone: leaked. A segment of another test
-    # running at the same time may be seen in the instant between its
-    # rank's reaping and its launcher's clean-up, so a suspect counts only
-    # if it is still there a moment later.
-    local f pid suspects=""
-    for f in /dev/shm/cvia-$(id -u)-*; do
-        [ -e "$f" ] || continue
-        pid=$(basename "$f" | cut -d- -f3)
-        kill -0 "$pid" 2>/dev/null || suspects="$suspects $f"
-    done
-    [ -n "$suspects" ] || return 0
-    sleep 2
-    for f in $suspects; do
-        [ -e "$f" ] && echo "$f"
-    done
-}
+. "$(dirname "$0")/leftovers.sh"
 
 start=$(date +%s)
 # FUNC_RUN_GRACE: cvia-run's --grace (a stopped rank cannot use one)
@@ -59,20 +43,5 @@ elif [ $expect_fail -eq 1 ]; then
         fail=1
     fi
 fi
-# no process of this job may survive it
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-    pgrep -f -- "--token=$token" >/dev/null || break
-    sleep 0.5
-done
-if pgrep -f -- "--token=$token" >/dev/null; then
-    echo "FAIL: processes left behind:"; pgrep -af -- "--token=$token"
-    pkill -9 -f -- "--token=$token"
-    fail=1
-fi
-leaked=$(segments_of_dead)
-if [ -n "$leaked" ]; then
-    echo "FAIL: segments left in /dev/shm: $leaked"
-    rm -f $leaked
-    fail=1
-fi
+leftovers "$token" || fail=1
 exit $fail
