@@ -25,19 +25,7 @@ if grep -qs '^CVIA_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt"; then
     echo "# sanitizer build: HWLOC_COMPONENTS=-pci (libpciaccess leak seen by LSan)"
 fi
 
-n=0 failed=0
-ok()   { n=$((n + 1)); echo "ok $n - $1"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift
-         for l in "$@"; do echo "#   $l"; done; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
-check() {   # DESC CONDITION-STATUS [DIAG...]
-    local d=$1 s=$2; shift 2
-    if [ "$s" = 0 ]; then ok "$d"; else fail "$d" "$@"; fi
-}
-bounded() {
-    timeout -k 2 "$LIMIT" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
-    rc=$?
-}
+. "$(dirname "$0")/../tap.sh"
 show() { echo "rc=$rc" "stdout: $(head -c 400 "$WORK/out")" "stderr: $(head -c 400 "$WORK/err")"; }
 
 BENCH=$BUILD/cvia-bench

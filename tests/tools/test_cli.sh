@@ -29,22 +29,8 @@ if grep -qs '^CVIA_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt"; then
     echo "# sanitizer build: HWLOC_COMPONENTS=-pci (libpciaccess leak seen by LSan)"
 fi
 
-n=0 failed=0
-ok()   { n=$((n + 1)); echo "ok $n - $1"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift
-         for l in "$@"; do echo "#   $l"; done; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
-check() {   # DESC CONDITION-STATUS [DIAG...]
-    local d=$1 s=$2; shift 2
-    if [ "$s" = 0 ]; then ok "$d"; else fail "$d" "$@"; fi
-}
+. "$(dirname "$0")/../tap.sh"
 
-# run CMD... bounded, stdin from /dev/null; sets rc; stdout, stderr in
-# $WORK/out, $WORK/err
-bounded() {
-    timeout -k 2 "$LIMIT" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
-    rc=$?
-}
 nlines() { wc -l <"$1" | tr -d ' '; }
 show() { echo "rc=$rc" "stdout: $(head -c 300 "$WORK/out")" "stderr: $(head -c 300 "$WORK/err")"; }
 

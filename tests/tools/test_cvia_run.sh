@@ -18,10 +18,7 @@ mkdir "$TMPDIR"
 MARK="$((RANDOM % 9000 + 1000)).$$"
 trap 'pgrep -f "sleep $MARK" | xargs -r kill -KILL 2>/dev/null; rm -rf "$WORK"' EXIT
 
-n=0 failed=0
-ok()   { n=$((n + 1)); echo "ok $n - $1"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift
-         for l in "$@"; do echo "#   $l"; done; }
+. "$(dirname "$0")/../tap.sh"
 
 # run CMD... bounded; sets rc, leaves stdout/stderr in $WORK/out, $WORK/err
 bounded() {

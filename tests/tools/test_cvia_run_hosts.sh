@@ -26,10 +26,7 @@ TAG="rh$$"                              # netlab: [a-z0-9]{1,12}
 TAG=${TAG:0:12}
 H1= H2= HOW=
 
-n=0 failed=0
-ok()   { n=$((n + 1)); echo "ok $n - $1"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift
-         for l in "$@"; do echo "#   $l"; done; }
+. "$(dirname "$0")/../tap.sh"
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$(diag)"; fi; }
 diag() { echo "rc=$rc"; head -c 2000 "$WORK/out" "$WORK/err"; }

@@ -24,10 +24,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/test_repro_mvia.XXXXXX") || exit 1
 LAB=0
 SPIDS=()
 
-n=0 failed=0
-ok()   { n=$((n + 1)); echo "ok $n - $1"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift
-         for l in "$@"; do echo "#   $l"; done; }
+. "$(dirname "$0")/../tap.sh"
 check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name" "$(diag)"; fi; }
 diag() { echo "rc=$rc"; head -c 1500 "$WORK/out" "$WORK/err" 2>/dev/null; }
 

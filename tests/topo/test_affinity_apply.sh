@@ -20,13 +20,7 @@ trap 'rm -rf "$WORK"' EXIT
 for v in $(compgen -e | grep '^CVIA_' | grep -v '^CVIA_TEST_'); do unset "$v"; done
 [ -r "$XML" ] || { echo "1..0 # SKIP $XML not found"; exit 77; }
 
-n=0 failed=0
-ok()   { n=$((n + 1)); echo "ok $n - $1"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift
-         for l in "$@"; do echo "#   $l"; done; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
-check() { local d=$1 s=$2; shift 2; if [ "$s" = 0 ]; then ok "$d"; else fail "$d" "$@"; fi; }
-bounded() { timeout -k 2 "$LIMIT" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null; rc=$?; }
+. "$(dirname "$0")/../tap.sh"
 show() { echo "rc=$rc" "stdout: $(head -c 400 "$WORK/out")" "stderr: $(head -c 300 "$WORK/err")"; }
 
 # The Mellanox ConnectX of 24em64t (eth2 / ib0, PCI 05:00.0) with four MSI-X

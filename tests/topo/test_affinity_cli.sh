@@ -19,13 +19,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/test_affinity_cli.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
 for v in $(compgen -e | grep '^CVIA_' | grep -v '^CVIA_TEST_'); do unset "$v"; done
 
-n=0 failed=0
-ok()   { n=$((n + 1)); echo "ok $n - $1"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift
-         for l in "$@"; do echo "#   $l"; done; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
-check() { local d=$1 s=$2; shift 2; if [ "$s" = 0 ]; then ok "$d"; else fail "$d" "$@"; fi; }
-bounded() { timeout -k 2 "$LIMIT" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null; rc=$?; }
+. "$(dirname "$0")/../tap.sh"
 nlines() { wc -l <"$1" | tr -d ' '; }
 show() { echo "rc=$rc" "stdout: $(head -c 300 "$WORK/out")" "stderr: $(head -c 400 "$WORK/err")"; }
 # exit CODE, exactly one line on stderr, nothing on stdout

@@ -34,12 +34,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-n=0 failed=0
-ok()   { n=$((n + 1)); echo "ok $n - $1"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift
-         for l in "$@"; do echo "#   $l"; done; }
-check() { local d=$1 s=$2; shift 2; if [ "$s" = 0 ]; then ok "$d"; else fail "$d" "$@"; fi; }
-bounded() { timeout -k 2 "$LIMIT" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null; rc=$?; }
+. "$(dirname "$0")/../tap.sh"
 show() { echo "rc=$rc" "stdout: $(head -c 600 "$WORK/out")" "stderr: $(head -c 600 "$WORK/err")"; }
 # a job of two ranks; they get no CVIA_NETLAB_STATE (corevia would warn
 # about an unknown CVIA_ variable)

@@ -34,12 +34,7 @@ trap 'exit 1' INT TERM
 for v in $(compgen -e | grep '^CVIA_' | grep -v '^CVIA_TEST_'); do unset "$v"; done
 export CVIA_NETLAB_STATE=$WORK/netlab
 
-n=0 failed=0
-ok()   { n=$((n + 1)); echo "ok $n - $1"; }
-fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift
-         for l in "$@"; do echo "#   $l"; done; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
-check() { local d=$1 s=$2; shift 2; if [ "$s" = 0 ]; then ok "$d"; else fail "$d" "$@"; fi; }
+. "$(dirname "$0")/../tap.sh"
 mask() { taskset -p "$1" 2>/dev/null | sed 's/.*: //'; }
 port=$((20000 + RANDOM % 20000))
 
