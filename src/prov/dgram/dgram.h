@@ -219,7 +219,6 @@ struct dg_slot {
     double   sent_at;           /* 0: not sent yet */
     uint16_t tries;
     uint8_t  sacked;
-    uint8_t  in_use;
 };
 
 /* A provider-owned outgoing message (answers, requests, bye). */
@@ -261,7 +260,6 @@ struct dg_peer {
     struct dg_hdr ack_hdr;    /* a standalone ACK or PING being sent */
     uint32_t ooo_count;
     uint8_t  **ooo;           /* [window] out-of-order datagrams, copied */
-    uint32_t *ooo_len;
     /* the message being received */
     struct dg_hdr rx_first;   /* its first segment's header */
     struct dg_ext rx_ext;

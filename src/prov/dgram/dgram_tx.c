@@ -108,7 +108,6 @@ void cvia__dg_ep_free(struct dg_ep *ep)
             for (uint32_t i = 0; i < ep->win; i++)
                 free(pp->ooo[i]);
         free(pp->ooo);
-        free(pp->ooo_len);
         free(pp->win);
         if (pp->inj)
             munmap(pp->inj, cvia__dg_inj_size(ep));
@@ -127,7 +126,6 @@ int cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp)
 
     pp->win = calloc(ep->win, sizeof(*pp->win));
     pp->ooo = calloc(ep->win, sizeof(*pp->ooo));
-    pp->ooo_len = calloc(ep->win, sizeof(*pp->ooo_len));
     /* a byte ring: copies of consecutive small messages share pages, so
      * only its first lap takes page faults (one slot per segment faulted
      * a fresh page per message with 8 KiB segments: +3 us at 32 B) */
@@ -135,7 +133,7 @@ int cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (pp->inj == MAP_FAILED)
         pp->inj = NULL;
-    if (!pp->win || !pp->ooo || !pp->ooo_len || !pp->inj)
+    if (!pp->win || !pp->ooo || !pp->inj)
         return -ENOMEM;
     pp->snd_una = pp->snd_nxt = pp->snd_tx = dg_isn(ep, ep->args.rank, (int)(pp - ep->peers));
     pp->rcv_nxt = dg_isn(ep, (int)(pp - ep->peers), ep->args.rank);
@@ -329,7 +327,6 @@ static int dg_cut(struct dg_ep *ep, struct dg_peer *pp, int peer)
     s->sent_at = 0;
     s->tries = 0;
     s->sacked = 0;
-    s->in_use = 1;
     pp->snd_nxt++;
     pp->cur_first = 0;
     x->done = end;
@@ -432,7 +429,6 @@ void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h)
             struct cvia_xfer *x = s->done_x;
             if (s->inj_end)
                 pp->inj_tail = s->inj_end;   /* copies are freed in order */
-            s->in_use = 0;
             s->done_x = NULL;
             pp->snd_una++;
             if (x) {

@@ -66,7 +66,6 @@ struct udp_link {
     struct iovec *iov;          /* [batch] receive buffers */
     struct mmsghdr *rmsgs;      /* [batch] the receive vector */
     unsigned char *rcmsg;       /* [batch * UDP_CMSG] */
-    int    rx_ready;
     struct sockaddr_in *from;   /* [batch] */
     unsigned char *bufs;        /* [batch * bufsz] */
     size_t bufsz;
@@ -207,6 +206,10 @@ static int udp_open(struct dg_ep *ep, char *addr, size_t cap)
         rc = -ENOMEM;
         goto err;
     }
+    for (int i = 0; i < n; i++) {
+        u->iov[i].iov_base = u->bufs + (size_t)i * u->bufsz;
+        u->iov[i].iov_len = u->bufsz;
+    }
     inet_ntop(AF_INET, &ip, ips, sizeof(ips));
     snprintf(addr, cap, "%s:%u", ips, (unsigned)ntohs(sa.sin_port));
     return 0;
@@ -333,15 +336,8 @@ static int udp_recv(struct dg_ep *ep, struct dg_in *in, int max)
     struct udp_link *u = ul(ep);
     int rc, n = 0;
 
-    /* the receive vector is built once: only what the kernel changes is
-     * reset (a poll that finds nothing must stay cheap) */
-    if (!u->rx_ready) {
-        for (int i = 0; i < (int)ep->cfg.batch; i++) {
-            u->iov[i].iov_base = u->bufs + (size_t)i * u->bufsz;
-            u->iov[i].iov_len = u->bufsz;
-        }
-        u->rx_ready = 1;
-    }
+    /* the buffers were set at open: only what the kernel changes is reset
+     * (a poll that finds nothing must stay cheap) */
     for (int i = 0; i < max; i++) {
         struct msghdr *m = &u->rmsgs[i].msg_hdr;
         m->msg_name = &u->from[i];
