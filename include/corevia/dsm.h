@@ -30,8 +30,8 @@
  *   through private memory, or call cvia_dsm_touch() first;
  * - cvia_dsm_alloc() and cvia_dsm_lock_create() are collective in the
  *   sense that every rank makes the same calls in the same order (SPMD
- *   code does; PARMACS programs do, since every rank replays main up to
- *   its CREATE point).
+ *   code does). PARMACS programs may allocate anywhere: G_MALLOC and
+ *   LOCKINIT after the first CREATE go through rank 0 (parmacs.h).
  *
  * All calls return 0 (or a non-negative value where stated) or a negative
  * error code (cvia_strerror()).

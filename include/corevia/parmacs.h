@@ -27,6 +27,11 @@
  * each rank the serial part of main; it requires that part to be
  * deterministic (no decision on time, pid or random seeds from the clock)
  * and not to depend on shared data written by created processes.
+ *
+ * G_MALLOC and the *INIT macros that make locks may be used anywhere,
+ * also after the first CREATE and in created processes: there each call
+ * asks rank 0, which has every rank install the memory or lock before it
+ * answers (a round trip to rank 0 and one to every rank; see cvia-dsm(7)).
  */
 #ifndef COREVIA_PARMACS_H
 #define COREVIA_PARMACS_H

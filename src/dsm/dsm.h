@@ -127,6 +127,13 @@ enum {
     M_END,          /* a created process returned; payload = write notices */
     M_FIN_ARRIVE,   /* payload = cvia_dsm_stats_t */
     M_FIN_RELEASE,
+    /* late allocation (dsm_alloc.c); pad = LATE_MEM or LATE_LOCK */
+    M_ALLOC,        /* to rank 0: a = count (units or locks), b = home */
+    M_ALLOC_NOTE,   /* rank 0 to the others: a = first, b = count, c = home */
+    M_ALLOC_ACK,    /* back to rank 0: installed */
+    M_ALLOCATED,    /* rank 0 to the caller: a = first, b = 0 or errno */
+    M_ALLOC_Q,      /* a replaying rank to rank 0: a = n, main's n-th late call */
+    M_ALLOC_A,      /* back: a = n, b = its first unit or lock */
     M_TYPES
 };
 
@@ -138,6 +145,8 @@ struct dsm_hdr {
     uint64_t c;
     uint64_t body;       /* bytes that follow in a DSM_TAG_BODY message */
 };
+
+enum { LATE_MEM = 0, LATE_LOCK = 1 };
 
 /* A message the svc received for the app, waiting in the mailbox. */
 struct dsm_mail {
@@ -200,8 +209,10 @@ struct dsm {
     char    *twins;           /* twin of unit u at twins + u * unit */
     int      memfd;
     int      scratch;         /* PARMACS replay: base is private scratch memory */
-    size_t   brk;             /* bytes allocated (unit multiple) */
-    int      next_lock;       /* ids handed out */
+    size_t   brk;             /* bytes allocated collectively (unit multiple) */
+    int      next_lock;       /* lock ids handed out collectively */
+    size_t   late_top;        /* end of the late allocations known here (bytes) */
+    int      late_locks;      /* end of the late lock ids known here */
 
     cvia_spinlock_t lock;     /* see the top of this file */
     struct dsm_unit *u;
@@ -258,6 +269,15 @@ struct dsm {
     struct dsm_buf bar_union;
     int       fin_count;
     cvia_dsm_stats_t *fin_stats;
+    /* late allocation: manager (rank 0's svc) */
+    struct dsm_mail *alloc_q, **alloc_q_tail; /* requests waiting their turn */
+    struct dsm_hdr alloc_cur; /* the answer to the one being installed everywhere */
+    int       alloc_to;       /* and whom to send it to */
+    int       alloc_acks;     /* acks still missing (0: none in progress) */
+    /* late allocation: rank 0's own calls, in order, for replaying ranks */
+    uint32_t *late_log;       /* under lock */
+    uint32_t  late_n, late_cap;
+    struct dsm_mail *late_wait; /* queries for calls not made yet (under lock) */
 
     /* statistics */
     cvia_dsm_stats_t st;
@@ -270,10 +290,34 @@ struct dsm {
 
 extern struct dsm dsm__g;
 
+/* Every rank but @home, as a copyset. */
+static inline uint64_t dsm_all_others(const struct dsm *d, int home)
+{
+    uint64_t all = d->size >= 64 ? ~0ull : (1ull << d->size) - 1;
+    return all & ~(1ull << home);
+}
+
+/* End of the allocated part of the region, collective or late. Read
+ * without the lock (also by the SIGSEGV handler): both only grow. */
+static inline size_t dsm_top(const struct dsm *d)
+{
+    size_t b = __atomic_load_n(&d->brk, __ATOMIC_ACQUIRE);
+    size_t l = __atomic_load_n(&d->late_top, __ATOMIC_ACQUIRE);
+    return b > l ? b : l;
+}
+
 /* dsm_init.c */
 double dsm_now(void);
 int  dsm_map_real(struct dsm *d);     /* scratch -> real view (under lock) */
 void dsm_fatal(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* dsm_alloc.c */
+void dsm_units_install(struct dsm *d, size_t u0, size_t nu, int home); /* under lock */
+int  dsm_alloc_late(size_t len, int home, void **ptr_p);
+int  dsm_lock_create_late(int n, int *id_p);
+int  dsm_late_replay(int n, uint32_t *first_p);  /* replaying rank: main's n-th late call */
+void dsm_on_alloc(struct dsm *d, const struct dsm_hdr *h);       /* svc: M_ALLOC* */
+void dsm_alloc_fini(struct dsm *d);
 
 /* dsm_fault.c */
 int  dsm_fault_install(struct dsm *d);

@@ -42,7 +42,7 @@ void dsm_unit_prot(struct dsm *d, size_t u, int prot)
 
 void dsm_prot_all(struct dsm *d)
 {
-    size_t n = d->brk / d->unit, i = 0;
+    size_t n = dsm_top(d) / d->unit, i = 0;
 
     while (i < n) {
         size_t j = i + 1;
@@ -307,7 +307,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
     int saved = errno;
     char *a = si->si_addr;
 
-    if (d->up && !d->scratch && a >= d->base && a < d->base + d->brk) {
+    if (d->up && !d->scratch && a >= d->base && a < d->base + dsm_top(d)) {
         size_t u = (size_t)(a - d->base) / d->unit;
         int w = fault_is_write(uc);
         if (w < 0)   /* a fault on a readable unit can only be a write */

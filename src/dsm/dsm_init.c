@@ -2,7 +2,7 @@
 /* Copyright (c) 2026 corevia developers */
 /* DSM start and end: the shared region (one memfd mapped twice, at one
  * address agreed by every rank), registration and descriptor exchange,
- * allocation and homes, finalize, fatal errors. */
+ * finalize, fatal errors. Allocation is in dsm_alloc.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -57,12 +57,6 @@ void dsm_fatal(int err, const char *fmt, ...)
 void cvia_dsm_on_fatal(cvia_dsm_fatal_fn fn)
 {
     dsm__g.fatal_fn = fn;
-}
-
-static uint64_t all_others(const struct dsm *d, int home)
-{
-    uint64_t all = d->size >= 64 ? ~0ull : (1ull << d->size) - 1;
-    return all & ~(1ull << home);
 }
 
 /* ---- the region ------------------------------------------------------------ */
@@ -373,6 +367,7 @@ static void release_all(struct dsm *d)
         free(d->log[o].recs);
     }
     dsm_locks_fini(d);
+    dsm_alloc_fini(d);
     free(d->u); free(d->dirty); free(d->vt); free(d->bar_vt); free(d->log);
     free((void *)d->flags); free(d->ack_src); free(d->dw_seq); free(d->dw_next);
     if (d->land)
@@ -423,6 +418,7 @@ int dsm_init_common(int *argc, char ***argv, int replay)
     cvia_spin_init(&d->lock);
     cvia_spin_init(&d->send_lock);
     d->mbox_tail = &d->mbox;
+    d->alloc_q_tail = &d->alloc_q;
     d->pend_tail = &d->pend;
     d->stats_mode = d->cfg.stats;
     if ((rc = agree_address(d)))
@@ -492,98 +488,18 @@ size_t cvia_dsm_unit(void)
     return dsm__g.unit;
 }
 
-/* ---- allocation ---------------------------------------------------------------- */
-
-int cvia_dsm_alloc(size_t len, int home, void **ptr_p)
-{
-    struct dsm *d = &dsm__g;
-    size_t nu, u0;
-
-    if (!d->up)
-        return -CVIA_ENOINIT;
-    if (!ptr_p || home >= d->size || home < CVIA_DSM_HOME_FIRST_TOUCH)
-        return -EINVAL;
-    if (home == CVIA_DSM_HOME_DEFAULT)
-        home = d->cfg.home == DSM_HOME_RR ? CVIA_DSM_HOME_RR :
-               d->cfg.home == DSM_HOME_FIRST_TOUCH ? CVIA_DSM_HOME_FIRST_TOUCH :
-               CVIA_DSM_HOME_BLOCK;
-    nu = len ? (len + d->unit - 1) / d->unit : 1;
-    cvia_spin_lock(&d->lock);
-    if (nu > (d->region - d->brk) / d->unit) {
-        cvia_spin_unlock(&d->lock);
-        dsm_err("allocation of %zu bytes does not fit: %zu of the region's %zu bytes "
-                "are left (CVIA_DSM_SIZE)", len, d->region - d->brk, d->region);
-        return -ENOMEM;
-    }
-    u0 = d->brk / d->unit;
-    d->brk += nu * d->unit;
-    for (size_t i = 0; i < nu; i++) {
-        struct dsm_unit *x = &d->u[u0 + i];
-        int h = home >= 0 ? home :
-                home == CVIA_DSM_HOME_RR ? (int)((u0 + i) % (size_t)d->size) :
-                home == CVIA_DSM_HOME_BLOCK ? (int)(i * (size_t)d->size / nu) : -1;
-        x->home = (int16_t)h;
-        /* every copy starts valid: the memory reads as zeros everywhere */
-        if (h == d->rank && d->size == 1) {
-            x->state = U_EXCL;
-            x->prot = P_RW;
-        } else {
-            x->state = U_CLEAN;
-            x->prot = P_READ;
-            if (h == d->rank)
-                x->copyset = all_others(d, h);
-        }
-    }
-    if (!d->scratch) {
-        /* one call per run of equal protection */
-        size_t i = 0;
-        while (i < nu) {
-            size_t j = i + 1;
-            int p = d->u[u0 + i].prot;
-            while (j < nu && d->u[u0 + j].prot == p)
-                j++;
-            mprotect(d->base + (u0 + i) * d->unit, (j - i) * d->unit, p);
-            i = j;
-        }
-    }
-    cvia_spin_unlock(&d->lock);
-    *ptr_p = d->base + u0 * d->unit;
-    return 0;
-}
-
-void *cvia_dsm_malloc(size_t len)
-{
-    void *p = NULL;
-    return cvia_dsm_alloc(len, CVIA_DSM_HOME_DEFAULT, &p) ? NULL : p;
-}
-
-int cvia_dsm_home_of(const void *addr)
-{
-    struct dsm *d = &dsm__g;
-    const char *a = addr;
-    int h;
-
-    if (!d->up)
-        return -CVIA_ENOINIT;
-    if (a < d->base || a >= d->base + d->brk)
-        return -EINVAL;
-    cvia_spin_lock(&d->lock);
-    h = d->u[(size_t)(a - d->base) / d->unit].home;
-    cvia_spin_unlock(&d->lock);
-    return h;
-}
-
 int cvia_dsm_touch(const void *addr, size_t len, int write)
 {
     struct dsm *d = &dsm__g;
     const char *a = addr;
+    size_t top = dsm_top(d);
     int rc = 0;
 
     if (!d->up)
         return -CVIA_ENOINIT;
     if (!len)
         return 0;
-    if (a < d->base || len > d->brk || a - d->base > (ptrdiff_t)(d->brk - len))
+    if (a < d->base || len > top || a - d->base > (ptrdiff_t)(top - len))
         return -EINVAL;
     if (d->scratch)
         return 0;

@@ -60,7 +60,8 @@ static int check_id(struct dsm *d, int id)
 {
     if (!d->up)
         return -CVIA_ENOINIT;
-    if (id < 0 || id >= d->next_lock) {
+    if (id < 0 || (id >= d->next_lock && id >= __atomic_load_n(&d->late_locks,
+                                                                __ATOMIC_RELAXED))) {
         dsm_err("lock %d was never created", id);
         return -EINVAL;
     }

@@ -372,8 +372,7 @@ static void on_claimed(struct dsm *d, const struct dsm_hdr *h)
     x->home = (int16_t)h->b;
     if (h->b == (uint32_t)d->rank) {
         /* never written before: every rank's zero copy is valid */
-        uint64_t all = d->size >= 64 ? ~0ull : (1ull << d->size) - 1;
-        x->copyset = all & ~(1ull << d->rank);
+        x->copyset = dsm_all_others(d, d->rank);
     }
     cvia_spin_unlock(&d->lock);
     fault_done(d);
@@ -456,10 +455,16 @@ static void dispatch(struct dsm *d, const struct dsm_hdr *h, char *data, size_t 
     case M_LOCK_FWD:    dsm_on_lock_fwd(d, h, data, len); break;
     case M_BAR_ARRIVE:  dsm_on_bar_arrive(d, h, data, len); break;
     case M_FIN_ARRIVE:  dsm_on_fin_arrive(d, h, data, len); break;
+    case M_ALLOC:
+    case M_ALLOC_NOTE:
+    case M_ALLOC_ACK:
+    case M_ALLOC_Q:     dsm_on_alloc(d, h); break;
     case M_GRANT:
     case M_BAR_RELEASE:
     case M_START:
     case M_END:
+    case M_ALLOCATED:
+    case M_ALLOC_A:
     case M_FIN_RELEASE: {
         char *copy = data;
         if (h->type == M_FIN_RELEASE && h->a == 1)   /* nobody sends after this */

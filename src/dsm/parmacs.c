@@ -18,6 +18,7 @@
 static int created;          /* CREATE calls seen (replayed or real) */
 static int proc = -1;        /* the process this rank is; -1: replaying */
 static int saved_stdout = -1;
+static int late_calls;       /* replaying: G_MALLOC/LOCKINIT calls past CREATE 1 */
 
 static void die(const char *fmt, int a, int b)
 {
@@ -76,29 +77,57 @@ void cvia_parmacs_main_end(void)
     exit(0);
 }
 
+/* Until the first CREATE every rank runs (or replays) the same main, so
+ * G_MALLOC and LOCKINIT are collective calls that need no message. After
+ * it they are "late" (dsm_alloc.c): a live process asks rank 0, and a rank
+ * still replaying main asks rank 0 what rank 0's call returned. */
 void *cvia_parmacs_malloc(size_t size, int home)
 {
     void *p = NULL;
-    check(cvia_dsm_alloc(size, home, &p), "G_MALLOC");
+    uint32_t u0;
+
+    if (!created) {
+        check(cvia_dsm_alloc(size, home, &p), "G_MALLOC");
+    } else if (proc >= 0) {
+        check(dsm_alloc_late(size, home, &p), "G_MALLOC");
+    } else {
+        check(dsm_late_replay(late_calls++, &u0), "G_MALLOC");
+        p = dsm__g.base + (size_t)u0 * dsm__g.unit;
+    }
     return p;
+}
+
+/* @n locks with consecutive ids; the first one's id. */
+static int make_locks(int n, const char *what)
+{
+    int id = -1, first = -1;
+    uint32_t v;
+
+    if (!created) {
+        for (int i = 0; i < n; i++) {
+            check(cvia_dsm_lock_create(&id), what);
+            if (i == 0)
+                first = id;
+        }
+    } else if (proc >= 0) {
+        check(dsm_lock_create_late(n, &first), what);
+    } else {
+        check(dsm_late_replay(late_calls++, &v), what);
+        first = (int)v;
+    }
+    return first;
 }
 
 void cvia_parmacs_lock_init(cvia_parmacs_lock_t *l)
 {
-    int id;
-    check(cvia_dsm_lock_create(&id), "LOCKINIT");
-    l->id = id;
+    l->id = make_locks(1, "LOCKINIT");
 }
 
 void cvia_parmacs_alock_init(cvia_parmacs_alock_t *a, int n)
 {
-    int id, base = -1;
-    for (int i = 0; i < n; i++) {
-        check(cvia_dsm_lock_create(&id), "ALOCKINIT");
-        if (i == 0)
-            base = id;
-    }
-    a->base = base;
+    if (n <= 0)
+        die("ALOCKINIT of %d locks", n, 0);
+    a->base = make_locks(n, "ALOCKINIT");
     a->n = n;
 }
 

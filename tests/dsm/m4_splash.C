@@ -4,7 +4,11 @@
  * c.m4.null): ids from a lock, self-scheduling with a global subscript, a
  * lock-protected sum, a pause flag, barriers, and the thread semantics of
  * process creation: each process must see the private globals (and private
- * heap) that main had when it created it. Prints "ok m4" on success.
+ * heap) that main had when it created it. Shared memory and locks made
+ * after the first creation ("late": by main between two creations, and by
+ * every process in its own code) must work everywhere, and processes
+ * created after main's late allocation must hold main's pointer to it.
+ * Prints "ok m4" on success.
  * (m4 expands macro names in comments too: they are spelled in lower case
  * here.) */
 MAIN_ENV
@@ -13,6 +17,8 @@ MAIN_ENV
 #include <string.h>
 
 #define NITEMS 400
+#define NLATE  3000          /* longs in each process's own block: several units */
+#define NMID   1500          /* longs in main's block between two creations */
 
 struct GlobalMemory {
     LOCKDEC(idlock)
@@ -25,11 +31,18 @@ struct GlobalMemory {
     long sum;
     long seen[64];
     long slot[8];
+    LOCKDEC(midlock)
+    long *mid;               /* main's late block */
+    long midtaken;
+    long *late[64];          /* each process's own block */
+    LOCKDEC(latelock[64])    /* and its own lock, made by that process */
+    long latecount[64];
 } *Global;
 
 int  P = 0;
 int  magic;          /* private: different at each creation */
 long *table;         /* private heap, filled by main */
+long *Mid;           /* private copy of main's late pointer (NULL before it) */
 
 void SlaveStart()
 {
@@ -43,6 +56,29 @@ void SlaveStart()
     Global->seen[me] += 1;
     UNLOCK(Global->sumlock)
     BARRIER(Global->start, P)
+    /* late: a block and a lock of our own, published for the others */
+    long *mine = (long *) G_MALLOC(NLATE * sizeof(long));
+    for (int j = 0; j < NLATE; j++)
+        mine[j] = (long)MyNum * 100000 + j;
+    LOCKINIT(Global->latelock[MyNum])
+    Global->late[MyNum] = mine;
+    if (Mid && Mid != Global->mid)
+        Global->latecount[MyNum] = -1000;   /* replay lost main's pointer */
+    BARRIER(Global->start, P)
+    for (int k = 0; k < P; k++) {
+        long *b = Global->late[k], bad = 0;
+        for (int j = 0; j < NLATE; j++)
+            bad += b[j] != (long)k * 100000 + j;
+        LOCK(Global->latelock[k])
+        Global->latecount[k] += bad ? 1000 : 1;
+        UNLOCK(Global->latelock[k])
+    }
+    LOCK(Global->midlock)
+    for (int j = 0; j < NMID; j++)
+        if (Global->mid[j] != 7L * j)
+            Global->midtaken += 1000;
+    Global->midtaken += 1;
+    UNLOCK(Global->midlock)
     for (;;) {
         GETSUB(Global->gs, s, NITEMS - 1, P)
         if (s < 0)
@@ -87,6 +123,21 @@ int main(int argc, char *argv[])
     for (int i = 1; i < P; i++) {
         magic = 100 + i;
         CREATE(SlaveStart)
+        if (i == 1) {
+            /* late, by main: processes 2.. replay it and must get the same */
+            Mid = (long *) G_MALLOC(NMID * sizeof(long));
+            for (int j = 0; j < NMID; j++)
+                Mid[j] = 7L * j;
+            LOCKINIT(Global->midlock)
+            Global->mid = Mid;
+        }
+    }
+    if (P == 1) {
+        Mid = (long *) G_MALLOC(NMID * sizeof(long));
+        for (int j = 0; j < NMID; j++)
+            Mid[j] = 7L * j;
+        LOCKINIT(Global->midlock)
+        Global->mid = Mid;
     }
     magic = 100;
     SlaveStart();
@@ -105,6 +156,16 @@ int main(int argc, char *argv[])
                    (int)Global->seen[i]);
             bad = 1;
         }
+    for (int k = 0; k < P; k++)
+        if (Global->latecount[k] != P) {
+            printf("process %d's late block or lock: count %ld, expected %d\n", k,
+                   Global->latecount[k], P);
+            bad = 1;
+        }
+    if (Global->midtaken != P) {
+        printf("main's late block: %ld, expected %d\n", Global->midtaken, P);
+        bad = 1;
+    }
     long slots = 0;
     for (int i = 0; i < 8; i++)
         slots += Global->slot[i];
