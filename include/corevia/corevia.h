@@ -137,6 +137,14 @@ int cvia_barrier(void);
  *  events processed (>= 0) or a negative error. */
 int cvia_progress(void);
 
+/** Look for dead peers now, as waits do every CVIA_LIVENESS_INTERVAL (the
+ *  launcher's notices, each peer's process or connection): for a thread
+ *  that polls (cvia_imm_poll(), cvia_test()) but never waits in corevia.
+ *  Requests that involve a dead peer then complete with an error. Returns
+ *  how many peers are gone so far (crashed, or exited after finalizing:
+ *  0 while every peer runs), or a negative error. */
+int cvia_check_peers(void);
+
 /** @name One-sided communication (the VIA model: RDMA write, with or
  *  without immediate data, and RDMA read)
  *

@@ -507,6 +507,22 @@ int cvia_progress(void)
     return cvia__progress(&cvia__ctx);
 }
 
+int cvia_check_peers(void)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    int lost;
+
+    CHECK_INIT(c);
+    cvia_spin_lock(&c->slow_lock);
+    c->next_check = now_s() + c->cfg.liveness;
+    check_liveness(c);
+    cvia_spin_unlock(&c->slow_lock);
+    cvia_spin_lock(&c->lock);
+    lost = c->nlost;
+    cvia_spin_unlock(&c->lock);
+    return lost;
+}
+
 /* Dissemination barrier: ceil(log2 N) rounds of zero-byte messages on the
  * internal context, round number as tag. */
 static int core_barrier(struct cvia_ctx *c)

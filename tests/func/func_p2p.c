@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <corevia/corevia.h>
@@ -447,6 +448,33 @@ static int case_death(int kill_it)
     FAIL("waiting on a dead rank returned %s", cvia_err_name(rc));
 }
 
+/* A rank that never waits in corevia (it only polls) learns that a peer
+ * died from cvia_check_peers(): 0 while every peer runs, then more than 0
+ * once the last rank has left without finalizing. */
+static int case_check_peers(void)
+{
+    int victim = size - 1, n;
+
+    CHECK_RC(cvia_barrier());
+    if ((n = cvia_check_peers()) != 0)
+        FAIL("cvia_check_peers() with every peer running: %d", n);
+    CHECK_RC(cvia_barrier());
+    if (rank == victim)
+        _exit(0);
+    for (int i = 0; i < 20000; i++) {   /* about 20 s at most */
+        struct timespec ms = { 0, 1000000 };
+        if ((n = cvia_check_peers()) < 0)
+            FAIL("cvia_check_peers(): %s", cvia_err_name(n));
+        if (n > 0) {
+            printf("rank %d: expected-error %d peers gone\n", rank, n);
+            fflush(stdout);
+            return 3;
+        }
+        nanosleep(&ms, NULL);
+    }
+    FAIL("cvia_check_peers() did not notice a dead rank in 20 s");
+}
+
 /* Single process: errors before init, bad arguments, after finalize. */
 static int case_api(void)
 {
@@ -458,6 +486,7 @@ static int case_api(void)
         cvia_irecv(&x, 4, 0, 0, &r) != -CVIA_ENOINIT ||
         cvia_wait(&r, NULL) != -CVIA_ENOINIT || cvia_barrier() != -CVIA_ENOINIT ||
         cvia_finalize() != -CVIA_ENOINIT || cvia_progress() != -CVIA_ENOINIT ||
+        cvia_check_peers() != -CVIA_ENOINIT ||
         cvia_initialized() != 0)
         FAIL("a call before cvia_init did not return CVIA_ENOINIT");
     CHECK_RC(cvia_init(NULL, NULL));
@@ -527,6 +556,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "cancel"))     case_cancel();
     else if (!strcmp(argv[1], "death-exit")) return case_death(0);
     else if (!strcmp(argv[1], "death-kill")) return case_death(1);
+    else if (!strcmp(argv[1], "check-peers")) return case_check_peers();
     else if (!strcmp(argv[1], "init-only"))  ;
     else {
         fprintf(stderr, "func_p2p: unknown case %s\n", argv[1]);
