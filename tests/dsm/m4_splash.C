@@ -96,6 +96,16 @@ void SlaveStart()
         SETPAUSE(Global->done)
 }
 
+/* main's block, made between the first and the second creation */
+void MakeMid()
+{
+    Mid = (long *) G_MALLOC(NMID * sizeof(long));
+    for (int j = 0; j < NMID; j++)
+        Mid[j] = 7L * j;
+    LOCKINIT(Global->midlock)
+    Global->mid = Mid;
+}
+
 int main(int argc, char *argv[])
 {
     unsigned long t0, t1;
@@ -123,22 +133,11 @@ int main(int argc, char *argv[])
     for (int i = 1; i < P; i++) {
         magic = 100 + i;
         CREATE(SlaveStart)
-        if (i == 1) {
-            /* late, by main: processes 2.. replay it and must get the same */
-            Mid = (long *) G_MALLOC(NMID * sizeof(long));
-            for (int j = 0; j < NMID; j++)
-                Mid[j] = 7L * j;
-            LOCKINIT(Global->midlock)
-            Global->mid = Mid;
-        }
+        if (i == 1)
+            MakeMid();   /* late: processes 2.. replay it and must get the same */
     }
-    if (P == 1) {
-        Mid = (long *) G_MALLOC(NMID * sizeof(long));
-        for (int j = 0; j < NMID; j++)
-            Mid[j] = 7L * j;
-        LOCKINIT(Global->midlock)
-        Global->mid = Mid;
-    }
+    if (P == 1)
+        MakeMid();
     magic = 100;
     SlaveStart();
     WAITPAUSE(Global->done)
