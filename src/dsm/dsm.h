@@ -43,6 +43,7 @@
 /* Tags the DSM reserves in the user tag space. */
 #define DSM_TAG_BODY  0x7fff0101  /* payloads too long for an inbox slot */
 #define DSM_TAG_INIT  0x7fff0102  /* start-up exchange */
+#define DSM_TAG_WATCH 0x7fff0103  /* never sent: a receive that fails when a peer dies */
 
 #define DSM_MAX_RANKS 64        /* copysets are 64-bit masks */
 #define DSM_SLOT      8192      /* inbox slot: header + inline payload; more goes in a body */
@@ -250,9 +251,8 @@ struct dsm {
     _Atomic uint32_t ack_word; /* bumped by the svc on IMM_ACK; app sleeps on it */
 
     /* service thread */
-    pthread_t svc;
-    int       svc_started;
-    double    liveness;       /* CVIA_LIVENESS_INTERVAL, seconds */
+    pthread_t svc, watchdog;
+    int       svc_started, watch_started;
     _Atomic int stop;
     _Atomic uint32_t kick;    /* svc sleeps on it while idle */
     _Atomic int app_waiting;  /* svc polls without sleeping while > 0 */
@@ -332,6 +332,7 @@ int  dsm_pull(struct dsm *d, size_t u);                /* svc or app, not in a h
 /* dsm_svc.c */
 int  dsm_svc_start(struct dsm *d);
 void dsm_svc_stop(struct dsm *d);
+void dsm_svc_forget(void);
 void dsm_kick(struct dsm *d);
 int  dsm_send(struct dsm *d, int dest, struct dsm_hdr *h, const void *data, size_t len);
 void dsm_pending_add(struct dsm *d, cvia_req_t req, void *buf);

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "dsm/dsm.h"
-#include "util/param.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -403,11 +402,6 @@ int dsm_init_common(int *argc, char ***argv, int replay)
     d->rank = cvia_rank();
     d->size = cvia_size();
     d->page = (size_t)sysconf(_SC_PAGESIZE);
-    /* the service thread looks for dead peers as often as corevia's waits
-     * do (cvia_init() has checked the variable) */
-    d->liveness = 0.02;
-    if (getenv("CVIA_LIVENESS_INTERVAL"))
-        (void)cvia__parse_time(getenv("CVIA_LIVENESS_INTERVAL"), &d->liveness);
     d->unit = d->cfg.unit;
     if (d->size > DSM_MAX_RANKS) {
         dsm_err("%d ranks: the DSM supports at most %d", d->size, DSM_MAX_RANKS);
@@ -446,6 +440,7 @@ err_release:
     release_all(d);
 err:
     if (d->own_cvia) {
+        dsm_svc_forget();
         cvia_finalize();
     }
     d->own_cvia = 0;
@@ -466,6 +461,7 @@ int cvia_dsm_finalize(void)
         return -CVIA_ENOINIT;
     rc = dsm_fin(d);
     dsm_svc_stop(d);
+    dsm_svc_forget();
     dsm_fault_remove(d);
     own = d->own_cvia;
     release_all(d);

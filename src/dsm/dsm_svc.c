@@ -29,7 +29,11 @@
 
 #include "dsm/dsm.h"
 
-static _Atomic int svc_sleeping;   /* the service thread naps on d->kick */
+/* The watch receive stays posted for the life of the process: corevia has
+ * no cancel, and cvia_finalize() releases it. */
+static cvia_req_t watch_req;
+static char watch_buf[8];
+static _Atomic int svc_sleeping;
 
 #define ADD(field, v) __atomic_fetch_add(&d->st.field, (v), __ATOMIC_RELAXED)
 
@@ -528,23 +532,28 @@ static void on_msg(struct dsm *d, int src, uint64_t off, uint64_t len)
     }
 }
 
-/* Liveness. corevia looks for dead peers in its idle back-off (a wait or a
- * test that finds nothing), where the service thread never goes: a test
- * that finds nothing makes corevia yield or nap, which would delay
- * service. So the service thread asks itself, every liveness interval
- * (cvia_check_peers()), busy or idle; a peer gone before the end is fatal. */
-static void check_peers(struct dsm *d, double *next)
+/* Liveness. corevia notices a dead peer only in its idle back-off (a wait
+ * or a test that finds nothing), and the service thread never idles
+ * there (a test that finds nothing makes corevia yield or nap, which would
+ * delay service). A watchdog thread of the idle scheduling class blocks in
+ * cvia_wait() on a receive that only a dead peer completes (with an error):
+ * it runs only when the core has nothing else to do, which is the case
+ * when a job waits on a dead peer (the service thread then naps). */
+static void *watchdog_main(void *arg)
 {
-    double t = dsm_now();
-    int lost;
+    struct dsm *d = arg;
+    struct sched_param sp = { 0 };
+    sigset_t all;
+    int rc;
 
-    if (t < *next)
-        return;
-    *next = t + d->liveness;
-    lost = cvia_check_peers();
-    if (lost && !atomic_load(&d->finishing) && !atomic_load(&d->stop))
-        dsm_fatal(lost < 0 ? lost : -CVIA_ENOPEER, "%s",
-                  cvia_strerror(lost < 0 ? lost : -CVIA_ENOPEER));
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+    rc = cvia_wait(&watch_req, NULL);
+    watch_req = NULL;
+    if (rc && !atomic_load(&d->finishing) && !atomic_load(&d->stop))
+        dsm_fatal(rc, "%s", cvia_strerror(rc));
+    return NULL;
 }
 
 static int retry_deferred(struct dsm *d, uint32_t *seen)
@@ -601,7 +610,7 @@ static void *svc_main(void *arg)
     sigset_t all;
     unsigned idle = 0, loops = 0;
     uint32_t seen_epoch = 0;
-    double quiet_since = 0, next_check = 0;
+    double quiet_since = 0;
 
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -614,13 +623,8 @@ static void *svc_main(void *arg)
             n += drain_out(d);
         if (d->deferred)
             n += retry_deferred(d, &seen_epoch);
-        if (!(++loops & 127)) {
-            check_peers(d, &next_check);
-            if (d->pend)
-                reap(d);
-        } else if (d->pend && (d->npend > 256 || atomic_load(&d->stop))) {
+        if (d->pend && (!(++loops & 127) || d->npend > 256 || atomic_load(&d->stop)))
             reap(d);
-        }
         if (n) {
             idle = 0;
             quiet_since = 0;
@@ -637,7 +641,7 @@ static void *svc_main(void *arg)
         if (atomic_load(&d->app_waiting) > 0) {
             /* the application waits on us: poll hot, for a while; then nap
              * between polls, leaving the core to whoever needs it (another
-             * rank's application) */
+             * rank's application, the watchdog) */
             if (!(++idle & 255)) {
                 double t = dsm_now();
                 if (!quiet_since)
@@ -654,7 +658,6 @@ static void *svc_main(void *arg)
             continue;
         }
     nap:;
-        check_peers(d, &next_check);
         uint32_t k = atomic_load(&d->kick);
         int waiting = atomic_load(&d->app_waiting) > 0;
         atomic_store(&svc_sleeping, 1);
@@ -670,13 +673,45 @@ int dsm_svc_start(struct dsm *d)
 {
     int rc;
 
+    if (!watch_req) {
+        rc = cvia_irecv(watch_buf, sizeof(watch_buf), CVIA_ANY_SOURCE, DSM_TAG_WATCH, &watch_req);
+        if (rc) {
+            dsm_err("posting the watch receive: %s", cvia_strerror(rc));
+            return rc;
+        }
+    }
     atomic_store(&d->stop, 0);
     if ((rc = pthread_create(&d->svc, NULL, svc_main, d))) {
         dsm_err("starting the service thread: %s", strerror(rc));
         return -rc;
     }
     d->svc_started = 1;
+    if ((rc = pthread_create(&d->watchdog, NULL, watchdog_main, d)))
+        dsm_warn("no watchdog thread (%s): a dead peer may go unnoticed until "
+                 "the launcher ends the job", strerror(rc));
+    else
+        d->watch_started = 1;
     return 0;
+}
+
+/* Before cvia_finalize(): complete the watch receive (a message to
+ * ourselves), so that corevia has no request of ours left. */
+void dsm_svc_forget(void)
+{
+    struct dsm *d = &dsm__g;
+    char one = 1;
+
+    if (!watch_req)
+        return;
+    if (cvia_send(&one, 1, cvia_rank(), DSM_TAG_WATCH))
+        return;
+    if (d->watch_started) {      /* the watchdog completes it and ends */
+        pthread_join(d->watchdog, NULL);
+        d->watch_started = 0;
+    } else {
+        cvia_wait(&watch_req, NULL);
+    }
+    watch_req = NULL;
 }
 
 void dsm_svc_stop(struct dsm *d)
