@@ -312,7 +312,6 @@ int  dsm_map_real(struct dsm *d);     /* scratch -> real view (under lock) */
 void dsm_fatal(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
 /* dsm_alloc.c */
-void dsm_units_install(struct dsm *d, size_t u0, size_t nu, int home); /* under lock */
 int  dsm_alloc_late(size_t len, int home, void **ptr_p);
 int  dsm_lock_create_late(int n, int *id_p);
 int  dsm_late_replay(int n, uint32_t *first_p);  /* replaying rank: main's n-th late call */

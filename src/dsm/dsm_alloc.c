@@ -35,7 +35,7 @@
 #include "dsm/dsm.h"
 
 /* Give units [u0, u0 + nu) their homes and initial states. Under lock. */
-void dsm_units_install(struct dsm *d, size_t u0, size_t nu, int home)
+static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
 {
     for (size_t i = 0; i < nu; i++) {
         struct dsm_unit *x = &d->u[u0 + i];
@@ -101,7 +101,7 @@ int cvia_dsm_alloc(size_t len, int home, void **ptr_p)
         return -ENOMEM;
     }
     u0 = d->brk / d->unit;
-    dsm_units_install(d, u0, nu, home);
+    units_install(d, u0, nu, home);
     __atomic_store_n(&d->brk, d->brk + nu * d->unit, __ATOMIC_RELEASE);
     cvia_spin_unlock(&d->lock);
     *ptr_p = d->base + u0 * d->unit;
@@ -127,7 +127,7 @@ int cvia_dsm_home_of(const void *addr)
     cvia_spin_lock(&d->lock);
     h = d->u[(size_t)(a - d->base) / d->unit].home;
     cvia_spin_unlock(&d->lock);
-    return h < -1 ? -EINVAL : h;
+    return h;
 }
 
 /* ---- late allocation: the caller's side ------------------------------------ */
@@ -260,7 +260,7 @@ static void install(struct dsm *d, int kind, uint32_t first, uint32_t n, int hom
     cvia_spin_lock(&d->lock);
     if (kind == LATE_MEM) {
         size_t end = ((size_t)first + n) * d->unit;
-        dsm_units_install(d, first, n, home);
+        units_install(d, first, n, home);
         if (end > d->late_top)
             __atomic_store_n(&d->late_top, end, __ATOMIC_RELEASE);
     } else if ((int)(first + n) > d->late_locks) {
@@ -276,20 +276,21 @@ static int start(struct dsm *d, const struct dsm_hdr *h, uint32_t *first_p)
     uint32_t n = h->a;
     int home = (int32_t)h->b;
 
+    if (!n || (h->pad == LATE_MEM && (home >= d->size || home < CVIA_DSM_HOME_FIRST_TOUCH)))
+        return EINVAL;
     cvia_spin_lock(&d->lock);
     if (h->pad == LATE_MEM) {
-        size_t top = d->brk > d->late_top ? d->brk : d->late_top;
-        if (!n || n > (d->region - top) / d->unit || home >= d->size ||
-            home < CVIA_DSM_HOME_FIRST_TOUCH) {
+        size_t top = dsm_top(d);
+        if (n > (d->region - top) / d->unit) {
             cvia_spin_unlock(&d->lock);
-            return n && home < d->size && home >= CVIA_DSM_HOME_FIRST_TOUCH ? ENOMEM : EINVAL;
+            return ENOMEM;
         }
         *first_p = (uint32_t)(top / d->unit);
     } else {
         int top = d->next_lock > d->late_locks ? d->next_lock : d->late_locks;
-        if (!n || (long)n > d->cfg.max_locks - top) {
+        if ((long)n > d->cfg.max_locks - top) {
             cvia_spin_unlock(&d->lock);
-            return n ? ENOSPC : EINVAL;
+            return ENOSPC;
         }
         *first_p = (uint32_t)top;
     }
