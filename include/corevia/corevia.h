@@ -36,6 +36,12 @@ extern "C" {
 
 /** Wildcard source for cvia_irecv(). */
 #define CVIA_ANY_SOURCE (-1)
+/** Wildcard source for cvia_irecv() that the loss of a peer does not
+ *  fail: it matches a message from any rank, and stays posted while other
+ *  ranks live (a ::CVIA_ANY_SOURCE receive fails with -::CVIA_ENOPEER as
+ *  soon as any peer is gone, as MPI's does). For layers that multiplex
+ *  their own traffic over corevia and handle lost peers themselves. */
+#define CVIA_ANY_LIVE_SOURCE (-2)
 /** Wildcard tag for cvia_irecv(). User tags are 0 .. ::CVIA_TAG_MAX. */
 #define CVIA_ANY_TAG    (-1)
 #define CVIA_TAG_MAX    INT32_MAX
@@ -124,6 +130,14 @@ int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status);
  * @p *req returns 0. What a loop of pre-posted receives calls at its end.
  */
 int cvia_cancel(cvia_req_t *req);
+
+/**
+ * Take @p *req if it has completed, as cvia_test() does, but without
+ * making progress and without backing off: for a caller that drives
+ * progress itself with cvia_progress() and looks at many requests per
+ * round. Sets @p *done to 1 (and releases the request) or 0.
+ */
+int cvia_reap(cvia_req_t *req, int *done, cvia_status_t *status);
 
 /** Wait for all @p n requests (NULL entries are skipped). @p statuses may
  *  be NULL. Returns 0 or the first error among the requests; every
@@ -218,6 +232,16 @@ int cvia_imm_poll(cvia_imm_event_t *ev, int max);
  *  -CVIA_ENOPEER if every peer is gone. */
 int cvia_imm_wait(cvia_imm_event_t *ev);
 /** @} */
+
+/** An identifier of this job, the same on every rank and different for
+ *  every job (a one-way hash of the job's key, so it may be shown and
+ *  exchanged freely); 0 before cvia_init(). What layers above corevia put
+ *  in the names they exchange, to refuse a name from another job. */
+uint64_t cvia_job_id(void);
+
+/** 1 while @p peer is alive, 0 once corevia knows it is gone (after a
+ *  liveness check, see cvia_check_peers()), -EINVAL for a bad rank. */
+int cvia_peer_alive(int peer);
 
 /** One line describing how this rank reaches @p peer (transport, copy
  *  mechanism, thresholds), for tools and logs. */

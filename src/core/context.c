@@ -471,6 +471,63 @@ int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status)
     return rc;
 }
 
+int cvia_reap(cvia_req_t *req, int *done, cvia_status_t *status)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    struct cvia_req *r;
+    int rc;
+
+    CHECK_INIT(c);
+    if (!req || !done)
+        return -EINVAL;
+    if (!(r = *req)) {
+        *done = 1;
+        return 0;
+    }
+    if (!cvia__req_done(r)) {
+        *done = 0;
+        return 0;
+    }
+    *done = 1;
+    rc = r->status;
+    fill_status(r, status);
+    cvia__req_free(c, r);
+    *req = NULL;
+    return rc;
+}
+
+uint64_t cvia_job_id(void)
+{
+    uint64_t h;
+
+    if (!cvia__ctx.initialized)
+        return 0;
+    /* one-way: the key itself keys the datagram checks */
+    h = cvia__ctx.jobid ^ 0x6a09e667f3bcc908ull;
+    for (int i = 0; i < 3; i++) {
+        h ^= h >> 31;
+        h *= 0x7fb5d329728ea185ull;
+        h ^= h >> 27;
+        h *= 0x81dadef4bc2dd44dull;
+    }
+    h ^= h >> 33;
+    return h ? h : 1;
+}
+
+int cvia_peer_alive(int peer)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    int lost;
+
+    CHECK_INIT(c);
+    if (peer < 0 || peer >= c->size)
+        return -EINVAL;
+    cvia_spin_lock(&c->lock);
+    lost = c->peer_lost[peer];
+    cvia_spin_unlock(&c->lock);
+    return !lost;
+}
+
 int cvia_waitall(size_t n, cvia_req_t reqs[], cvia_status_t statuses[])
 {
     struct cvia_ctx *c = &cvia__ctx;

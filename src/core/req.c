@@ -106,7 +106,7 @@ static void req_done(struct cvia_req *r, int status)
 static int match_recv(const struct cvia_req *r, int src, uint16_t ctx, int32_t tag)
 {
     return r->x.ctx == ctx &&
-           (r->src_want == CVIA_ANY_SOURCE || r->src_want == src) &&
+           (r->src_want < 0 || r->src_want == src) &&
            (r->tag_want == CVIA_ANY_TAG || r->tag_want == tag);
 }
 
@@ -259,7 +259,7 @@ void cvia__core_peer_lost(void *core, int peer, int err)
 
 static int check_peer_arg(struct cvia_ctx *c, int peer, int any_ok)
 {
-    if (any_ok && peer == CVIA_ANY_SOURCE)
+    if (any_ok && (peer == CVIA_ANY_SOURCE || peer == CVIA_ANY_LIVE_SOURCE))
         return 0;
     if (peer < 0 || peer >= c->size)
         return -EINVAL;
@@ -348,7 +348,7 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
         cvia_spin_unlock(&c->lock);
         return 0;
     }
-    lost = (src != CVIA_ANY_SOURCE && c->peer_lost[src]) ||
+    lost = (src >= 0 && c->peer_lost[src]) ||
            (src == CVIA_ANY_SOURCE && c->nlost);
     if (!lost)
         q_push(&c->posted, r);
