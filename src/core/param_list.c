@@ -100,6 +100,7 @@ extern const struct cvia_param_table cvia__dgram_param_table;
 extern const struct cvia_param_table cvia__topo_param_table;
 extern const struct cvia_param_table cvia__mem_param_table;
 extern const struct cvia_param_table cvia__dsm_param_table;
+extern const struct cvia_param_table cvia__fab_param_table;
 
 const struct cvia_param_table *const cvia__param_tables[] = {
     &cvia__core_param_table,
@@ -112,6 +113,7 @@ const struct cvia_param_table *const cvia__param_tables[] = {
     &cvia__eth_param_table,
     &cvia__dgram_param_table,
     &cvia__dsm_param_table,
+    &cvia__fab_param_table,
     &cvia__test_param_table,
     NULL,
 };

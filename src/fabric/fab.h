@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The libfabric provider "corevia": an external provider (libcorevia-fi.so)
+ * that libfabric loads from FI_PROVIDER_PATH, built as a client of
+ * corevia's public API (it sits above core/, like the DSM): its messages
+ * travel as corevia messages, so every transport (shm rings and single
+ * copy, udp, eth, tcp) serves it without a second copy of any of them.
+ *
+ * Files:
+ *   fab_prov.c   fi_prov_ini, getinfo (attributes and hint filtering),
+ *                fabric, domain, the corevia core's lifetime
+ *   fab_av.c     address vector: names <-> fi_addr_t
+ *   fab_cq.c     completion queues and counters
+ *   fab_ep.c     endpoints: life, binding, names, cancel, progress
+ *   fab_msg.c    the wire protocol over corevia: eager, rendezvous by RDMA
+ *                read, matching of tagged and untagged receives
+ *   fab_mr.c     memory registration (local descriptors; no remote access yet)
+ *   fab_param.c  CVIA_FI_* (compiled into libcorevia: the library's table
+ *                list names it, as for the DSM)
+ *
+ * Protocol (one corevia tag per endpoint id, FAB_TAG_BASE + epid, on which
+ * the endpoint keeps CVIA_FI_RX_DEPTH receives posted from any live rank):
+ *   EAGER  header + payload, for messages up to CVIA_FI_EAGER;
+ *   RTS    header + the sender's buffer as a read-only corevia region: the
+ *          receiver that matches it reads the bytes straight into the
+ *          receive buffer (cvia_read: one copy by CMA or the arena on a
+ *          host, segmented datagrams between hosts), then sends
+ *   FIN    back to the sender's endpoint, which completes the send.
+ * Messages between a pair of endpoints are matched in the order they were
+ * sent (FI_ORDER_SAS): corevia delivers a pair's messages in order and the
+ * endpoint consumes its posted receives in the order it posted them. */
+#ifndef COREVIA_FABRIC_FAB_H
+#define COREVIA_FABRIC_FAB_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <corevia/corevia.h>
+#include "fabric/fab_cfg.h"
+
+#define FAB_NAME        "corevia"
+#define FAB_VERSION     FI_VERSION(0, 1)
+#define FAB_TAG_BASE    0x7fff0000       /* corevia tag of endpoint id 0 */
+#define FAB_MAX_EP      0xffff
+#define FAB_IOV_MAX     4
+#define FAB_NAME_MAGIC  0x49465643u      /* "CVFI" */
+
+#define fab_of(ptr, type, member) \
+    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* What fi_getname() gives: enough to reach the endpoint from any rank of
+ * the same corevia job. The job id is a one-way hash of the job key. */
+struct fab_name {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t epid;
+    int32_t  rank;
+    uint32_t pad;
+    uint64_t job;
+};
+
+enum { FAB_OP_EAGER = 1, FAB_OP_RTS, FAB_OP_FIN };
+#define FAB_H_TAGGED 0x1     /* fi_tsend* (else fi_send*): matched separately */
+#define FAB_H_DATA   0x2     /* carries remote CQ data */
+
+struct fab_hdr {
+    uint8_t  op;
+    uint8_t  flags;          /* FAB_H_* */
+    uint16_t src_epid;
+    int32_t  status;         /* FIN: 0 or the receiver's negative error */
+    uint64_t tag;
+    uint64_t data;
+    uint64_t len;            /* message length (EAGER: the payload's) */
+    uint64_t cookie;         /* RTS / FIN: the sender's handle */
+};
+
+struct fab_rts {
+    struct fab_hdr h;
+    cvia_mr_desc_t desc;     /* the sender's buffer, remote-read only */
+};
+
+/* ---- objects ------------------------------------------------------------ */
+
+struct fab_fabric {
+    struct fid_fabric fid;
+};
+
+struct fab_domain {
+    struct fid_domain fid;
+    struct fab_fabric *fabric;
+    enum fi_threading threading;
+    atomic_int refs;         /* AVs, CQs, endpoints, MRs open on it */
+};
+
+struct fab_av_entry {
+    int32_t  rank;           /* -1: removed */
+    uint16_t epid;
+};
+
+struct fab_av {
+    struct fid_av fid;
+    struct fab_domain *dom;
+    enum fi_av_type type;
+    pthread_mutex_t lock;
+    struct fab_av_entry *e;
+    size_t n, cap;
+    atomic_int refs;         /* endpoints bound */
+};
+
+/* One completion, in the largest format; the formats are prefixes of it. */
+struct fab_cqe {
+    struct fi_cq_tagged_entry e;
+    fi_addr_t src;
+};
+
+struct fab_cqerr {
+    struct fab_cqerr *next;
+    struct fi_cq_err_entry e;
+};
+
+struct fab_ep;
+
+struct fab_cq {
+    struct fid_cq fid;
+    struct fab_domain *dom;
+    size_t esize;            /* bytes of one entry in the format asked for */
+    pthread_mutex_t lock;
+    struct fab_cqe *ring;
+    size_t head, len, cap;
+    struct fab_cqerr *err_head, *err_tail;
+    struct fab_ep *eps[8];   /* endpoints to progress when read */
+    int neps;
+    atomic_int refs;
+};
+
+struct fab_cntr {
+    struct fid_cntr fid;
+    struct fab_domain *dom;
+    atomic_uint_least64_t val, err;
+    struct fab_ep *eps[8];
+    int neps;
+    pthread_mutex_t lock;
+    atomic_int refs;
+};
+
+struct fab_mr {
+    struct fid_mr fid;
+    struct fab_domain *dom;
+    const void *buf;
+    size_t len;
+};
+
+/* A posted receive. */
+struct fab_rx {
+    struct fab_rx *next, *prev;
+    void    *context;
+    uint64_t flags;          /* FI_TAGGED or FI_MSG, and the op flags */
+    uint64_t tag, ignore;
+    int32_t  src_rank;       /* -1: any */
+    int32_t  src_epid;
+    size_t   iov_count, cap;
+    struct iovec iov[FAB_IOV_MAX];
+};
+
+/* A message no receive has matched yet. */
+struct fab_unexp {
+    struct fab_unexp *next, *prev;
+    int32_t  rank;
+    uint16_t epid;
+    uint8_t  op, hflags;
+    uint64_t tag, data, len;
+    void    *payload;        /* EAGER: a copy of the bytes (NULL if none) */
+    struct fab_rts rts;      /* RTS */
+    void    *claimed;        /* FI_CLAIM: the context that owns it */
+};
+
+/* An operation that waits for corevia: a send (eager, RTS then FIN, or a
+ * control message), or the read of a rendezvous. */
+enum { FAB_TX_EAGER = 1, FAB_TX_RTS, FAB_TX_CTRL, FAB_RD };
+struct fab_op {
+    struct fab_op *next;
+    int      kind;
+    cvia_req_t req;          /* NULL once corevia completed it */
+    int      req_rc;
+    int      fin;            /* RTS: the FIN came (with fin_rc) */
+    int      fin_rc;
+    void    *context;
+    uint64_t flags;          /* completion flags (FI_SEND | FI_TAGGED ...) */
+    int      report;         /* generate a completion */
+    int32_t  rank;           /* the peer */
+    uint16_t epid;
+    size_t   len;            /* bytes of the message (RD: msg length) */
+    uint64_t tag, data;
+    void    *wire;           /* what corevia sends: header (+ payload) */
+    cvia_mr_t mr;            /* RTS: the registered send buffer */
+    void    *bounce;         /* RTS/RD with several iovs: contiguous copy */
+    struct fab_rx *rx;       /* RD: the receive being filled */
+    uint64_t cookie;         /* RD: the sender's handle */
+};
+
+/* A corevia receive kept posted for arrivals. */
+struct fab_slot {
+    cvia_req_t req;
+    char      *buf;
+};
+
+struct fab_ep {
+    struct fid_ep fid;
+    struct fab_domain *dom;
+    struct fab_av *av;
+    struct fab_cq *tx_cq, *rx_cq;
+    struct fab_cntr *tx_cntr, *rx_cntr;
+    int      tx_selective, rx_selective;
+    uint64_t tx_op_flags, rx_op_flags;
+    uint64_t caps;
+    int      enabled;
+    uint16_t epid;
+    pthread_mutex_t lock;
+    /* posted and unexpected, tagged (0) and untagged (1) */
+    struct fab_rx    *posted_head[2], *posted_tail[2];
+    struct fab_unexp *unexp_head[2], *unexp_tail[2];
+    struct fab_op *ops;          /* sends and reads in flight */
+    struct fab_slot *slots;      /* cfg.rx_depth, consumed in posting order */
+    size_t   slot_size, next_slot;
+    int      nlost_seen;
+    double   next_check;
+    uint64_t cookie_gen;
+};
+
+/* ---- shared helpers -------------------------------------------------------- */
+
+extern struct fi_provider fab_prov;
+extern struct fab_cfg fab_cfg;
+
+/* fab_prov.c */
+int  fab_core_acquire(void);        /* corevia initialized (by us or the app) */
+void fab_core_release(void);
+int  fab_errno(int cvia_rc);        /* a corevia code as a negative FI_* code */
+uint64_t fab_now_ns(void);
+
+/* fab_av.c */
+int  fab_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+                 struct fid_av **av, void *context);
+int  fab_av_resolve(struct fab_av *av, fi_addr_t addr, int32_t *rank, uint16_t *epid);
+fi_addr_t fab_av_reverse(struct fab_av *av, int32_t rank, uint16_t epid);
+
+/* fab_cq.c */
+int  fab_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+                 struct fid_cq **cq, void *context);
+int  fab_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+                 void *context);
+int  fab_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+                   struct fid_cntr **cntr, void *context);
+int  fab_cq_add_ep(struct fab_cq *cq, struct fab_ep *ep);
+void fab_cq_del_ep(struct fab_cq *cq, struct fab_ep *ep);
+int  fab_cntr_add_ep(struct fab_cntr *c, struct fab_ep *ep);
+void fab_cntr_del_ep(struct fab_cntr *c, struct fab_ep *ep);
+void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+                 void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
+void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+                     uint64_t data, uint64_t tag, size_t olen, int err, int prov_errno);
+
+/* fab_ep.c */
+int  fab_ep_open(struct fid_domain *domain, struct fi_info *info,
+                 struct fid_ep **ep, void *context);
+void fab_ep_progress(struct fab_ep *ep);          /* takes ep->lock */
+
+/* fab_msg.c (ep->lock held) */
+extern struct fi_ops_msg fab_msg_ops;
+extern struct fi_ops_tagged fab_tagged_ops;
+void fab_progress_locked(struct fab_ep *ep);
+int  fab_slot_post(struct fab_ep *ep, size_t i);
+void fab_ep_flush(struct fab_ep *ep, int err);    /* fail everything left */
+int  fab_cancel_locked(struct fab_ep *ep, void *context);
+
+/* fab_mr.c */
+extern struct fi_ops_mr fab_mr_ops;
+
+#endif

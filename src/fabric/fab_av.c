@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Address vector: the names from fi_getname() (rank, endpoint id, job) as
+ * fi_addr_t. Both types are one table; an fi_addr_t is the index of the
+ * insertion, which FI_AV_TABLE requires and FI_AV_MAP allows. A name of
+ * another corevia job (another job id) is refused: corevia reaches only
+ * the ranks of its own job, and single copy is only ever done between
+ * them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/fab.h"
+
+static int fab_name_check(const struct fab_name *n)
+{
+    if (n->magic != FAB_NAME_MAGIC || n->version != 1)
+        return -FI_EINVAL;
+    if (n->job != cvia_job_id() || n->rank < 0 || n->rank >= cvia_size())
+        return -FI_EADDRNOTAVAIL;
+    return 0;
+}
+
+static int fab_av_insert(struct fid_av *fav, const void *addr, size_t count,
+                         fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+    struct fab_av *av = fab_of(fav, struct fab_av, fid);
+    const struct fab_name *names = addr;
+    int done = 0;
+
+    if (flags)
+        return -FI_EBADFLAGS;
+    if (count && !addr)
+        return -FI_EINVAL;
+    pthread_mutex_lock(&av->lock);
+    if (av->n + count > av->cap) {
+        size_t cap = av->cap ? av->cap : 64;
+        while (cap < av->n + count)
+            cap *= 2;
+        struct fab_av_entry *e = realloc(av->e, cap * sizeof(*e));
+        if (!e) {
+            pthread_mutex_unlock(&av->lock);
+            return -FI_ENOMEM;
+        }
+        av->e = e;
+        av->cap = cap;
+    }
+    for (size_t i = 0; i < count; i++) {
+        struct fab_name n;
+
+        memcpy(&n, &names[i], sizeof(n));
+        if (fab_name_check(&n)) {
+            if (fi_addr)
+                fi_addr[i] = FI_ADDR_NOTAVAIL;
+            continue;
+        }
+        av->e[av->n] = (struct fab_av_entry){ n.rank, n.epid };
+        if (fi_addr)
+            fi_addr[i] = av->n;
+        av->n++;
+        done++;
+    }
+    pthread_mutex_unlock(&av->lock);
+    return done;
+}
+
+static int fab_av_insertsvc(struct fid_av *av, const char *node, const char *service,
+                            fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+    return -FI_ENOSYS;   /* corevia names are not host:port pairs */
+}
+
+static int fab_av_insertsym(struct fid_av *av, const char *node, size_t nodecnt,
+                            const char *service, size_t svccnt, fi_addr_t *fi_addr,
+                            uint64_t flags, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+{
+    struct fab_av *av = fab_of(fav, struct fab_av, fid);
+    int rc = 0;
+
+    pthread_mutex_lock(&av->lock);
+    for (size_t i = 0; i < count; i++) {
+        if (fi_addr[i] >= av->n)
+            rc = -FI_EINVAL;
+        else
+            av->e[fi_addr[i]].rank = -1;
+    }
+    pthread_mutex_unlock(&av->lock);
+    return rc;
+}
+
+static int fab_av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *addrlen)
+{
+    struct fab_av *av = fab_of(fav, struct fab_av, fid);
+    struct fab_name n = { FAB_NAME_MAGIC, 1, 0, 0, 0, cvia_job_id() };
+    int32_t rank;
+    uint16_t epid;
+
+    if (fab_av_resolve(av, fi_addr, &rank, &epid))
+        return -FI_EINVAL;
+    n.rank = rank;
+    n.epid = epid;
+    memcpy(addr, &n, *addrlen < sizeof(n) ? *addrlen : sizeof(n));
+    *addrlen = sizeof(n);
+    return 0;
+}
+
+static const char *fab_av_straddr(struct fid_av *av, const void *addr, char *buf, size_t *len)
+{
+    struct fab_name n;
+    char tmp[96];
+    int k;
+
+    memcpy(&n, addr, sizeof(n));
+    k = snprintf(tmp, sizeof(tmp), "corevia://%016llx/%d/%u", (unsigned long long)n.job,
+                 (int)n.rank, (unsigned)n.epid);
+    if (*len) {
+        size_t c = (size_t)k + 1 < *len ? (size_t)k + 1 : *len;
+        memcpy(buf, tmp, c - 1);
+        buf[c - 1] = '\0';
+    }
+    *len = (size_t)k + 1;
+    return buf;
+}
+
+static int fab_av_set(struct fid_av *av, struct fi_av_set_attr *attr,
+                      struct fid_av_set **av_set, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_av fab_av_ops = {
+    .size = sizeof(struct fi_ops_av),
+    .insert = fab_av_insert,
+    .insertsvc = fab_av_insertsvc,
+    .insertsym = fab_av_insertsym,
+    .remove = fab_av_remove,
+    .lookup = fab_av_lookup,
+    .straddr = fab_av_straddr,
+    .av_set = fab_av_set,
+};
+
+static int fab_av_close(struct fid *fid)
+{
+    struct fab_av *av = fab_of(fid, struct fab_av, fid.fid);
+
+    if (atomic_load(&av->refs))
+        return -FI_EBUSY;
+    atomic_fetch_sub(&av->dom->refs, 1);
+    pthread_mutex_destroy(&av->lock);
+    free(av->e);
+    free(av);
+    fab_core_release();
+    return 0;
+}
+
+static int fab_av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    return -FI_ENOSYS;   /* no event queue: inserts complete at once */
+}
+
+static int fab_av_control(struct fid *fid, int command, void *arg)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_av_ops_open(struct fid *fid, const char *name, uint64_t flags,
+                           void **ops, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops fab_av_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = fab_av_close,
+    .bind = fab_av_bind,
+    .control = fab_av_control,
+    .ops_open = fab_av_ops_open,
+};
+
+int fab_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+                struct fid_av **fav, void *context)
+{
+    struct fab_domain *dom = fab_of(domain, struct fab_domain, fid);
+    struct fab_av *av;
+    int rc;
+
+    if (attr) {
+        if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP && attr->type != FI_AV_TABLE)
+            return -FI_EINVAL;
+        if (attr->name || attr->rx_ctx_bits || (attr->flags & ~(uint64_t)0))
+            return -FI_ENOSYS;   /* no shared AVs, no scalable endpoints, no events */
+    }
+    /* the names carry the job's id: the core must be up to check them */
+    if ((rc = fab_core_acquire()))
+        return fab_errno(rc);
+    if (!(av = calloc(1, sizeof(*av)))) {
+        fab_core_release();
+        return -FI_ENOMEM;
+    }
+    av->dom = dom;
+    av->type = attr && attr->type != FI_AV_UNSPEC ? attr->type : FI_AV_MAP;
+    pthread_mutex_init(&av->lock, NULL);
+    av->fid.fid.fclass = FI_CLASS_AV;
+    av->fid.fid.context = context;
+    av->fid.fid.ops = &fab_av_fi_ops;
+    av->fid.ops = &fab_av_ops;
+    atomic_fetch_add(&dom->refs, 1);
+    *fav = &av->fid;
+    return 0;
+}
+
+int fab_av_resolve(struct fab_av *av, fi_addr_t addr, int32_t *rank, uint16_t *epid)
+{
+    int rc = -FI_EINVAL;
+
+    pthread_mutex_lock(&av->lock);
+    if (addr < av->n && av->e[addr].rank >= 0) {
+        *rank = av->e[addr].rank;
+        *epid = av->e[addr].epid;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&av->lock);
+    return rc;
+}
+
+fi_addr_t fab_av_reverse(struct fab_av *av, int32_t rank, uint16_t epid)
+{
+    fi_addr_t a = FI_ADDR_NOTAVAIL;
+
+    if (!av)
+        return a;
+    pthread_mutex_lock(&av->lock);
+    /* MPI inserts every rank in rank order: try the rank's own index first */
+    if ((size_t)rank < av->n && av->e[rank].rank == rank && av->e[rank].epid == epid)
+        a = (fi_addr_t)rank;
+    else
+        for (size_t i = 0; i < av->n; i++)
+            if (av->e[i].rank == rank && av->e[i].epid == epid) {
+                a = i;
+                break;
+            }
+    pthread_mutex_unlock(&av->lock);
+    return a;
+}

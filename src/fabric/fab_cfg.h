@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* CVIA_FI_* values (table in fab_param.c, compiled into libcorevia). */
+#ifndef COREVIA_FABRIC_FAB_CFG_H
+#define COREVIA_FABRIC_FAB_CFG_H
+
+#include <stddef.h>
+
+#include "util/param.h"
+
+struct fab_cfg {
+    size_t eager;        /* largest message sent with its header */
+    long   rx_depth;     /* corevia receives kept posted per endpoint */
+    size_t inject;       /* inject_size reported */
+    double liveness;     /* how often an endpoint with work looks for dead peers */
+};
+
+extern const struct cvia_param_table cvia__fab_param_table;
+
+#endif

@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Completion queues and counters. Reading one drives the progress of the
+ * endpoints bound to it (FI_PROGRESS_MANUAL: corevia starts no thread).
+ * A queue grows as needed (FI_RM_ENABLED: an application never overruns
+ * it); errors wait in their own list and make fi_cq_read return
+ * -FI_EAVAIL until fi_cq_readerr takes them, as libfabric specifies. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fabric/fab.h"
+
+static void fab_cq_progress(struct fab_cq *cq)
+{
+    struct fab_ep *eps[8];
+    int n;
+
+    pthread_mutex_lock(&cq->lock);
+    n = cq->neps;
+    memcpy(eps, cq->eps, (size_t)n * sizeof(eps[0]));
+    pthread_mutex_unlock(&cq->lock);
+    for (int i = 0; i < n; i++)
+        fab_ep_progress(eps[i]);
+}
+
+static int fab_ep_list_add(struct fab_ep **eps, int *n, struct fab_ep *ep)
+{
+    for (int i = 0; i < *n; i++)
+        if (eps[i] == ep)
+            return 0;
+    if (*n == 8)
+        return -FI_ENOSPC;
+    eps[(*n)++] = ep;
+    return 0;
+}
+
+static void fab_ep_list_del(struct fab_ep **eps, int *n, struct fab_ep *ep)
+{
+    for (int i = 0; i < *n; i++)
+        if (eps[i] == ep) {
+            eps[i] = eps[--*n];
+            return;
+        }
+}
+
+int fab_cq_add_ep(struct fab_cq *cq, struct fab_ep *ep)
+{
+    pthread_mutex_lock(&cq->lock);
+    int rc = fab_ep_list_add(cq->eps, &cq->neps, ep);
+    pthread_mutex_unlock(&cq->lock);
+    return rc;
+}
+
+void fab_cq_del_ep(struct fab_cq *cq, struct fab_ep *ep)
+{
+    pthread_mutex_lock(&cq->lock);
+    fab_ep_list_del(cq->eps, &cq->neps, ep);
+    pthread_mutex_unlock(&cq->lock);
+}
+
+void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+                 void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
+{
+    pthread_mutex_lock(&cq->lock);
+    if (cq->len == cq->cap) {
+        size_t cap = cq->cap * 2;
+        struct fab_cqe *r = malloc(cap * sizeof(*r));
+        if (!r) {   /* keep the event: report it as an error instead */
+            pthread_mutex_unlock(&cq->lock);
+            fab_cq_push_err(cq, ctx, flags, len, data, tag, 0, FI_ENOMEM, 0);
+            return;
+        }
+        for (size_t i = 0; i < cq->len; i++)
+            r[i] = cq->ring[(cq->head + i) % cq->cap];
+        free(cq->ring);
+        cq->ring = r;
+        cq->head = 0;
+        cq->cap = cap;
+    }
+    struct fab_cqe *e = &cq->ring[(cq->head + cq->len++) % cq->cap];
+    e->e = (struct fi_cq_tagged_entry){ ctx, flags, len, buf, data, tag };
+    e->src = src;
+    pthread_mutex_unlock(&cq->lock);
+}
+
+void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+                     uint64_t data, uint64_t tag, size_t olen, int err, int prov_errno)
+{
+    struct fab_cqerr *x = calloc(1, sizeof(*x));
+
+    if (!x)
+        return;   /* nothing left to report it with */
+    x->e.op_context = ctx;
+    x->e.flags = flags;
+    x->e.len = len;
+    x->e.data = data;
+    x->e.tag = tag;
+    x->e.olen = olen;
+    x->e.err = err;
+    x->e.prov_errno = prov_errno;
+    pthread_mutex_lock(&cq->lock);
+    if (cq->err_tail)
+        cq->err_tail->next = x;
+    else
+        cq->err_head = x;
+    cq->err_tail = x;
+    pthread_mutex_unlock(&cq->lock);
+}
+
+static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t *src)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&cq->lock);
+    if (cq->err_head) {
+        pthread_mutex_unlock(&cq->lock);
+        return -FI_EAVAIL;
+    }
+    for (; n < count && cq->len; n++) {
+        struct fab_cqe *e = &cq->ring[cq->head];
+        memcpy((char *)buf + n * cq->esize, &e->e, cq->esize);
+        if (src)
+            src[n] = e->src;
+        cq->head = (cq->head + 1) % cq->cap;
+        cq->len--;
+    }
+    pthread_mutex_unlock(&cq->lock);
+    return n ? (ssize_t)n : -FI_EAGAIN;
+}
+
+static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
+{
+    struct fab_cq *cq = fab_of(fcq, struct fab_cq, fid);
+
+    fab_cq_progress(cq);
+    return fab_cq_take(cq, buf, count, src);
+}
+
+static ssize_t fab_cq_read(struct fid_cq *fcq, void *buf, size_t count)
+{
+    return fab_cq_readfrom(fcq, buf, count, NULL);
+}
+
+static ssize_t fab_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
+{
+    struct fab_cq *cq = fab_of(fcq, struct fab_cq, fid);
+    struct fab_cqerr *x;
+    uint32_t api = cq->dom->fabric->fid.api_version;
+
+    pthread_mutex_lock(&cq->lock);
+    if (!(x = cq->err_head)) {
+        pthread_mutex_unlock(&cq->lock);
+        return -FI_EAGAIN;
+    }
+    cq->err_head = x->next;
+    if (!cq->err_head)
+        cq->err_tail = NULL;
+    pthread_mutex_unlock(&cq->lock);
+    /* before 1.5 the entry ended at prov_errno and err_data (no size) */
+    if (FI_VERSION_GE(api, FI_VERSION(1, 5))) {
+        void *keep = buf->err_data;
+        size_t keep_size = buf->err_data_size;
+        *buf = x->e;
+        buf->err_data = keep_size ? keep : NULL;
+        buf->err_data_size = 0;
+    } else {
+        memcpy(buf, &x->e, offsetof(struct fi_cq_err_entry, err_data_size));
+        buf->err_data = NULL;
+    }
+    free(x);
+    return 1;
+}
+
+/* Block (bounded by @timeout ms, -1: no bound) until something completes:
+ * poll, then yield, then nap, as corevia's own waits do. */
+static ssize_t fab_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
+                                fi_addr_t *src, const void *cond, int timeout)
+{
+    struct fab_cq *cq = fab_of(fcq, struct fab_cq, fid);
+    uint64_t t0 = fab_now_ns(), now;
+    unsigned idle = 0;
+    ssize_t n;
+
+    for (;;) {
+        fab_cq_progress(cq);
+        if ((n = fab_cq_take(cq, buf, count, src)) != -FI_EAGAIN)
+            return n;
+        now = fab_now_ns();
+        if (timeout >= 0 && now - t0 >= (uint64_t)timeout * 1000000ull)
+            return -FI_EAGAIN;
+        if (++idle < 64)
+            continue;
+        if (now - t0 < 10000000ull) {
+            sched_yield();
+        } else {
+            struct timespec ts = { 0, 50000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static ssize_t fab_cq_sread(struct fid_cq *fcq, void *buf, size_t count,
+                            const void *cond, int timeout)
+{
+    return fab_cq_sreadfrom(fcq, buf, count, NULL, cond, timeout);
+}
+
+static int fab_cq_signal(struct fid_cq *fcq)
+{
+    return 0;
+}
+
+static const char *fab_cq_strerror(struct fid_cq *fcq, int prov_errno, const void *err_data,
+                                   char *buf, size_t len)
+{
+    /* prov_errno is corevia's code, made positive */
+    const char *s = cvia_strerror(prov_errno > 0 ? -prov_errno : prov_errno);
+
+    if (buf && len) {
+        snprintf(buf, len, "%s", s);
+        return buf;
+    }
+    return s;
+}
+
+static struct fi_ops_cq fab_cq_ops = {
+    .size = sizeof(struct fi_ops_cq),
+    .read = fab_cq_read,
+    .readfrom = fab_cq_readfrom,
+    .readerr = fab_cq_readerr,
+    .sread = fab_cq_sread,
+    .sreadfrom = fab_cq_sreadfrom,
+    .signal = fab_cq_signal,
+    .strerror = fab_cq_strerror,
+};
+
+static int fab_cq_close(struct fid *fid)
+{
+    struct fab_cq *cq = fab_of(fid, struct fab_cq, fid.fid);
+
+    if (atomic_load(&cq->refs))
+        return -FI_EBUSY;
+    while (cq->err_head) {
+        struct fab_cqerr *x = cq->err_head;
+        cq->err_head = x->next;
+        free(x);
+    }
+    atomic_fetch_sub(&cq->dom->refs, 1);
+    pthread_mutex_destroy(&cq->lock);
+    free(cq->ring);
+    free(cq);
+    return 0;
+}
+
+static int fab_cq_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_cq_control(struct fid *fid, int command, void *arg)
+{
+    return -FI_ENOSYS;   /* no wait object to hand out */
+}
+
+static int fab_cq_ops_open(struct fid *fid, const char *name, uint64_t flags,
+                           void **ops, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops fab_cq_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = fab_cq_close,
+    .bind = fab_cq_bind,
+    .control = fab_cq_control,
+    .ops_open = fab_cq_ops_open,
+};
+
+int fab_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+                struct fid_cq **fcq, void *context)
+{
+    struct fab_domain *dom = fab_of(domain, struct fab_domain, fid);
+    struct fab_cq *cq;
+    size_t esize;
+
+    switch (attr ? attr->format : FI_CQ_FORMAT_UNSPEC) {
+    case FI_CQ_FORMAT_CONTEXT: esize = sizeof(struct fi_cq_entry); break;
+    case FI_CQ_FORMAT_MSG:     esize = sizeof(struct fi_cq_msg_entry); break;
+    case FI_CQ_FORMAT_DATA:    esize = sizeof(struct fi_cq_data_entry); break;
+    case FI_CQ_FORMAT_UNSPEC:
+    case FI_CQ_FORMAT_TAGGED:  esize = sizeof(struct fi_cq_tagged_entry); break;
+    default: return -FI_ENOSYS;
+    }
+    /* sread/sreadfrom poll with back-off; no fd or mutex is handed out */
+    if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+        return -FI_ENOSYS;
+    if (attr && (attr->wait_cond != FI_CQ_COND_NONE || attr->wait_set))
+        return -FI_ENOSYS;
+    if (!(cq = calloc(1, sizeof(*cq))))
+        return -FI_ENOMEM;
+    cq->cap = attr && attr->size > 64 ? attr->size : 1024;
+    if (!(cq->ring = malloc(cq->cap * sizeof(*cq->ring)))) {
+        free(cq);
+        return -FI_ENOMEM;
+    }
+    cq->dom = dom;
+    cq->esize = esize;
+    pthread_mutex_init(&cq->lock, NULL);
+    cq->fid.fid.fclass = FI_CLASS_CQ;
+    cq->fid.fid.context = context;
+    cq->fid.fid.ops = &fab_cq_fi_ops;
+    cq->fid.ops = &fab_cq_ops;
+    atomic_fetch_add(&dom->refs, 1);
+    *fcq = &cq->fid;
+    return 0;
+}
+
+/* ---- counters ----------------------------------------------------------------- */
+
+int fab_cntr_add_ep(struct fab_cntr *c, struct fab_ep *ep)
+{
+    pthread_mutex_lock(&c->lock);
+    int rc = fab_ep_list_add(c->eps, &c->neps, ep);
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+void fab_cntr_del_ep(struct fab_cntr *c, struct fab_ep *ep)
+{
+    pthread_mutex_lock(&c->lock);
+    fab_ep_list_del(c->eps, &c->neps, ep);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void fab_cntr_progress(struct fab_cntr *c)
+{
+    struct fab_ep *eps[8];
+    int n;
+
+    pthread_mutex_lock(&c->lock);
+    n = c->neps;
+    memcpy(eps, c->eps, (size_t)n * sizeof(eps[0]));
+    pthread_mutex_unlock(&c->lock);
+    for (int i = 0; i < n; i++)
+        fab_ep_progress(eps[i]);
+}
+
+static uint64_t fab_cntr_read(struct fid_cntr *fc)
+{
+    struct fab_cntr *c = fab_of(fc, struct fab_cntr, fid);
+
+    fab_cntr_progress(c);
+    return atomic_load(&c->val);
+}
+
+static uint64_t fab_cntr_readerr(struct fid_cntr *fc)
+{
+    struct fab_cntr *c = fab_of(fc, struct fab_cntr, fid);
+
+    fab_cntr_progress(c);
+    return atomic_load(&c->err);
+}
+
+static int fab_cntr_add(struct fid_cntr *fc, uint64_t v)
+{
+    atomic_fetch_add(&fab_of(fc, struct fab_cntr, fid)->val, v);
+    return 0;
+}
+
+static int fab_cntr_set(struct fid_cntr *fc, uint64_t v)
+{
+    atomic_store(&fab_of(fc, struct fab_cntr, fid)->val, v);
+    return 0;
+}
+
+static int fab_cntr_adderr(struct fid_cntr *fc, uint64_t v)
+{
+    atomic_fetch_add(&fab_of(fc, struct fab_cntr, fid)->err, v);
+    return 0;
+}
+
+static int fab_cntr_seterr(struct fid_cntr *fc, uint64_t v)
+{
+    atomic_store(&fab_of(fc, struct fab_cntr, fid)->err, v);
+    return 0;
+}
+
+static int fab_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
+{
+    struct fab_cntr *c = fab_of(fc, struct fab_cntr, fid);
+    uint64_t t0 = fab_now_ns(), err0 = atomic_load(&c->err);
+    unsigned idle = 0;
+
+    for (;;) {
+        fab_cntr_progress(c);
+        if (atomic_load(&c->val) >= threshold)
+            return 0;
+        if (atomic_load(&c->err) != err0)
+            return -FI_EAVAIL;
+        uint64_t now = fab_now_ns();
+        if (timeout >= 0 && now - t0 >= (uint64_t)timeout * 1000000ull)
+            return -FI_ETIMEDOUT;
+        if (++idle < 64)
+            continue;
+        if (now - t0 < 10000000ull) {
+            sched_yield();
+        } else {
+            struct timespec ts = { 0, 50000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static struct fi_ops_cntr fab_cntr_ops = {
+    .size = sizeof(struct fi_ops_cntr),
+    .read = fab_cntr_read,
+    .readerr = fab_cntr_readerr,
+    .add = fab_cntr_add,
+    .set = fab_cntr_set,
+    .wait = fab_cntr_wait,
+    .adderr = fab_cntr_adderr,
+    .seterr = fab_cntr_seterr,
+};
+
+static int fab_cntr_close(struct fid *fid)
+{
+    struct fab_cntr *c = fab_of(fid, struct fab_cntr, fid.fid);
+
+    if (atomic_load(&c->refs))
+        return -FI_EBUSY;
+    atomic_fetch_sub(&c->dom->refs, 1);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    return 0;
+}
+
+static struct fi_ops fab_cntr_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = fab_cntr_close,
+    .bind = fab_cq_bind,
+    .control = fab_cq_control,
+    .ops_open = fab_cq_ops_open,
+};
+
+int fab_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+                  struct fid_cntr **fc, void *context)
+{
+    struct fab_domain *dom = fab_of(domain, struct fab_domain, fid);
+    struct fab_cntr *c;
+
+    if (attr && attr->events != FI_CNTR_EVENTS_COMP)
+        return -FI_ENOSYS;
+    if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+        return -FI_ENOSYS;
+    if (!(c = calloc(1, sizeof(*c))))
+        return -FI_ENOMEM;
+    c->dom = dom;
+    pthread_mutex_init(&c->lock, NULL);
+    c->fid.fid.fclass = FI_CLASS_CNTR;
+    c->fid.fid.context = context;
+    c->fid.fid.ops = &fab_cntr_fi_ops;
+    c->fid.ops = &fab_cntr_ops;
+    atomic_fetch_add(&dom->refs, 1);
+    *fc = &c->fid;
+    return 0;
+}
+
+/* ---- event queue ------------------------------------------------------------------ */
+
+/* An RDM endpoint of this provider has no connection events and its AV
+ * inserts complete at once, so an event queue only ever reports what the
+ * application writes into it: enough for programs that open one anyway
+ * (fi_pingpong does) and bind it to their endpoint. */
+struct fab_eq_ev {
+    struct fab_eq_ev *next;
+    uint32_t event;
+    size_t len;
+    char data[];
+};
+
+struct fab_eq {
+    struct fid_eq fid;
+    pthread_mutex_t lock;
+    struct fab_eq_ev *head, *tail;
+};
+
+static ssize_t fab_eq_read(struct fid_eq *feq, uint32_t *event, void *buf, size_t len,
+                           uint64_t flags)
+{
+    struct fab_eq *eq = fab_of(feq, struct fab_eq, fid);
+    struct fab_eq_ev *ev;
+    ssize_t n;
+
+    pthread_mutex_lock(&eq->lock);
+    if (!(ev = eq->head)) {
+        pthread_mutex_unlock(&eq->lock);
+        return -FI_EAGAIN;
+    }
+    if (len < ev->len) {
+        pthread_mutex_unlock(&eq->lock);
+        return -FI_ETOOSMALL;
+    }
+    if (!(flags & FI_PEEK)) {
+        eq->head = ev->next;
+        if (!eq->head)
+            eq->tail = NULL;
+    }
+    pthread_mutex_unlock(&eq->lock);
+    if (event)
+        *event = ev->event;
+    memcpy(buf, ev->data, ev->len);
+    n = (ssize_t)ev->len;
+    if (!(flags & FI_PEEK))
+        free(ev);
+    return n;
+}
+
+static ssize_t fab_eq_readerr(struct fid_eq *feq, struct fi_eq_err_entry *buf, uint64_t flags)
+{
+    return -FI_EAGAIN;
+}
+
+static ssize_t fab_eq_write(struct fid_eq *feq, uint32_t event, const void *buf, size_t len,
+                            uint64_t flags)
+{
+    struct fab_eq *eq = fab_of(feq, struct fab_eq, fid);
+    struct fab_eq_ev *ev = malloc(sizeof(*ev) + len);
+
+    if (!ev)
+        return -FI_ENOMEM;
+    ev->next = NULL;
+    ev->event = event;
+    ev->len = len;
+    memcpy(ev->data, buf, len);
+    pthread_mutex_lock(&eq->lock);
+    if (eq->tail)
+        eq->tail->next = ev;
+    else
+        eq->head = ev;
+    eq->tail = ev;
+    pthread_mutex_unlock(&eq->lock);
+    return (ssize_t)len;
+}
+
+static ssize_t fab_eq_sread(struct fid_eq *feq, uint32_t *event, void *buf, size_t len,
+                            int timeout, uint64_t flags)
+{
+    uint64_t t0 = fab_now_ns();
+    ssize_t n;
+
+    while ((n = fab_eq_read(feq, event, buf, len, flags)) == -FI_EAGAIN) {
+        if (timeout >= 0 && fab_now_ns() - t0 >= (uint64_t)timeout * 1000000ull)
+            return -FI_EAGAIN;
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+    }
+    return n;
+}
+
+static const char *fab_eq_strerror(struct fid_eq *feq, int prov_errno, const void *err_data,
+                                   char *buf, size_t len)
+{
+    return fab_cq_strerror(NULL, prov_errno, err_data, buf, len);
+}
+
+static struct fi_ops_eq fab_eq_ops = {
+    .size = sizeof(struct fi_ops_eq),
+    .read = fab_eq_read,
+    .readerr = fab_eq_readerr,
+    .write = fab_eq_write,
+    .sread = fab_eq_sread,
+    .strerror = fab_eq_strerror,
+};
+
+static int fab_eq_close(struct fid *fid)
+{
+    struct fab_eq *eq = fab_of(fid, struct fab_eq, fid.fid);
+
+    while (eq->head) {
+        struct fab_eq_ev *ev = eq->head;
+        eq->head = ev->next;
+        free(ev);
+    }
+    pthread_mutex_destroy(&eq->lock);
+    free(eq);
+    return 0;
+}
+
+static struct fi_ops fab_eq_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = fab_eq_close,
+    .bind = fab_cq_bind,
+    .control = fab_cq_control,
+    .ops_open = fab_cq_ops_open,
+};
+
+int fab_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **feq,
+                void *context)
+{
+    struct fab_eq *eq;
+
+    if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+        return -FI_ENOSYS;
+    if (!(eq = calloc(1, sizeof(*eq))))
+        return -FI_ENOMEM;
+    pthread_mutex_init(&eq->lock, NULL);
+    eq->fid.fid.fclass = FI_CLASS_EQ;
+    eq->fid.fid.context = context;
+    eq->fid.fid.ops = &fab_eq_fi_ops;
+    eq->fid.ops = &fab_eq_ops;
+    *feq = &eq->fid;
+    return 0;
+}

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Endpoints: open (which brings corevia up, through whatever launched the
+ * process: cvia-run, or PMIx under mpirun / srun), bind to an AV, CQs and
+ * counters, enable (post the receive slots), name, cancel, close. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/fab.h"
+
+static atomic_int fab_next_epid;
+
+void fab_ep_progress(struct fab_ep *ep)
+{
+    /* another thread progressing this endpoint does the same work */
+    if (pthread_mutex_trylock(&ep->lock))
+        return;
+    fab_progress_locked(ep);
+    pthread_mutex_unlock(&ep->lock);
+}
+
+static void fab_ep_unbind_all(struct fab_ep *ep)
+{
+    if (ep->tx_cq) {
+        fab_cq_del_ep(ep->tx_cq, ep);
+        atomic_fetch_sub(&ep->tx_cq->refs, 1);
+    }
+    if (ep->rx_cq && ep->rx_cq != ep->tx_cq) {
+        fab_cq_del_ep(ep->rx_cq, ep);
+    }
+    if (ep->rx_cq)
+        atomic_fetch_sub(&ep->rx_cq->refs, 1);
+    if (ep->tx_cntr) {
+        fab_cntr_del_ep(ep->tx_cntr, ep);
+        atomic_fetch_sub(&ep->tx_cntr->refs, 1);
+    }
+    if (ep->rx_cntr) {
+        if (ep->rx_cntr != ep->tx_cntr)
+            fab_cntr_del_ep(ep->rx_cntr, ep);
+        atomic_fetch_sub(&ep->rx_cntr->refs, 1);
+    }
+    if (ep->av)
+        atomic_fetch_sub(&ep->av->refs, 1);
+}
+
+static int fab_ep_close(struct fid *fid)
+{
+    struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
+
+    pthread_mutex_lock(&ep->lock);
+    if (ep->enabled) {
+        fab_ep_flush(ep, -FI_ECANCELED);
+        for (long i = 0; i < fab_cfg.rx_depth; i++) {
+            struct fab_slot *s = &ep->slots[i];
+            /* a slot a message is filling must finish before its buffer goes */
+            if (s->req && cvia_cancel(&s->req))
+                (void)cvia_wait(&s->req, NULL);
+            free(s->buf);
+        }
+        free(ep->slots);
+        ep->enabled = 0;
+    }
+    pthread_mutex_unlock(&ep->lock);
+    fab_ep_unbind_all(ep);
+    atomic_fetch_sub(&ep->dom->refs, 1);
+    pthread_mutex_destroy(&ep->lock);
+    free(ep);
+    fab_core_release();
+    return 0;
+}
+
+static int fab_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
+    int rc = 0;
+
+    if (ep->enabled)
+        return -FI_EOPBADSTATE;
+    switch (bfid->fclass) {
+    case FI_CLASS_AV: {
+        struct fab_av *av = fab_of(bfid, struct fab_av, fid.fid);
+        if (ep->av)
+            return -FI_EINVAL;
+        ep->av = av;
+        atomic_fetch_add(&av->refs, 1);
+        return 0;
+    }
+    case FI_CLASS_CQ: {
+        struct fab_cq *cq = fab_of(bfid, struct fab_cq, fid.fid);
+        if (flags & ~(uint64_t)(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
+            return -FI_EBADFLAGS;
+        if (((flags & FI_TRANSMIT) && ep->tx_cq) || ((flags & FI_RECV) && ep->rx_cq))
+            return -FI_EINVAL;
+        if ((rc = fab_cq_add_ep(cq, ep)))
+            return rc;
+        if (flags & FI_TRANSMIT) {
+            ep->tx_cq = cq;
+            ep->tx_selective = !!(flags & FI_SELECTIVE_COMPLETION);
+            atomic_fetch_add(&cq->refs, 1);
+        }
+        if (flags & FI_RECV) {
+            ep->rx_cq = cq;
+            ep->rx_selective = !!(flags & FI_SELECTIVE_COMPLETION);
+            atomic_fetch_add(&cq->refs, 1);
+        }
+        return 0;
+    }
+    case FI_CLASS_CNTR: {
+        struct fab_cntr *c = fab_of(bfid, struct fab_cntr, fid.fid);
+        if (flags & ~(uint64_t)(FI_SEND | FI_RECV))
+            return -FI_EBADFLAGS;   /* no counting of RMA: no FI_RMA */
+        if (((flags & FI_SEND) && ep->tx_cntr) || ((flags & FI_RECV) && ep->rx_cntr))
+            return -FI_EINVAL;
+        if ((rc = fab_cntr_add_ep(c, ep)))
+            return rc;
+        if (flags & FI_SEND) {
+            ep->tx_cntr = c;
+            atomic_fetch_add(&c->refs, 1);
+        }
+        if (flags & FI_RECV) {
+            ep->rx_cntr = c;
+            atomic_fetch_add(&c->refs, 1);
+        }
+        return 0;
+    }
+    case FI_CLASS_EQ:
+        return 0;   /* an RDM endpoint here has no connection events */
+    default:
+        return -FI_ENOSYS;
+    }
+}
+
+static int fab_ep_enable(struct fab_ep *ep)
+{
+    size_t depth = (size_t)fab_cfg.rx_depth;
+    int rc;
+
+    if (ep->enabled)
+        return 0;
+    if (!ep->av || (!ep->tx_cq && !ep->tx_cntr) || (!ep->rx_cq && !ep->rx_cntr))
+        return -FI_ENOCQ;
+    ep->slot_size = sizeof(struct fab_hdr) + fab_cfg.eager;
+    if (ep->slot_size < sizeof(struct fab_rts))
+        ep->slot_size = sizeof(struct fab_rts);
+    if (!(ep->slots = calloc(depth, sizeof(*ep->slots))))
+        return -FI_ENOMEM;
+    for (size_t i = 0; i < depth; i++) {
+        if (!(ep->slots[i].buf = malloc(ep->slot_size)) || (rc = fab_slot_post(ep, i))) {
+            rc = ep->slots[i].buf ? fab_errno(rc) : -FI_ENOMEM;
+            for (size_t j = 0; j <= i; j++) {
+                if (ep->slots[j].req)
+                    (void)cvia_cancel(&ep->slots[j].req);
+                free(ep->slots[j].buf);
+            }
+            free(ep->slots);
+            ep->slots = NULL;
+            return rc;
+        }
+    }
+    ep->next_slot = 0;
+    ep->nlost_seen = 0;
+    ep->enabled = 1;
+    return 0;
+}
+
+static int fab_ep_control(struct fid *fid, int command, void *arg)
+{
+    struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
+    int rc;
+
+    switch (command) {
+    case FI_ENABLE:
+        pthread_mutex_lock(&ep->lock);
+        rc = fab_ep_enable(ep);
+        pthread_mutex_unlock(&ep->lock);
+        return rc;
+    case FI_GETOPSFLAG: {
+        uint64_t *f = arg;
+        if (!f)
+            return -FI_EINVAL;
+        if (*f & FI_TRANSMIT)
+            *f = ep->tx_op_flags;
+        else if (*f & FI_RECV)
+            *f = ep->rx_op_flags;
+        else
+            return -FI_EINVAL;
+        return 0;
+    }
+    case FI_SETOPSFLAG: {
+        uint64_t *f = arg;
+        if (!f)
+            return -FI_EINVAL;
+        if (*f & FI_TRANSMIT)
+            ep->tx_op_flags = *f & ~(uint64_t)FI_TRANSMIT;
+        else if (*f & FI_RECV)
+            ep->rx_op_flags = *f & ~(uint64_t)FI_RECV;
+        else
+            return -FI_EINVAL;
+        return 0;
+    }
+    default:
+        return -FI_ENOSYS;
+    }
+}
+
+static int fab_ep_ops_open(struct fid *fid, const char *name, uint64_t flags,
+                           void **ops, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops fab_ep_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = fab_ep_close,
+    .bind = fab_ep_bind,
+    .control = fab_ep_control,
+    .ops_open = fab_ep_ops_open,
+};
+
+static ssize_t fab_ep_cancel(fid_t fid, void *context)
+{
+    struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
+    ssize_t rc;
+
+    pthread_mutex_lock(&ep->lock);
+    rc = fab_cancel_locked(ep, context);
+    pthread_mutex_unlock(&ep->lock);
+    return rc;
+}
+
+static int fab_ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+    if (level != FI_OPT_ENDPOINT)
+        return -FI_ENOPROTOOPT;
+    if (optname == FI_OPT_MIN_MULTI_RECV || optname == FI_OPT_CM_DATA_SIZE) {
+        if (!optlen || *optlen < sizeof(size_t))
+            return -FI_ETOOSMALL;
+        *(size_t *)optval = 0;
+        *optlen = sizeof(size_t);
+        return 0;
+    }
+    return -FI_ENOPROTOOPT;
+}
+
+static int fab_ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+    return -FI_ENOPROTOOPT;
+}
+
+static int fab_no_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+                      struct fid_ep **tx_ep, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+                         struct fid_ep **rx_ep, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static ssize_t fab_size_left(struct fid_ep *ep)
+{
+    return 1 << 16;   /* queues grow: FI_RM_ENABLED */
+}
+
+static struct fi_ops_ep fab_ep_ops = {
+    .size = sizeof(struct fi_ops_ep),
+    .cancel = fab_ep_cancel,
+    .getopt = fab_ep_getopt,
+    .setopt = fab_ep_setopt,
+    .tx_ctx = fab_no_ctx,
+    .rx_ctx = fab_no_rx_ctx,
+    .rx_size_left = fab_size_left,
+    .tx_size_left = fab_size_left,
+};
+
+static int fab_ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+    struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
+    struct fab_name n = { FAB_NAME_MAGIC, 1, ep->epid, cvia_rank(), 0, cvia_job_id() };
+    size_t cap = *addrlen;
+
+    *addrlen = sizeof(n);
+    if (cap < sizeof(n))
+        return -FI_ETOOSMALL;
+    memcpy(addr, &n, sizeof(n));
+    return 0;
+}
+
+static int fab_ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+    return -FI_ENOSYS;   /* a name is the rank's and the endpoint's */
+}
+
+static int fab_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t len)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_no_listen(struct fid_pep *pep)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_no_accept(struct fid_ep *ep, const void *param, size_t len)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t len)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_no_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+                       struct fid_mc **mc, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm fab_cm_ops = {
+    .size = sizeof(struct fi_ops_cm),
+    .setname = fab_ep_setname,
+    .getname = fab_ep_getname,
+    .getpeer = fab_no_getpeer,
+    .connect = fab_no_connect,
+    .listen = fab_no_listen,
+    .accept = fab_no_accept,
+    .reject = fab_no_reject,
+    .shutdown = fab_no_shutdown,
+    .join = fab_no_join,
+};
+
+int fab_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep,
+                void *context)
+{
+    struct fab_domain *dom = fab_of(domain, struct fab_domain, fid);
+    struct fab_ep *ep;
+    int rc, id;
+
+    if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+        return -FI_EINVAL;
+    if (info->caps & (FI_RMA | FI_ATOMIC))
+        return -FI_EOPNOTSUPP;
+    if ((id = atomic_fetch_add(&fab_next_epid, 1)) > FAB_MAX_EP)
+        return -FI_ENOSPC;
+    if ((rc = fab_core_acquire()))
+        return fab_errno(rc);
+    if (!(ep = calloc(1, sizeof(*ep)))) {
+        fab_core_release();
+        return -FI_ENOMEM;
+    }
+    ep->dom = dom;
+    ep->epid = (uint16_t)id;
+    ep->caps = info->caps ? info->caps : (FI_MSG | FI_TAGGED | FI_DIRECTED_RECV);
+    ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+    ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+    pthread_mutex_init(&ep->lock, NULL);
+    ep->fid.fid.fclass = FI_CLASS_EP;
+    ep->fid.fid.context = context;
+    ep->fid.fid.ops = &fab_ep_fi_ops;
+    ep->fid.ops = &fab_ep_ops;
+    ep->fid.cm = &fab_cm_ops;
+    ep->fid.msg = &fab_msg_ops;
+    ep->fid.tagged = &fab_tagged_ops;
+    /* no FI_RMA, FI_ATOMIC or collectives offered: those tables stay NULL */
+    atomic_fetch_add(&dom->refs, 1);
+    *fep = &ep->fid;
+    return 0;
+}

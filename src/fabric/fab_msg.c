@@ -1,0 +1,789 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Messages over corevia: sending (eager, or RTS then FIN), matching arrivals
+ * against posted receives (tagged with ignore bits, untagged, directed or
+ * not), the unexpected queues with peek / claim / discard, and the reads
+ * of rendezvous. Every function here runs with ep->lock held; corevia is
+ * thread-safe underneath, and the provider calls it without any of its
+ * completion-queue locks held. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/fab.h"
+
+/* ---- completions -------------------------------------------------------- */
+
+static uint64_t fab_kind(int tagged)
+{
+    return tagged ? FI_TAGGED : FI_MSG;
+}
+
+static void fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
+{
+    if (rc == 0) {
+        if (ep->tx_cntr)
+            atomic_fetch_add(&ep->tx_cntr->val, 1);
+        if (op->report && ep->tx_cq)
+            fab_cq_push(ep->tx_cq, op->context, op->flags, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+        return;
+    }
+    if (ep->tx_cntr)
+        atomic_fetch_add(&ep->tx_cntr->err, 1);
+    if (ep->tx_cq)   /* errors are reported whatever the completion flags */
+        fab_cq_push_err(ep->tx_cq, op->context, op->flags, 0, 0, 0, 0,
+                        -fab_errno(rc), rc < 0 ? -rc : rc);
+}
+
+/* A receive got its message (@msg_len bytes were sent, at most rx->cap
+ * of them are in the buffer), or failed with @rc. */
+static void fab_rx_done(struct fab_ep *ep, struct fab_rx *rx, int rc, size_t msg_len,
+                        uint64_t tag, uint64_t data, int hflags, int32_t rank, uint16_t epid)
+{
+    uint64_t flags = FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG));
+    size_t got = msg_len < rx->cap ? msg_len : rx->cap;
+
+    if (hflags & FAB_H_DATA)
+        flags |= FI_REMOTE_CQ_DATA;
+    if (rc == 0 && msg_len > rx->cap)
+        rc = -CVIA_ETRUNC;
+    if (rc == 0) {
+        if (ep->rx_cntr)
+            atomic_fetch_add(&ep->rx_cntr->val, 1);
+        if (ep->rx_cq && (!ep->rx_selective || (rx->flags & FI_COMPLETION))) {
+            fi_addr_t src = ep->caps & FI_SOURCE ? fab_av_reverse(ep->av, rank, epid)
+                                                 : FI_ADDR_NOTAVAIL;
+            fab_cq_push(ep->rx_cq, rx->context, flags, got, NULL, data, tag, src);
+        }
+    } else {
+        if (ep->rx_cntr)
+            atomic_fetch_add(&ep->rx_cntr->err, 1);
+        if (ep->rx_cq)
+            fab_cq_push_err(ep->rx_cq, rx->context, flags, got, data, tag,
+                            rc == -CVIA_ETRUNC ? msg_len - got : 0, -fab_errno(rc),
+                            rc < 0 ? -rc : rc);
+    }
+    free(rx);
+}
+
+/* ---- queues ------------------------------------------------------------------ */
+
+#define Q_APPEND(head, tail, x) do {            \
+        (x)->next = NULL; (x)->prev = (tail);   \
+        if (tail) (tail)->next = (x); else (head) = (x); \
+        (tail) = (x);                           \
+    } while (0)
+#define Q_REMOVE(head, tail, x) do {                            \
+        if ((x)->prev) (x)->prev->next = (x)->next; else (head) = (x)->next; \
+        if ((x)->next) (x)->next->prev = (x)->prev; else (tail) = (x)->prev; \
+        (x)->next = (x)->prev = NULL;                           \
+    } while (0)
+
+static int fab_matches(const struct fab_rx *rx, int32_t rank, uint16_t epid, uint64_t tag)
+{
+    if (rx->src_rank >= 0 && (rx->src_rank != rank || rx->src_epid != epid))
+        return 0;
+    return !(rx->flags & FI_TAGGED) || ((rx->tag ^ tag) & ~rx->ignore) == 0;
+}
+
+static size_t fab_scatter(const struct fab_rx *rx, const char *src, size_t n)
+{
+    size_t off = 0;
+
+    for (size_t i = 0; i < rx->iov_count && off < n; i++) {
+        size_t k = rx->iov[i].iov_len < n - off ? rx->iov[i].iov_len : n - off;
+        memcpy(rx->iov[i].iov_base, src + off, k);
+        off += k;
+    }
+    return off;
+}
+
+static void fab_op_link(struct fab_ep *ep, struct fab_op *op)
+{
+    op->next = ep->ops;
+    ep->ops = op;
+}
+
+static void fab_op_free(struct fab_op *op)
+{
+    if (op->mr)
+        cvia_mr_dereg(op->mr);
+    free(op->wire);
+    free(op->bounce);
+    free(op);
+}
+
+/* ---- sending ------------------------------------------------------------------- */
+
+/* A control message (FIN) to (@rank, @epid): nobody waits for it. */
+static void fab_send_fin(struct fab_ep *ep, int32_t rank, uint16_t epid, uint64_t cookie, int rc)
+{
+    struct fab_hdr *h = calloc(1, sizeof(*h));
+    cvia_req_t req = NULL;
+    int done = 0;
+
+    if (!h)
+        return;   /* the sender then learns only from liveness: logged by corevia */
+    h->op = FAB_OP_FIN;
+    h->src_epid = ep->epid;
+    h->status = rc;
+    h->cookie = cookie;
+    if (cvia_isend(h, sizeof(*h), rank, FAB_TAG_BASE + epid, &req)) {
+        free(h);
+        return;
+    }
+    cvia_reap(&req, &done, NULL);
+    if (done) {
+        free(h);
+        return;
+    }
+    struct fab_op *op = calloc(1, sizeof(*op));
+    if (!op) {   /* keep the buffer alive until it is sent */
+        (void)cvia_wait(&req, NULL);
+        free(h);
+        return;
+    }
+    op->kind = FAB_TX_CTRL;
+    op->req = req;
+    op->wire = h;
+    op->rank = rank;
+    fab_op_link(ep, op);
+}
+
+static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count,
+                        fi_addr_t dest, uint64_t tag, uint64_t data, int hflags,
+                        void *context, uint64_t flags, int tagged)
+{
+    int32_t rank;
+    uint16_t epid;
+    size_t len = 0;
+    int rc, done = 0, report;
+    cvia_req_t req = NULL;
+    struct fab_op *op;
+
+    if (!ep->enabled)
+        return -FI_EOPBADSTATE;
+    if (count > FAB_IOV_MAX)
+        return -FI_EINVAL;
+    if (!ep->av || fab_av_resolve(ep->av, dest, &rank, &epid))
+        return -FI_EINVAL;
+    for (size_t i = 0; i < count; i++)
+        len += iov[i].iov_len;
+    if ((flags & FI_INJECT) && len > fab_cfg.inject)
+        return -FI_EMSGSIZE;
+    report = !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
+    if (tagged)
+        hflags |= FAB_H_TAGGED;
+
+    if (len <= fab_cfg.eager) {
+        struct fab_hdr *h = malloc(sizeof(*h) + len);
+        char *p;
+
+        if (!h)
+            return -FI_EAGAIN;
+        *h = (struct fab_hdr){ .op = FAB_OP_EAGER, .flags = (uint8_t)hflags,
+                               .src_epid = ep->epid, .tag = tag, .data = data, .len = len };
+        p = (char *)(h + 1);
+        for (size_t i = 0; i < count; i++) {
+            memcpy(p, iov[i].iov_base, iov[i].iov_len);
+            p += iov[i].iov_len;
+        }
+        rc = cvia_isend(h, sizeof(*h) + len, rank, FAB_TAG_BASE + epid, &req);
+        if (rc) {
+            free(h);
+            return fab_errno(rc);
+        }
+        rc = cvia_reap(&req, &done, NULL);
+        if (done) {   /* buffered at once (a ring slot on this host) */
+            struct fab_op tmp = { .context = context, .report = report,
+                                  .flags = FI_SEND | fab_kind(tagged) };
+            free(h);
+            fab_tx_done(ep, &tmp, rc);
+            return 0;
+        }
+        if (!(op = calloc(1, sizeof(*op)))) {
+            (void)cvia_wait(&req, NULL);
+            free(h);
+            return -FI_ENOMEM;
+        }
+        op->kind = FAB_TX_EAGER;
+        op->req = req;
+        op->wire = h;
+    } else {
+        /* rendezvous: the receiver reads the buffer itself, once */
+        struct fab_rts *r;
+        const void *buf = count ? iov[0].iov_base : NULL;
+
+        if (!(op = calloc(1, sizeof(*op))) || !(r = calloc(1, sizeof(*r)))) {
+            free(op);
+            return -FI_EAGAIN;
+        }
+        op->wire = r;
+        if (count > 1) {
+            char *p = op->bounce = malloc(len);
+            if (!p) {
+                fab_op_free(op);
+                return -FI_EAGAIN;
+            }
+            for (size_t i = 0; i < count; i++) {
+                memcpy(p, iov[i].iov_base, iov[i].iov_len);
+                p += iov[i].iov_len;
+            }
+            buf = op->bounce;
+        }
+        rc = cvia_mr_reg((void *)buf, len, CVIA_MR_REMOTE_READ, &op->mr);
+        if (rc == 0)
+            rc = cvia_mr_desc(op->mr, &r->desc);
+        if (rc) {
+            fab_op_free(op);
+            return fab_errno(rc);
+        }
+        r->h = (struct fab_hdr){ .op = FAB_OP_RTS, .flags = (uint8_t)hflags,
+                                 .src_epid = ep->epid, .tag = tag, .data = data, .len = len,
+                                 .cookie = ++ep->cookie_gen };
+        op->cookie = r->h.cookie;
+        rc = cvia_isend(r, sizeof(*r), rank, FAB_TAG_BASE + epid, &op->req);
+        if (rc) {
+            fab_op_free(op);
+            return fab_errno(rc);
+        }
+        op->kind = FAB_TX_RTS;
+    }
+    op->context = context;
+    op->flags = FI_SEND | fab_kind(tagged);
+    op->report = report;
+    op->rank = rank;
+    op->epid = epid;
+    op->len = len;
+    fab_op_link(ep, op);
+    return 0;
+}
+
+/* ---- receiving ---------------------------------------------------------------- */
+
+static void fab_read_finish(struct fab_ep *ep, struct fab_op *op, int rc)
+{
+    struct fab_rx *rx = op->rx;
+
+    if (rc == 0 && op->bounce)
+        fab_scatter(rx, op->bounce, op->len < rx->cap ? op->len : rx->cap);
+    fab_send_fin(ep, op->rank, op->epid, op->cookie, rc);
+    fab_rx_done(ep, rx, rc, op->len, op->tag, op->data, (int)op->flags, op->rank, op->epid);
+    op->rx = NULL;
+}
+
+/* Hand message @u (already off the queues, or built from an arrival) to @rx. */
+static void fab_deliver(struct fab_ep *ep, struct fab_rx *rx, int32_t rank, uint16_t epid,
+                        int op_kind, int hflags, uint64_t tag, uint64_t data, uint64_t len,
+                        const void *payload, const struct fab_rts *rts)
+{
+    if (op_kind == FAB_OP_EAGER) {
+        if (len)
+            fab_scatter(rx, payload, len < rx->cap ? len : rx->cap);
+        fab_rx_done(ep, rx, 0, len, tag, data, hflags, rank, epid);
+        return;
+    }
+    /* RTS: read min(len, cap) bytes from the sender's region */
+    struct fab_op *op = calloc(1, sizeof(*op));
+    size_t n = len < rx->cap ? len : rx->cap;
+    void *dst = rx->iov_count ? rx->iov[0].iov_base : NULL;
+    int rc = 0;
+
+    if (!op) {
+        fab_send_fin(ep, rank, epid, rts->h.cookie, -ENOMEM);
+        fab_rx_done(ep, rx, -ENOMEM, len, tag, data, hflags, rank, epid);
+        return;
+    }
+    op->kind = FAB_RD;
+    op->rx = rx;
+    op->rank = rank;
+    op->epid = epid;
+    op->len = len;
+    op->tag = tag;
+    op->data = data;
+    op->flags = (uint64_t)hflags;
+    op->cookie = rts->h.cookie;
+    if (n && rx->iov_count > 1 && !(dst = op->bounce = malloc(n)))
+        rc = -ENOMEM;
+    if (rc == 0 && n)
+        rc = cvia_read(dst, n, &rts->desc, 0, &op->req);
+    if (rc || !n) {
+        fab_read_finish(ep, op, rc);
+        fab_op_free(op);
+        return;
+    }
+    fab_op_link(ep, op);
+}
+
+static void fab_unexp_free(struct fab_unexp *u)
+{
+    free(u->payload);
+    free(u);
+}
+
+/* A message arrived in a slot: a FIN for one of our sends, or a message
+ * for a posted receive, or one that waits in the unexpected queue. */
+static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
+{
+    const struct fab_hdr *h = (const void *)buf;
+    int q;
+
+    if (n < sizeof(*h))
+        return;   /* not ours to make sense of: corevia checked the tag only */
+    if (h->op == FAB_OP_FIN) {
+        for (struct fab_op *op = ep->ops; op; op = op->next)
+            if (op->kind == FAB_TX_RTS && op->cookie == h->cookie && op->rank == rank &&
+                !op->fin) {
+                op->fin = 1;
+                op->fin_rc = h->status;
+                break;
+            }
+        return;
+    }
+    if ((h->op != FAB_OP_EAGER && h->op != FAB_OP_RTS) ||
+        (h->op == FAB_OP_EAGER && n - sizeof(*h) != h->len) ||
+        (h->op == FAB_OP_RTS && n != sizeof(struct fab_rts)))
+        return;
+    q = h->flags & FAB_H_TAGGED ? 0 : 1;
+    for (struct fab_rx *rx = ep->posted_head[q]; rx; rx = rx->next)
+        if (fab_matches(rx, rank, h->src_epid, h->tag)) {
+            Q_REMOVE(ep->posted_head[q], ep->posted_tail[q], rx);
+            fab_deliver(ep, rx, rank, h->src_epid, h->op, h->flags, h->tag, h->data, h->len,
+                        h + 1, (const struct fab_rts *)(const void *)buf);
+            return;
+        }
+    struct fab_unexp *u = calloc(1, sizeof(*u));
+    if (!u)
+        return;   /* lost: nothing can be done without memory */
+    u->rank = rank;
+    u->epid = h->src_epid;
+    u->op = h->op;
+    u->hflags = h->flags;
+    u->tag = h->tag;
+    u->data = h->data;
+    u->len = h->len;
+    if (h->op == FAB_OP_RTS) {
+        memcpy(&u->rts, buf, sizeof(u->rts));
+    } else if (h->len) {
+        if (!(u->payload = malloc(h->len))) {
+            free(u);
+            return;
+        }
+        memcpy(u->payload, h + 1, h->len);
+    }
+    Q_APPEND(ep->unexp_head[q], ep->unexp_tail[q], u);
+}
+
+int fab_slot_post(struct fab_ep *ep, size_t i)
+{
+    return cvia_irecv(ep->slots[i].buf, ep->slot_size, CVIA_ANY_LIVE_SOURCE,
+                      FAB_TAG_BASE + ep->epid, &ep->slots[i].req);
+}
+
+/* Operations that involve a peer corevia now knows to be gone. */
+static void fab_fail_lost(struct fab_ep *ep)
+{
+    for (int q = 0; q < 2; q++) {
+        struct fab_rx *rx = ep->posted_head[q], *next;
+        for (; rx; rx = next) {
+            next = rx->next;
+            if (rx->src_rank >= 0 && cvia_peer_alive(rx->src_rank) == 0) {
+                Q_REMOVE(ep->posted_head[q], ep->posted_tail[q], rx);
+                fab_rx_done(ep, rx, -CVIA_ENOPEER, 0, rx->tag, 0, 0, rx->src_rank,
+                            (uint16_t)rx->src_epid);
+            }
+        }
+    }
+    for (struct fab_op *op = ep->ops; op; op = op->next)
+        if (op->kind == FAB_TX_RTS && !op->fin && cvia_peer_alive(op->rank) == 0) {
+            op->fin = 1;
+            op->fin_rc = -CVIA_ENOPEER;
+        }
+}
+
+void fab_progress_locked(struct fab_ep *ep)
+{
+    size_t depth = (size_t)fab_cfg.rx_depth;
+
+    if (!ep->enabled)
+        return;
+    cvia_progress();
+    /* arrivals, in the order the slots were posted (= corevia's matching order) */
+    for (size_t k = 0; k < depth; k++) {
+        struct fab_slot *s = &ep->slots[ep->next_slot];
+        cvia_status_t st;
+        int done = 0, rc;
+
+        if (!s->req)
+            break;   /* a slot corevia failed: the endpoint is shutting down */
+        rc = cvia_reap(&s->req, &done, &st);
+        if (!done)
+            break;
+        if (rc == 0)
+            fab_arrive(ep, st.source, s->buf, st.len);
+        if (rc == 0 || rc == -CVIA_ETRUNC)
+            rc = fab_slot_post(ep, ep->next_slot);
+        if (rc)
+            s->req = NULL;
+        ep->next_slot = (ep->next_slot + 1) % depth;
+    }
+    /* sends and reads in flight */
+    for (struct fab_op **pp = &ep->ops, *op; (op = *pp);) {
+        int done = 1, rc = op->req_rc, finished = 0;
+
+        if (op->req) {
+            rc = cvia_reap(&op->req, &done, NULL);
+            op->req_rc = rc;
+        }
+        if (done) {
+            switch (op->kind) {
+            case FAB_TX_EAGER:
+                fab_tx_done(ep, op, rc);
+                finished = 1;
+                break;
+            case FAB_TX_CTRL:
+                finished = 1;
+                break;
+            case FAB_TX_RTS:
+                if (rc || op->fin) {
+                    fab_tx_done(ep, op, rc ? rc : op->fin_rc);
+                    finished = 1;
+                }
+                break;
+            case FAB_RD:
+                fab_read_finish(ep, op, rc);
+                finished = 1;
+                break;
+            }
+        }
+        if (finished) {
+            *pp = op->next;
+            fab_op_free(op);
+        } else {
+            pp = &op->next;
+        }
+    }
+    /* dead peers: corevia notices them in waits; we only ever poll */
+    if (ep->ops || ep->posted_head[0] || ep->posted_head[1]) {
+        uint64_t now = fab_now_ns();
+        if ((double)now * 1e-9 >= ep->next_check) {
+            int lost = cvia_check_peers();
+            ep->next_check = (double)now * 1e-9 + fab_cfg.liveness;
+            if (lost > ep->nlost_seen) {
+                ep->nlost_seen = lost;
+                fab_fail_lost(ep);
+            }
+        }
+    }
+}
+
+/* Receive side of every receive call. */
+static ssize_t fab_recv(struct fab_ep *ep, const struct iovec *iov, size_t count,
+                        fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
+                        uint64_t flags, int tagged)
+{
+    int q = tagged ? 0 : 1;
+    int32_t rank = -1;
+    uint16_t epid = 0;
+    struct fab_unexp *u;
+    struct fab_rx *rx;
+
+    if (!ep->enabled)
+        return -FI_EOPBADSTATE;
+    if (count > FAB_IOV_MAX)
+        return -FI_EINVAL;
+    if (src != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV) &&
+        (!ep->av || fab_av_resolve(ep->av, src, &rank, &epid)))
+        return -FI_EINVAL;
+
+    if (flags & FI_PEEK) {
+        fab_progress_locked(ep);
+        for (u = ep->unexp_head[q]; u; u = u->next)
+            if (!u->claimed && (rank < 0 || (u->rank == rank && u->epid == epid)) &&
+                (!tagged || ((u->tag ^ tag) & ~ignore) == 0))
+                break;
+        if (!u) {
+            if (ep->rx_cq)
+                fab_cq_push_err(ep->rx_cq, context, FI_RECV | fab_kind(tagged), 0, 0, tag,
+                                0, FI_ENOMSG, 0);
+            return 0;
+        }
+        uint64_t cf = FI_RECV | fab_kind(tagged) | (u->hflags & FAB_H_DATA ? FI_REMOTE_CQ_DATA : 0);
+        fi_addr_t from = ep->caps & FI_SOURCE ? fab_av_reverse(ep->av, u->rank, u->epid)
+                                              : FI_ADDR_NOTAVAIL;
+        if (ep->rx_cq)
+            fab_cq_push(ep->rx_cq, context, cf, u->len, NULL, u->data, u->tag, from);
+        if (flags & FI_DISCARD) {
+            Q_REMOVE(ep->unexp_head[q], ep->unexp_tail[q], u);
+            if (u->op == FAB_OP_RTS)
+                fab_send_fin(ep, u->rank, u->epid, u->rts.h.cookie, 0);
+            fab_unexp_free(u);
+        } else if (flags & FI_CLAIM) {
+            u->claimed = context;
+        }
+        return 0;
+    }
+
+    if (!(rx = calloc(1, sizeof(*rx))))
+        return -FI_EAGAIN;
+    rx->context = context;
+    rx->flags = flags | fab_kind(tagged);
+    rx->tag = tag;
+    rx->ignore = ignore;
+    rx->src_rank = rank;
+    rx->src_epid = epid;
+    rx->iov_count = count;
+    for (size_t i = 0; i < count; i++) {
+        rx->iov[i] = iov[i];
+        rx->cap += iov[i].iov_len;
+    }
+
+    if (flags & FI_CLAIM) {   /* the message a peek claimed for @context */
+        for (u = ep->unexp_head[q]; u && u->claimed != context; u = u->next)
+            ;
+        if (!u) {
+            free(rx);
+            return -FI_EINVAL;
+        }
+    } else {
+        for (u = ep->unexp_head[q]; u; u = u->next)
+            if (!u->claimed && fab_matches(rx, u->rank, u->epid, u->tag))
+                break;
+    }
+    if (!u) {
+        Q_APPEND(ep->posted_head[q], ep->posted_tail[q], rx);
+        return 0;
+    }
+    Q_REMOVE(ep->unexp_head[q], ep->unexp_tail[q], u);
+    if (flags & FI_DISCARD) {
+        if (u->op == FAB_OP_RTS)
+            fab_send_fin(ep, u->rank, u->epid, u->rts.h.cookie, 0);
+        rx->cap = 0;
+        fab_rx_done(ep, rx, 0, 0, u->tag, u->data, u->hflags, u->rank, u->epid);
+    } else {
+        fab_deliver(ep, rx, u->rank, u->epid, u->op, u->hflags, u->tag, u->data, u->len,
+                    u->payload, &u->rts);
+    }
+    fab_unexp_free(u);
+    return 0;
+}
+
+int fab_cancel_locked(struct fab_ep *ep, void *context)
+{
+    for (int q = 0; q < 2; q++)
+        for (struct fab_rx *rx = ep->posted_head[q]; rx; rx = rx->next)
+            if (rx->context == context) {
+                Q_REMOVE(ep->posted_head[q], ep->posted_tail[q], rx);
+                if (ep->rx_cq)
+                    fab_cq_push_err(ep->rx_cq, context, FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG)),
+                                    0, 0, rx->tag, 0, FI_ECANCELED, 0);
+                free(rx);
+                return 0;
+            }
+    return -FI_ENOENT;
+}
+
+/* Closing: receives still posted and messages never received are dropped;
+ * sends still in flight are given corevia's liveness bound to finish. */
+void fab_ep_flush(struct fab_ep *ep, int err)
+{
+    for (int q = 0; q < 2; q++) {
+        while (ep->posted_head[q]) {
+            struct fab_rx *rx = ep->posted_head[q];
+            Q_REMOVE(ep->posted_head[q], ep->posted_tail[q], rx);
+            free(rx);
+        }
+        while (ep->unexp_head[q]) {
+            struct fab_unexp *u = ep->unexp_head[q];
+            Q_REMOVE(ep->unexp_head[q], ep->unexp_tail[q], u);
+            if (u->op == FAB_OP_RTS)   /* let its sender go */
+                fab_send_fin(ep, u->rank, u->epid, u->rts.h.cookie, err);
+            fab_unexp_free(u);
+        }
+    }
+    /* corevia requests must end before their buffers go: wait for them */
+    while (ep->ops) {
+        struct fab_op *op = ep->ops;
+        ep->ops = op->next;
+        if (op->req)
+            (void)cvia_wait(&op->req, NULL);
+        if (op->kind == FAB_RD && op->rx)
+            free(op->rx);
+        fab_op_free(op);
+    }
+}
+
+/* ---- the operation tables --------------------------------------------------------- */
+
+static struct fab_ep *fab_ep_of(struct fid_ep *fep)
+{
+    return fab_of(fep, struct fab_ep, fid);
+}
+
+#define LOCKED(ep, expr) ({ ssize_t _r; pthread_mutex_lock(&(ep)->lock); _r = (expr); \
+                            pthread_mutex_unlock(&(ep)->lock); _r; })
+
+static ssize_t fab_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+                         fi_addr_t dest, uint64_t tag, void *context)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    struct iovec v = { (void *)buf, len };
+    return LOCKED(ep, fab_send(ep, &v, 1, dest, tag, 0, 0, context, ep->tx_op_flags, 1));
+}
+
+static ssize_t fab_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+                          size_t count, fi_addr_t dest, uint64_t tag, void *context)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    return LOCKED(ep, fab_send(ep, iov, count, dest, tag, 0, 0, context, ep->tx_op_flags, 1));
+}
+
+static ssize_t fab_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    int hf = flags & FI_REMOTE_CQ_DATA ? FAB_H_DATA : 0;
+    return LOCKED(ep, fab_send(ep, m->msg_iov, m->iov_count, m->addr, m->tag, m->data, hf,
+                               m->context, flags, 1));
+}
+
+static ssize_t fab_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
+                           uint64_t tag)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    struct iovec v = { (void *)buf, len };
+    return LOCKED(ep, fab_send(ep, &v, 1, dest, tag, 0, 0, NULL, FI_INJECT, 1));
+}
+
+static ssize_t fab_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+                             uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    struct iovec v = { (void *)buf, len };
+    return LOCKED(ep, fab_send(ep, &v, 1, dest, tag, data, FAB_H_DATA, context,
+                               ep->tx_op_flags, 1));
+}
+
+static ssize_t fab_tinjectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
+                               fi_addr_t dest, uint64_t tag)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    struct iovec v = { (void *)buf, len };
+    return LOCKED(ep, fab_send(ep, &v, 1, dest, tag, data, FAB_H_DATA, NULL, FI_INJECT, 1));
+}
+
+static ssize_t fab_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+                         fi_addr_t src, uint64_t tag, uint64_t ignore, void *context)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    struct iovec v = { buf, len };
+    return LOCKED(ep, fab_recv(ep, &v, 1, src, tag, ignore, context, ep->rx_op_flags, 1));
+}
+
+static ssize_t fab_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+                          size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
+                          void *context)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    return LOCKED(ep, fab_recv(ep, iov, count, src, tag, ignore, context, ep->rx_op_flags, 1));
+}
+
+static ssize_t fab_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    return LOCKED(ep, fab_recv(ep, m->msg_iov, m->iov_count, m->addr, m->tag, m->ignore,
+                               m->context, flags, 1));
+}
+
+struct fi_ops_tagged fab_tagged_ops = {
+    .size = sizeof(struct fi_ops_tagged),
+    .recv = fab_trecv,
+    .recvv = fab_trecvv,
+    .recvmsg = fab_trecvmsg,
+    .send = fab_tsend,
+    .sendv = fab_tsendv,
+    .sendmsg = fab_tsendmsg,
+    .inject = fab_tinject,
+    .senddata = fab_tsenddata,
+    .injectdata = fab_tinjectdata,
+};
+
+static ssize_t fab_msend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+                         fi_addr_t dest, void *context)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    struct iovec v = { (void *)buf, len };
+    return LOCKED(ep, fab_send(ep, &v, 1, dest, 0, 0, 0, context, ep->tx_op_flags, 0));
+}
+
+static ssize_t fab_msendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+                          size_t count, fi_addr_t dest, void *context)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    return LOCKED(ep, fab_send(ep, iov, count, dest, 0, 0, 0, context, ep->tx_op_flags, 0));
+}
+
+static ssize_t fab_msendmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    int hf = flags & FI_REMOTE_CQ_DATA ? FAB_H_DATA : 0;
+    return LOCKED(ep, fab_send(ep, m->msg_iov, m->iov_count, m->addr, 0, m->data, hf,
+                               m->context, flags, 0));
+}
+
+static ssize_t fab_minject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    struct iovec v = { (void *)buf, len };
+    return LOCKED(ep, fab_send(ep, &v, 1, dest, 0, 0, 0, NULL, FI_INJECT, 0));
+}
+
+static ssize_t fab_msenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+                             uint64_t data, fi_addr_t dest, void *context)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    struct iovec v = { (void *)buf, len };
+    return LOCKED(ep, fab_send(ep, &v, 1, dest, 0, data, FAB_H_DATA, context,
+                               ep->tx_op_flags, 0));
+}
+
+static ssize_t fab_minjectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
+                               fi_addr_t dest)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    struct iovec v = { (void *)buf, len };
+    return LOCKED(ep, fab_send(ep, &v, 1, dest, 0, data, FAB_H_DATA, NULL, FI_INJECT, 0));
+}
+
+static ssize_t fab_mrecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+                         fi_addr_t src, void *context)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    struct iovec v = { buf, len };
+    return LOCKED(ep, fab_recv(ep, &v, 1, src, 0, 0, context, ep->rx_op_flags, 0));
+}
+
+static ssize_t fab_mrecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+                          size_t count, fi_addr_t src, void *context)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    return LOCKED(ep, fab_recv(ep, iov, count, src, 0, 0, context, ep->rx_op_flags, 0));
+}
+
+static ssize_t fab_mrecvmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags)
+{
+    struct fab_ep *ep = fab_ep_of(fep);
+    return LOCKED(ep, fab_recv(ep, m->msg_iov, m->iov_count, m->addr, 0, 0, m->context,
+                               flags, 0));
+}
+
+struct fi_ops_msg fab_msg_ops = {
+    .size = sizeof(struct fi_ops_msg),
+    .recv = fab_mrecv,
+    .recvv = fab_mrecvv,
+    .recvmsg = fab_mrecvmsg,
+    .send = fab_msend,
+    .sendv = fab_msendv,
+    .sendmsg = fab_msendmsg,
+    .inject = fab_minject,
+    .senddata = fab_msenddata,
+    .injectdata = fab_minjectdata,
+};

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* CVIA_FI_* variables of the libfabric provider: the only place they are
+ * documented (cvia-info and man/cvia-config.7.md are generated from this
+ * table). Compiled into libcorevia, read by libcorevia-fi.so. */
+#include <stddef.h>
+
+#include "fabric/fab_cfg.h"
+
+static const struct cvia_param fab_params[] = {
+    { "EAGER", "16k", CVIA_PARAM_SIZE, offsetof(struct fab_cfg, eager),
+      "libfabric provider: the largest message sent in one piece with its "
+      "header (copied into the receiver's posted buffer, then into the "
+      "application's); longer ones go by rendezvous, the receiver reading "
+      "the bytes once, straight into its buffer.", 0, 1 << 24, NULL },
+    { "RX_DEPTH", "16", CVIA_PARAM_INT, offsetof(struct fab_cfg, rx_depth),
+      "libfabric provider: corevia receives each endpoint keeps posted for "
+      "arriving messages (each of CVIA_FI_EAGER bytes plus a header).",
+      1, 4096, NULL },
+    { "INJECT", "4k", CVIA_PARAM_SIZE, offsetof(struct fab_cfg, inject),
+      "libfabric provider: inject_size it reports (fi_inject and FI_INJECT "
+      "up to this size; at most CVIA_FI_EAGER).", 0, 1 << 24, NULL },
+    { "LIVENESS", "20ms", CVIA_PARAM_TIME, offsetof(struct fab_cfg, liveness),
+      "libfabric provider: how often an endpoint with operations in flight "
+      "asks corevia for dead peers while its completion queue is polled; "
+      "the operations involving a dead peer then complete with FI_EIO.",
+      0, 0, NULL },
+    { NULL }
+};
+
+const struct cvia_param_table cvia__fab_param_table = {
+    .component = "fi", .prefix = "FI_", .params = fab_params,
+    .cfg_size = sizeof(struct fab_cfg),
+};

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The provider's entry: fi_prov_ini, getinfo, fabric and domain objects,
+ * and the corevia core's lifetime under libfabric. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fabric/fab.h"
+
+struct fab_cfg fab_cfg;
+static int fab_cfg_rc = 1;     /* 1: not loaded yet */
+static pthread_mutex_t fab_core_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fab_core_refs;      /* endpoints using the core */
+static int fab_core_ours;      /* we called cvia_init (so we finalize) */
+
+uint64_t fab_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int fab_errno(int rc)
+{
+    if (rc >= 0)
+        return 0;
+    switch (-rc) {
+    case CVIA_ETRUNC:   return -FI_ETRUNC;
+    case CVIA_ENOPEER:
+    case CVIA_EABORT:   return -FI_EIO;
+    case CVIA_ENOINIT:  return -FI_EOPBADSTATE;
+    case CVIA_ECONFIG:  return -FI_EINVAL;
+    case EACCES:        return -FI_EACCES;
+    case ENOMEM:        return -FI_ENOMEM;
+    case EINVAL:        return -FI_EINVAL;
+    case EFAULT:        return -FI_EFAULT;
+    case EAGAIN:        return -FI_EAGAIN;
+    default:            return -FI_EOTHER;
+    }
+}
+
+/* CVIA_FI_*: read once; garbage names the variable (cvia's logger). */
+static int fab_load_cfg(void)
+{
+    pthread_mutex_lock(&fab_core_lock);
+    if (fab_cfg_rc == 1) {
+        fab_cfg_rc = cvia__param_load(&cvia__fab_param_table, &fab_cfg);
+        if (fab_cfg.inject > fab_cfg.eager)
+            fab_cfg.inject = fab_cfg.eager;
+    }
+    pthread_mutex_unlock(&fab_core_lock);
+    return fab_cfg_rc;
+}
+
+int fab_core_acquire(void)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&fab_core_lock);
+    if (fab_core_refs == 0 && !cvia_initialized()) {
+        rc = cvia_init(NULL, NULL);
+        fab_core_ours = rc == 0;
+    }
+    if (rc == 0)
+        fab_core_refs++;
+    pthread_mutex_unlock(&fab_core_lock);
+    return rc;
+}
+
+void fab_core_release(void)
+{
+    pthread_mutex_lock(&fab_core_lock);
+    if (--fab_core_refs == 0 && fab_core_ours) {
+        /* every rank closes its endpoint at the end (MPI_Finalize): the
+         * core's closing barrier is collective; a dead peer fails it fast */
+        (void)cvia_finalize();
+        fab_core_ours = 0;
+    }
+    pthread_mutex_unlock(&fab_core_lock);
+}
+
+/* ---- getinfo --------------------------------------------------------------- */
+
+#define FAB_PRIMARY_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | \
+                          FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define FAB_SECONDARY_CAPS (FI_SOURCE | FI_REMOTE_CQ_DATA)
+#define FAB_CAPS (FAB_PRIMARY_CAPS | FAB_SECONDARY_CAPS)
+#define FAB_OP_FLAGS (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | \
+                      FI_DELIVERY_COMPLETE)
+#define FAB_TAG_FORMAT 0xaaaaaaaaaaaaaaaaull   /* FI_TAG_GENERIC: all 64 bits */
+
+static int fab_hints_ok(uint32_t version, const struct fi_info *h)
+{
+    if (!h)
+        return 1;
+    if (h->caps & ~FAB_CAPS)
+        return 0;
+    if (h->addr_format != FI_FORMAT_UNSPEC)
+        return 0;
+    if (h->ep_attr) {
+        if (h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_RDM)
+            return 0;
+        if (h->ep_attr->protocol != FI_PROTO_UNSPEC)
+            return 0;
+        if (h->ep_attr->max_msg_size > SIZE_MAX / 2)
+            return 0;
+        if (h->ep_attr->tx_ctx_cnt > 1 || h->ep_attr->rx_ctx_cnt > 1)
+            return 0;
+    }
+    if (h->tx_attr) {
+        if (h->tx_attr->caps & ~FAB_CAPS)
+            return 0;
+        if (h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS)
+            return 0;
+        if (h->tx_attr->comp_order & ~(uint64_t)FI_ORDER_NONE)
+            return 0;
+        if (h->tx_attr->op_flags & ~(uint64_t)FAB_OP_FLAGS)
+            return 0;
+        if (h->tx_attr->iov_limit > FAB_IOV_MAX)
+            return 0;
+        if (h->tx_attr->inject_size > fab_cfg.inject)
+            return 0;
+    }
+    if (h->rx_attr) {
+        if (h->rx_attr->caps & ~FAB_CAPS)
+            return 0;
+        if (h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS)
+            return 0;
+        if (h->rx_attr->comp_order & ~(uint64_t)FI_ORDER_NONE)
+            return 0;
+        if (h->rx_attr->op_flags & ~(uint64_t)FI_COMPLETION)
+            return 0;
+        if (h->rx_attr->iov_limit > FAB_IOV_MAX)
+            return 0;
+        if (h->rx_attr->total_buffered_recv)
+            return 0;
+    }
+    if (h->domain_attr) {
+        const struct fi_domain_attr *d = h->domain_attr;
+
+        if (d->name && strcmp(d->name, FAB_NAME))
+            return 0;
+        /* no progress thread: the application's calls drive everything */
+        if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
+            return 0;
+        if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
+            return 0;
+        if (d->cq_data_size > 8)
+            return 0;
+        if (d->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM))
+            return 0;
+        if (d->auth_key_size)
+            return 0;
+        /* mr_mode: messaging needs no registration, so any mode will do */
+    }
+    if (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, FAB_NAME))
+        return 0;
+    return 1;
+}
+
+static int fab_getinfo(uint32_t version, const char *node, const char *service,
+                       uint64_t flags, const struct fi_info *hints, struct fi_info **info)
+{
+    struct fi_info *fi;
+    uint64_t caps;
+
+    *info = NULL;
+    if (fab_load_cfg())
+        return -FI_EINVAL;
+    /* names are exchanged, never resolved from a host and port */
+    if (node || service || (flags & FI_SOURCE))
+        return -FI_ENODATA;
+    if (!fab_hints_ok(version, hints))
+        return -FI_ENODATA;
+    if (!(fi = fi_allocinfo()))
+        return -FI_ENOMEM;
+
+    caps = FAB_CAPS;
+    if (hints && hints->caps) {
+        /* what was asked, plus the primary caps implied when none were named */
+        caps = hints->caps;
+        if (!(caps & (FI_MSG | FI_TAGGED)))
+            caps |= FI_MSG | FI_TAGGED;
+        if (!(caps & (FI_SEND | FI_RECV)))
+            caps |= FI_SEND | FI_RECV;
+        if (!(caps & (FI_LOCAL_COMM | FI_REMOTE_COMM)))
+            caps |= FI_LOCAL_COMM | FI_REMOTE_COMM;
+        caps &= FAB_CAPS;
+    }
+    fi->caps = caps;
+    fi->mode = 0;            /* FI_CONTEXT and friends: not needed */
+    fi->addr_format = FI_FORMAT_UNSPEC;
+
+    fi->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_SEND | FI_LOCAL_COMM | FI_REMOTE_COMM);
+    fi->tx_attr->mode = 0;
+    fi->tx_attr->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
+    fi->tx_attr->msg_order = FI_ORDER_SAS;
+    fi->tx_attr->comp_order = FI_ORDER_NONE;
+    fi->tx_attr->inject_size = fab_cfg.inject;
+    fi->tx_attr->size = 1 << 16;
+    fi->tx_attr->iov_limit = FAB_IOV_MAX;
+    fi->tx_attr->rma_iov_limit = 0;
+
+    fi->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
+                                FI_REMOTE_CQ_DATA | FI_LOCAL_COMM | FI_REMOTE_COMM);
+    fi->rx_attr->mode = 0;
+    fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
+    fi->rx_attr->msg_order = FI_ORDER_SAS;
+    fi->rx_attr->comp_order = FI_ORDER_NONE;
+    fi->rx_attr->total_buffered_recv = 0;
+    fi->rx_attr->size = 1 << 16;
+    fi->rx_attr->iov_limit = FAB_IOV_MAX;
+
+    fi->ep_attr->type = FI_EP_RDM;
+    fi->ep_attr->protocol = FI_PROTO_UNSPEC;
+    fi->ep_attr->protocol_version = 1;
+    fi->ep_attr->max_msg_size = SIZE_MAX / 2;
+    fi->ep_attr->msg_prefix_size = 0;
+    fi->ep_attr->mem_tag_format = FAB_TAG_FORMAT;
+    fi->ep_attr->tx_ctx_cnt = 1;
+    fi->ep_attr->rx_ctx_cnt = 1;
+
+    fi->domain_attr->name = strdup(FAB_NAME);
+    fi->domain_attr->threading = hints && hints->domain_attr &&
+        hints->domain_attr->threading != FI_THREAD_UNSPEC ?
+        hints->domain_attr->threading : FI_THREAD_SAFE;
+    fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+    fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+    fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
+    fi->domain_attr->av_type = hints && hints->domain_attr &&
+        hints->domain_attr->av_type != FI_AV_UNSPEC ? hints->domain_attr->av_type : FI_AV_MAP;
+    fi->domain_attr->mr_mode = FI_VERSION_GE(version, FI_VERSION(1, 5)) ? 0 : FI_MR_SCALABLE;
+    fi->domain_attr->mr_key_size = 8;
+    fi->domain_attr->cq_data_size = 8;
+    fi->domain_attr->cq_cnt = 64;
+    fi->domain_attr->ep_cnt = FAB_MAX_EP;
+    fi->domain_attr->tx_ctx_cnt = FAB_MAX_EP;
+    fi->domain_attr->rx_ctx_cnt = FAB_MAX_EP;
+    fi->domain_attr->max_ep_tx_ctx = 1;
+    fi->domain_attr->max_ep_rx_ctx = 1;
+    fi->domain_attr->cntr_cnt = 64;
+    fi->domain_attr->mr_iov_limit = 1;
+    fi->domain_attr->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+    fi->domain_attr->mr_cnt = 1 << 16;
+
+    fi->fabric_attr->name = strdup(FAB_NAME);
+    fi->fabric_attr->prov_version = FAB_VERSION;
+    fi->fabric_attr->api_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+    if (!fi->domain_attr->name || !fi->fabric_attr->name) {
+        fi_freeinfo(fi);
+        return -FI_ENOMEM;
+    }
+    *info = fi;
+    return 0;
+}
+
+/* ---- fabric ------------------------------------------------------------------ */
+
+static int fab_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+                           struct fid_domain **dom, void *context);
+
+static int fab_fabric_close(struct fid *fid)
+{
+    free(fab_of(fid, struct fab_fabric, fid.fid));
+    return 0;
+}
+
+static int fab_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_no_control(struct fid *fid, int command, void *arg)
+{
+    return -FI_ENOSYS;
+}
+
+static int fab_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
+                           void **ops, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops fab_fabric_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = fab_fabric_close,
+    .bind = fab_no_bind,
+    .control = fab_no_control,
+    .ops_open = fab_no_ops_open,
+};
+
+static int fab_no_pep(struct fid_fabric *f, struct fi_info *i, struct fid_pep **p, void *c)
+{
+    return -FI_ENOSYS;
+}
+static int fab_no_wait(struct fid_fabric *f, struct fi_wait_attr *a, struct fid_wait **w)
+{
+    return -FI_ENOSYS;
+}
+static int fab_trywait(struct fid_fabric *f, struct fid **fids, int count)
+{
+    return 0;   /* no wait objects: never a reason to wait */
+}
+
+static struct fi_ops_fabric fab_fabric_ops = {
+    .size = sizeof(struct fi_ops_fabric),
+    .domain = fab_domain_open,
+    .passive_ep = fab_no_pep,
+    .eq_open = fab_eq_open,
+    .wait_open = fab_no_wait,
+    .trywait = fab_trywait,
+};
+
+static int fab_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+                           void *context)
+{
+    struct fab_fabric *f;
+
+    if (fab_load_cfg())
+        return -FI_EINVAL;
+    if (attr && attr->name && strcmp(attr->name, FAB_NAME))
+        return -FI_EINVAL;
+    if (!(f = calloc(1, sizeof(*f))))
+        return -FI_ENOMEM;
+    f->fid.fid.fclass = FI_CLASS_FABRIC;
+    f->fid.fid.context = context;
+    f->fid.fid.ops = &fab_fabric_fi_ops;
+    f->fid.ops = &fab_fabric_ops;
+    *fabric = &f->fid;
+    return 0;
+}
+
+/* ---- domain ---------------------------------------------------------------- */
+
+static int fab_domain_close(struct fid *fid)
+{
+    struct fab_domain *d = fab_of(fid, struct fab_domain, fid.fid);
+
+    if (atomic_load(&d->refs))
+        return -FI_EBUSY;
+    free(d);
+    return 0;
+}
+
+static struct fi_ops fab_domain_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = fab_domain_close,
+    .bind = fab_no_bind,
+    .control = fab_no_control,
+    .ops_open = fab_no_ops_open,
+};
+
+static int fab_no_sep(struct fid_domain *d, struct fi_info *i, struct fid_ep **e, void *c)
+{
+    return -FI_ENOSYS;
+}
+static int fab_no_poll(struct fid_domain *d, struct fi_poll_attr *a, struct fid_poll **p)
+{
+    return -FI_ENOSYS;
+}
+static int fab_no_stx(struct fid_domain *d, struct fi_tx_attr *a, struct fid_stx **s, void *c)
+{
+    return -FI_ENOSYS;
+}
+static int fab_no_srx(struct fid_domain *d, struct fi_rx_attr *a, struct fid_ep **e, void *c)
+{
+    return -FI_ENOSYS;
+}
+static int fab_no_atomic(struct fid_domain *d, enum fi_datatype t, enum fi_op o,
+                         struct fi_atomic_attr *a, uint64_t f)
+{
+    return -FI_EOPNOTSUPP;
+}
+static int fab_no_coll(struct fid_domain *d, enum fi_collective_op o,
+                       struct fi_collective_attr *a, uint64_t f)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_domain fab_domain_ops = {
+    .size = sizeof(struct fi_ops_domain),
+    .av_open = fab_av_open,
+    .cq_open = fab_cq_open,
+    .endpoint = fab_ep_open,
+    .scalable_ep = fab_no_sep,
+    .cntr_open = fab_cntr_open,
+    .poll_open = fab_no_poll,
+    .stx_ctx = fab_no_stx,
+    .srx_ctx = fab_no_srx,
+    .query_atomic = fab_no_atomic,
+    .query_collective = fab_no_coll,
+};
+
+static int fab_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+                           struct fid_domain **dom, void *context)
+{
+    struct fab_domain *d;
+
+    if (info && info->domain_attr && info->domain_attr->name &&
+        strcmp(info->domain_attr->name, FAB_NAME))
+        return -FI_EINVAL;
+    if (!(d = calloc(1, sizeof(*d))))
+        return -FI_ENOMEM;
+    d->fabric = fab_of(fabric, struct fab_fabric, fid);
+    d->threading = info && info->domain_attr ? info->domain_attr->threading : FI_THREAD_SAFE;
+    d->fid.fid.fclass = FI_CLASS_DOMAIN;
+    d->fid.fid.context = context;
+    d->fid.fid.ops = &fab_domain_fi_ops;
+    d->fid.ops = &fab_domain_ops;
+    d->fid.mr = &fab_mr_ops;
+    *dom = &d->fid;
+    return 0;
+}
+
+/* ---- the provider ------------------------------------------------------------ */
+
+static void fab_cleanup(void)
+{
+}
+
+struct fi_provider fab_prov = {
+    .version = FAB_VERSION,
+    .fi_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
+    .name = FAB_NAME,
+    .getinfo = fab_getinfo,
+    .fabric = fab_fabric_open,
+    .cleanup = fab_cleanup,
+};
+
+FI_EXT_INI
+{
+    return &fab_prov;
+}
