@@ -76,6 +76,10 @@ enum { FAB_OP_EAGER = 1, FAB_OP_RTS, FAB_OP_FIN };
 #define FAB_H_TAGGED 0x1     /* fi_tsend* (else fi_send*): matched separately */
 #define FAB_H_DATA   0x2     /* carries remote CQ data */
 
+/* RTS and FIN carry all of it; EAGER only its first FAB_EAGER_HDR bytes,
+ * then the CQ data (8 bytes, with FAB_H_DATA), then the payload: an 8-byte
+ * message with data fits the 32 bytes corevia's shm rings carry in the
+ * cache line of their slot header. */
 struct fab_hdr {
     uint8_t  op;
     uint8_t  flags;          /* FAB_H_* */
@@ -83,9 +87,10 @@ struct fab_hdr {
     int32_t  status;         /* FIN: 0 or the receiver's negative error */
     uint64_t tag;
     uint64_t data;
-    uint64_t len;            /* message length (EAGER: the payload's) */
+    uint64_t len;            /* RTS: message length */
     uint64_t cookie;         /* RTS / FIN: the sender's handle */
 };
+#define FAB_EAGER_HDR offsetof(struct fab_hdr, data)
 
 struct fab_rts {
     struct fab_hdr h;
@@ -205,6 +210,7 @@ struct fab_op {
     size_t   len;            /* bytes of the message (RD: msg length) */
     uint64_t tag, data;
     void    *wire;           /* what corevia sends: header (+ payload) */
+    int      wire_pooled;    /* wire came from ep->wire_free */
     cvia_mr_t mr;            /* RTS: the registered send buffer */
     void    *bounce;         /* RTS/RD with several iovs: contiguous copy */
     struct fab_rx *rx;       /* RD: the receive being filled */
@@ -238,6 +244,8 @@ struct fab_ep {
     int      nlost_seen;
     double   next_check;
     uint64_t cookie_gen;
+    void    *wire_free;          /* spare send buffers of slot_size bytes */
+    struct fab_rx *rx_free;      /* spare receive descriptors */
 };
 
 /* ---- shared helpers -------------------------------------------------------- */
@@ -284,6 +292,7 @@ extern struct fi_ops_tagged fab_tagged_ops;
 void fab_progress_locked(struct fab_ep *ep);
 int  fab_slot_post(struct fab_ep *ep, size_t i);
 void fab_ep_flush(struct fab_ep *ep, int err);    /* fail everything left */
+void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);
 
 /* fab_mr.c */

@@ -60,6 +60,7 @@ static int fab_ep_close(struct fid *fid)
         free(ep->slots);
         ep->enabled = 0;
     }
+    fab_ep_free_spares(ep);
     pthread_mutex_unlock(&ep->lock);
     fab_ep_unbind_all(ep);
     atomic_fetch_sub(&ep->dom->refs, 1);
@@ -139,7 +140,7 @@ static int fab_ep_enable(struct fab_ep *ep)
         return 0;
     if (!ep->av || (!ep->tx_cq && !ep->tx_cntr) || (!ep->rx_cq && !ep->rx_cntr))
         return -FI_ENOCQ;
-    ep->slot_size = sizeof(struct fab_hdr) + fab_cfg.eager;
+    ep->slot_size = FAB_EAGER_HDR + sizeof(uint64_t) + fab_cfg.eager;
     if (ep->slot_size < sizeof(struct fab_rts))
         ep->slot_size = sizeof(struct fab_rts);
     if (!(ep->slots = calloc(depth, sizeof(*ep->slots))))

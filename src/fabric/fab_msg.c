@@ -62,7 +62,8 @@ static void fab_rx_done(struct fab_ep *ep, struct fab_rx *rx, int rc, size_t msg
                             rc == -CVIA_ETRUNC ? msg_len - got : 0, -fab_errno(rc),
                             rc < 0 ? -rc : rc);
     }
-    free(rx);
+    rx->next = ep->rx_free;
+    ep->rx_free = rx;
 }
 
 /* ---- queues ------------------------------------------------------------------ */
@@ -97,17 +98,49 @@ static size_t fab_scatter(const struct fab_rx *rx, const char *src, size_t n)
     return off;
 }
 
+/* Send buffers of ep->slot_size bytes, kept for reuse. */
+static void *fab_wire_get(struct fab_ep *ep)
+{
+    void *w = ep->wire_free;
+
+    if (w) {
+        memcpy(&ep->wire_free, w, sizeof(void *));
+        return w;
+    }
+    return malloc(ep->slot_size);
+}
+
+static void fab_wire_put(struct fab_ep *ep, void *w)
+{
+    memcpy(w, &ep->wire_free, sizeof(void *));
+    ep->wire_free = w;
+}
+
+void fab_ep_free_spares(struct fab_ep *ep)
+{
+    while (ep->wire_free)
+        free(fab_wire_get(ep));
+    while (ep->rx_free) {
+        struct fab_rx *rx = ep->rx_free;
+        ep->rx_free = rx->next;
+        free(rx);
+    }
+}
+
 static void fab_op_link(struct fab_ep *ep, struct fab_op *op)
 {
     op->next = ep->ops;
     ep->ops = op;
 }
 
-static void fab_op_free(struct fab_op *op)
+static void fab_op_free(struct fab_ep *ep, struct fab_op *op)
 {
     if (op->mr)
         cvia_mr_dereg(op->mr);
-    free(op->wire);
+    if (op->wire_pooled)
+        fab_wire_put(ep, op->wire);
+    else
+        free(op->wire);
     free(op->bounce);
     free(op);
 }
@@ -175,39 +208,46 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
         hflags |= FAB_H_TAGGED;
 
     if (len <= fab_cfg.eager) {
-        struct fab_hdr *h = malloc(sizeof(*h) + len);
+        struct fab_hdr *h = fab_wire_get(ep);
+        size_t hl = FAB_EAGER_HDR + (hflags & FAB_H_DATA ? sizeof(uint64_t) : 0);
         char *p;
 
         if (!h)
             return -FI_EAGAIN;
-        *h = (struct fab_hdr){ .op = FAB_OP_EAGER, .flags = (uint8_t)hflags,
-                               .src_epid = ep->epid, .tag = tag, .data = data, .len = len };
-        p = (char *)(h + 1);
+        h->op = FAB_OP_EAGER;
+        h->flags = (uint8_t)hflags;
+        h->src_epid = ep->epid;
+        h->status = 0;
+        h->tag = tag;
+        if (hflags & FAB_H_DATA)
+            h->data = data;
+        p = (char *)h + hl;
         for (size_t i = 0; i < count; i++) {
             memcpy(p, iov[i].iov_base, iov[i].iov_len);
             p += iov[i].iov_len;
         }
-        rc = cvia_isend(h, sizeof(*h) + len, rank, FAB_TAG_BASE + epid, &req);
+        rc = cvia_isend(h, hl + len, rank, FAB_TAG_BASE + epid, &req);
         if (rc) {
-            free(h);
+            fab_wire_put(ep, h);
             return fab_errno(rc);
         }
         rc = cvia_reap(&req, &done, NULL);
         if (done) {   /* buffered at once (a ring slot on this host) */
             struct fab_op tmp = { .context = context, .report = report,
                                   .flags = FI_SEND | fab_kind(tagged) };
-            free(h);
+            fab_wire_put(ep, h);
             fab_tx_done(ep, &tmp, rc);
             return 0;
         }
         if (!(op = calloc(1, sizeof(*op)))) {
             (void)cvia_wait(&req, NULL);
-            free(h);
+            fab_wire_put(ep, h);
             return -FI_ENOMEM;
         }
         op->kind = FAB_TX_EAGER;
         op->req = req;
         op->wire = h;
+        op->wire_pooled = 1;
     } else {
         /* rendezvous: the receiver reads the buffer itself, once */
         struct fab_rts *r;
@@ -221,7 +261,7 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
         if (count > 1) {
             char *p = op->bounce = malloc(len);
             if (!p) {
-                fab_op_free(op);
+                fab_op_free(ep, op);
                 return -FI_EAGAIN;
             }
             for (size_t i = 0; i < count; i++) {
@@ -234,7 +274,7 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
         if (rc == 0)
             rc = cvia_mr_desc(op->mr, &r->desc);
         if (rc) {
-            fab_op_free(op);
+            fab_op_free(ep, op);
             return fab_errno(rc);
         }
         r->h = (struct fab_hdr){ .op = FAB_OP_RTS, .flags = (uint8_t)hflags,
@@ -243,7 +283,7 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
         op->cookie = r->h.cookie;
         rc = cvia_isend(r, sizeof(*r), rank, FAB_TAG_BASE + epid, &op->req);
         if (rc) {
-            fab_op_free(op);
+            fab_op_free(ep, op);
             return fab_errno(rc);
         }
         op->kind = FAB_TX_RTS;
@@ -308,7 +348,7 @@ static void fab_deliver(struct fab_ep *ep, struct fab_rx *rx, int32_t rank, uint
         rc = cvia_read(dst, n, &rts->desc, 0, &op->req);
     if (rc || !n) {
         fab_read_finish(ep, op, rc);
-        fab_op_free(op);
+        fab_op_free(ep, op);
         return;
     }
     fab_op_link(ep, op);
@@ -325,10 +365,26 @@ static void fab_unexp_free(struct fab_unexp *u)
 static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
 {
     const struct fab_hdr *h = (const void *)buf;
+    uint64_t data = 0, len = 0;
+    const char *payload = NULL;
     int q;
 
-    if (n < sizeof(*h))
+    if (n < FAB_EAGER_HDR)
         return;   /* not ours to make sense of: corevia checked the tag only */
+    if (h->op == FAB_OP_EAGER) {
+        size_t hl = FAB_EAGER_HDR + (h->flags & FAB_H_DATA ? sizeof(uint64_t) : 0);
+        if (n < hl)
+            return;
+        if (h->flags & FAB_H_DATA)
+            data = h->data;
+        len = n - hl;
+        payload = buf + hl;
+    } else if (n == sizeof(struct fab_hdr) || n == sizeof(struct fab_rts)) {
+        data = h->data;
+        len = h->len;
+    } else {
+        return;
+    }
     if (h->op == FAB_OP_FIN) {
         for (struct fab_op *op = ep->ops; op; op = op->next)
             if (op->kind == FAB_TX_RTS && op->cookie == h->cookie && op->rank == rank &&
@@ -340,15 +396,14 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
         return;
     }
     if ((h->op != FAB_OP_EAGER && h->op != FAB_OP_RTS) ||
-        (h->op == FAB_OP_EAGER && n - sizeof(*h) != h->len) ||
         (h->op == FAB_OP_RTS && n != sizeof(struct fab_rts)))
         return;
     q = h->flags & FAB_H_TAGGED ? 0 : 1;
     for (struct fab_rx *rx = ep->posted_head[q]; rx; rx = rx->next)
         if (fab_matches(rx, rank, h->src_epid, h->tag)) {
             Q_REMOVE(ep->posted_head[q], ep->posted_tail[q], rx);
-            fab_deliver(ep, rx, rank, h->src_epid, h->op, h->flags, h->tag, h->data, h->len,
-                        h + 1, (const struct fab_rts *)(const void *)buf);
+            fab_deliver(ep, rx, rank, h->src_epid, h->op, h->flags, h->tag, data, len,
+                        payload, (const struct fab_rts *)(const void *)buf);
             return;
         }
     struct fab_unexp *u = calloc(1, sizeof(*u));
@@ -359,16 +414,16 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
     u->op = h->op;
     u->hflags = h->flags;
     u->tag = h->tag;
-    u->data = h->data;
-    u->len = h->len;
+    u->data = data;
+    u->len = len;
     if (h->op == FAB_OP_RTS) {
         memcpy(&u->rts, buf, sizeof(u->rts));
-    } else if (h->len) {
-        if (!(u->payload = malloc(h->len))) {
+    } else if (len) {
+        if (!(u->payload = malloc(len))) {
             free(u);
             return;
         }
-        memcpy(u->payload, h + 1, h->len);
+        memcpy(u->payload, payload, len);
     }
     Q_APPEND(ep->unexp_head[q], ep->unexp_tail[q], u);
 }
@@ -457,7 +512,7 @@ void fab_progress_locked(struct fab_ep *ep)
         }
         if (finished) {
             *pp = op->next;
-            fab_op_free(op);
+            fab_op_free(ep, op);
         } else {
             pp = &op->next;
         }
@@ -523,8 +578,12 @@ static ssize_t fab_recv(struct fab_ep *ep, const struct iovec *iov, size_t count
         return 0;
     }
 
-    if (!(rx = calloc(1, sizeof(*rx))))
+    if ((rx = ep->rx_free))
+        ep->rx_free = rx->next;
+    else if (!(rx = malloc(sizeof(*rx))))
         return -FI_EAGAIN;
+    rx->next = rx->prev = NULL;
+    rx->cap = 0;
     rx->context = context;
     rx->flags = flags | fab_kind(tagged);
     rx->tag = tag;
@@ -541,7 +600,8 @@ static ssize_t fab_recv(struct fab_ep *ep, const struct iovec *iov, size_t count
         for (u = ep->unexp_head[q]; u && u->claimed != context; u = u->next)
             ;
         if (!u) {
-            free(rx);
+            rx->next = ep->rx_free;
+            ep->rx_free = rx;
             return -FI_EINVAL;
         }
     } else {
@@ -576,7 +636,8 @@ int fab_cancel_locked(struct fab_ep *ep, void *context)
                 if (ep->rx_cq)
                     fab_cq_push_err(ep->rx_cq, context, FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG)),
                                     0, 0, rx->tag, 0, FI_ECANCELED, 0);
-                free(rx);
+                rx->next = ep->rx_free;
+                ep->rx_free = rx;
                 return 0;
             }
     return -FI_ENOENT;
@@ -608,7 +669,7 @@ void fab_ep_flush(struct fab_ep *ep, int err)
             (void)cvia_wait(&op->req, NULL);
         if (op->kind == FAB_RD && op->rx)
             free(op->rx);
-        fab_op_free(op);
+        fab_op_free(ep, op);
     }
 }
 

@@ -498,7 +498,7 @@ static int case_api(void)
         (rc = cvia_isend(&x, 4, -1, 0, &r)) != -EINVAL ||
         (rc = cvia_isend(&x, 4, 0, -3, &r)) != -EINVAL ||
         (rc = cvia_irecv(&x, 4, 7, 0, &r)) != -EINVAL ||
-        (rc = cvia_irecv(&x, 4, -2, 0, &r)) != -EINVAL ||
+        (rc = cvia_irecv(&x, 4, -3, 0, &r)) != -EINVAL ||   /* -2: CVIA_ANY_LIVE_SOURCE */
         (rc = cvia_irecv(&x, 4, 0, -2, &r)) != -EINVAL ||
         (rc = cvia_isend(NULL, 4, 0, 0, &r)) != -EINVAL ||
         (rc = cvia_isend(&x, 4, 0, 0, NULL)) != -EINVAL)
