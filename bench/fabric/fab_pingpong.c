@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/*
+ * fab_pingpong: what the libfabric provider layer costs. Two ranks under
+ * cvia-run (or mpirun) ping-pong the same sizes through corevia's own API
+ * (cvia_send / cvia_recv) and through libfabric with the corevia provider
+ * (fi_tsend / fi_trecv, completions polled from the CQ), in interleaved
+ * rounds, and print the median of each round's p50 half round trip and
+ * their ratio. Every payload is checked.
+ *
+ *   cvia-run -n 2 fab_pingpong [--sizes 8,4096] [--iters N] [--rounds R] [--csv]
+ *
+ * FI_PROVIDER_PATH must name the directory of libcorevia-fi.so.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <corevia/corevia.h>
+
+#define MAX_SIZES 32
+
+static struct fid_fabric *fabric;
+static struct fid_domain *domain;
+static struct fid_ep *ep;
+static struct fid_av *av;
+static struct fid_cq *cq;
+static fi_addr_t peer_addr;
+
+static void die(const char *what, long rc)
+{
+    fprintf(stderr, "fab_pingpong: rank %d: %s: %ld (%s)\n", cvia_rank(), what, rc,
+            rc < 0 ? fi_strerror((int)-rc) : "");
+    cvia_abort(1, what);
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void fab_open(void)
+{
+    struct fi_info *hints = fi_allocinfo(), *info = NULL;
+    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
+    struct fi_av_attr ava = { .type = FI_AV_MAP };
+    char name[64], pname[64];
+    size_t len = sizeof(name);
+    long rc;
+    int peer = 1 - cvia_rank();
+
+    hints->caps = FI_TAGGED;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->fabric_attr->prov_name = strdup("corevia");
+    if ((rc = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &info)))
+        die("fi_getinfo (is FI_PROVIDER_PATH set?)", rc);
+    if ((rc = fi_fabric(info->fabric_attr, &fabric, NULL)) ||
+        (rc = fi_domain(fabric, info, &domain, NULL)) ||
+        (rc = fi_endpoint(domain, info, &ep, NULL)) ||
+        (rc = fi_cq_open(domain, &cqa, &cq, NULL)) ||
+        (rc = fi_av_open(domain, &ava, &av, NULL)) ||
+        (rc = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)) ||
+        (rc = fi_ep_bind(ep, &av->fid, 0)) ||
+        (rc = fi_enable(ep)) ||
+        (rc = fi_getname(&ep->fid, name, &len)))
+        die("opening the fabric", rc);
+    /* the names go through corevia itself, which the provider shares */
+    if ((rc = cvia_send(name, len, peer, 1)) || (rc = cvia_recv(pname, sizeof(pname), peer, 1, NULL)))
+        die("exchanging names", rc);
+    if ((rc = fi_av_insert(av, pname, 1, &peer_addr, 0, NULL)) != 1)
+        die("fi_av_insert", rc);
+    fi_freeinfo(hints);
+    fi_freeinfo(info);
+}
+
+static void fab_close(void)
+{
+    fi_close(&ep->fid);
+    fi_close(&av->fid);
+    fi_close(&cq->fid);
+    fi_close(&domain->fid);
+    fi_close(&fabric->fid);
+}
+
+static void fi_wait1(void)
+{
+    struct fi_cq_tagged_entry e;
+    ssize_t n;
+
+    while ((n = fi_cq_read(cq, &e, 1)) == -FI_EAGAIN)
+        ;
+    if (n != 1) {
+        struct fi_cq_err_entry err = { 0 };
+        fi_cq_readerr(cq, &err, 0);
+        die("completion", -err.err);
+    }
+}
+
+/* One round: @iters ping-pongs of @size bytes; returns the p50 half round trip. */
+static double round_p50(int use_fi, size_t size, int iters, char *sbuf, char *rbuf, double *t)
+{
+    int me = cvia_rank(), peer = 1 - me;
+    long rc;
+
+    for (int i = -iters / 10; i < iters; i++) {
+        double t0 = now_us();
+        memset(sbuf, (char)(i + me), size < 8 ? size : 8);
+        if (me == 0) {
+            if (use_fi) {
+                if ((rc = fi_tsend(ep, sbuf, size, NULL, peer_addr, 7, NULL)))
+                    die("fi_tsend", rc);
+                fi_wait1();
+                if ((rc = fi_trecv(ep, rbuf, size, NULL, peer_addr, 7, 0, NULL)))
+                    die("fi_trecv", rc);
+                fi_wait1();
+            } else {
+                if ((rc = cvia_send(sbuf, size, peer, 7)) ||
+                    (rc = cvia_recv(rbuf, size, peer, 7, NULL)))
+                    die("cvia", rc);
+            }
+        } else {
+            if (use_fi) {
+                if ((rc = fi_trecv(ep, rbuf, size, NULL, peer_addr, 7, 0, NULL)))
+                    die("fi_trecv", rc);
+                fi_wait1();
+                if ((rc = fi_tsend(ep, sbuf, size, NULL, peer_addr, 7, NULL)))
+                    die("fi_tsend", rc);
+                fi_wait1();
+            } else {
+                if ((rc = cvia_recv(rbuf, size, peer, 7, NULL)) ||
+                    (rc = cvia_send(sbuf, size, peer, 7)))
+                    die("cvia", rc);
+            }
+        }
+        if (size && rbuf[0] != (char)(i + peer))
+            die("payload check", rbuf[0]);
+        if (i >= 0)
+            t[i] = (now_us() - t0) / 2;
+    }
+    qsort(t, (size_t)iters, sizeof(double), cmp_double);
+    return t[iters / 2];
+}
+
+int main(int argc, char **argv)
+{
+    size_t sizes[MAX_SIZES] = { 8, 4096 }, nsizes = 2, maxsize = 0;
+    int iters = 10000, rounds = 5, csv = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: cvia-run -n 2 fab_pingpong [--sizes S,S,...] [--iters N] "
+                   "[--rounds R] [--csv]\n"
+                   "8 B and 4 KiB half round trips through cvia_send/recv and through\n"
+                   "fi_tsend/trecv with the corevia provider, interleaved; medians.\n");
+            return 0;
+        } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
+            char *s = argv[++i], *end;
+            nsizes = 0;
+            while (*s && nsizes < MAX_SIZES) {
+                sizes[nsizes++] = strtoul(s, &end, 10);
+                if (end == s) {
+                    fprintf(stderr, "fab_pingpong: bad --sizes '%s'\n", argv[i]);
+                    return 2;
+                }
+                s = *end == ',' ? end + 1 : end;
+            }
+        } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
+            iters = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+            rounds = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--csv")) {
+            csv = 1;
+        } else {
+            fprintf(stderr, "fab_pingpong: unknown argument '%s' (try --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (iters < 10 || rounds < 1 || rounds > 99) {
+        fprintf(stderr, "fab_pingpong: --iters must be >= 10, --rounds 1..99\n");
+        return 2;
+    }
+    int rc = cvia_init(&argc, &argv);
+    if (rc) {
+        fprintf(stderr, "fab_pingpong: cvia_init: %s\n", cvia_strerror(rc));
+        return 1;
+    }
+    if (cvia_size() != 2) {
+        fprintf(stderr, "fab_pingpong: needs exactly 2 ranks (cvia-run -n 2)\n");
+        cvia_finalize();
+        return 2;
+    }
+    for (size_t k = 0; k < nsizes; k++)
+        if (sizes[k] > maxsize)
+            maxsize = sizes[k];
+    char *sbuf = calloc(1, maxsize + 1), *rbuf = calloc(1, maxsize + 1);
+    double *t = calloc((size_t)iters, sizeof(double));
+    double (*p50)[2][100] = calloc(nsizes, sizeof(*p50));
+    if (!sbuf || !rbuf || !t || !p50)
+        die("out of memory", -ENOMEM);
+    fab_open();
+    for (int r = 0; r < rounds; r++)
+        for (size_t k = 0; k < nsizes; k++)
+            for (int m = 0; m < 2; m++) {
+                int use_fi = (r + m) & 1;   /* alternate which goes first */
+                p50[k][use_fi][r] = round_p50(use_fi, sizes[k], iters, sbuf, rbuf, t);
+            }
+    if (cvia_rank() == 0) {
+        if (csv)
+            printf("size,cvia_p50_us,fi_p50_us,ratio\n");
+        else
+            printf("# median over %d rounds of each round's p50 half round trip (us)\n"
+                   "# size        cvia          fi     fi/cvia\n", rounds);
+        for (size_t k = 0; k < nsizes; k++) {
+            qsort(p50[k][0], (size_t)rounds, sizeof(double), cmp_double);
+            qsort(p50[k][1], (size_t)rounds, sizeof(double), cmp_double);
+            double c = p50[k][0][rounds / 2], f = p50[k][1][rounds / 2];
+            printf(csv ? "%zu,%.3f,%.3f,%.3f\n" : "%-8zu %9.3f %11.3f %11.3f\n", sizes[k], c, f,
+                   f / c);
+        }
+    }
+    fab_close();
+    free(sbuf);
+    free(rbuf);
+    free(t);
+    free(p50);
+    return cvia_finalize() ? 1 : 0;
+}
