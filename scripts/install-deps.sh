@@ -3,26 +3,30 @@
 # Install, from Debian's packages, what corevia needs and is missing.
 # Idempotent: installs nothing (and does not touch the network) when all
 # is present.   install-deps.sh [build|test|peers|all]   (default: test)
-#   build  compiler, CMake, pkg-config, hwloc, libnuma, gnuplot (plots), PMIx
+#   build  compiler, CMake, pkg-config, hwloc, libnuma, gnuplot (plots), PMIx,
+#          libfabric's headers (the provider libcorevia-fi.so)
 #   test   build + what the test suite calls (procps, python3, hwloc tools,
 #          iproute2, bzip2, nftables for random loss, clang with libFuzzer's
-#          runtime for tests/fuzz) and scripts/affinity-eval.sh (iperf3)
-#   peers  test + Open MPI and UCX, for scripts/compare-peers.sh; libfabric's
-#          fi_pingpong and ethtool, for scripts/repro-mvia.sh (issue 7)
+#          runtime for tests/fuzz, Open MPI's mpirun and mpicc and
+#          libfabric's fi_info / fi_pingpong for the provider's tests) and
+#          scripts/affinity-eval.sh (iperf3)
+#   peers  test + UCX, for scripts/compare-peers.sh and compare-mpi.sh;
+#          ethtool, for scripts/repro-mvia.sh (issue 7)
 set -euo pipefail
 
 profile=${1:-test}
-build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot-nox libpmix-dev)
+build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot-nox libpmix-dev
+            libfabric-dev)
 test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iperf3 bzip2 nftables clang
-           libclang-rt-14-dev)
-peer_pkgs=(openmpi-bin libopenmpi-dev ucx-utils libfabric-bin ethtool)
+           libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin)
+peer_pkgs=(ucx-utils ethtool)
 
 case "$profile" in
     build) want=("${build_pkgs[@]}") ;;
     test)  want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     peers|all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${peer_pkgs[@]}") ;;
     -h|--help)
-        sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-deps.sh: unknown profile '$profile' (build|test|peers|all)" >&2; exit 2 ;;
 esac
 
