@@ -39,6 +39,7 @@
 #include <sys/uio.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -72,7 +73,7 @@ struct fab_name {
     uint64_t job;
 };
 
-enum { FAB_OP_EAGER = 1, FAB_OP_RTS, FAB_OP_FIN };
+enum { FAB_OP_EAGER = 1, FAB_OP_RTS, FAB_OP_FIN, FAB_OP_AMO, FAB_OP_AMO_RESP };
 #define FAB_H_TAGGED 0x1     /* fi_tsend* (else fi_send*): matched separately */
 #define FAB_H_DATA   0x2     /* carries remote CQ data */
 
@@ -97,17 +98,31 @@ struct fab_rts {
     cvia_mr_desc_t desc;     /* the sender's buffer, remote-read only */
 };
 
+/* AMO: the operands follow (count elements; then as many compare values
+ * for FAB_AMO_COMPARE). AMO_RESP is a struct fab_hdr (status, len) and
+ * the old values. */
+struct fab_amo {
+    struct fab_hdr h;
+    uint64_t addr, key;
+    uint32_t count;
+    uint8_t  dt, aop, kind, pad;
+};
+
 /* ---- objects ------------------------------------------------------------ */
 
 struct fab_fabric {
     struct fid_fabric fid;
 };
 
+struct fab_mr;
+
 struct fab_domain {
     struct fid_domain fid;
     struct fab_fabric *fabric;
     enum fi_threading threading;
     atomic_int refs;         /* AVs, CQs, endpoints, MRs open on it */
+    pthread_mutex_t mr_lock; /* mrs, and atomics applied to them */
+    struct fab_mr *mrs;      /* regions open to remote access */
 };
 
 struct fab_av_entry {
@@ -164,8 +179,11 @@ struct fab_cntr {
 struct fab_mr {
     struct fid_mr fid;
     struct fab_domain *dom;
+    struct fab_mr *dom_next;
     const void *buf;
     size_t len;
+    uint64_t access;         /* FI_REMOTE_READ / FI_REMOTE_WRITE */
+    cvia_mr_t cmr;           /* corevia's registration, for remote access */
 };
 
 /* A posted receive. */
@@ -194,7 +212,7 @@ struct fab_unexp {
 
 /* An operation that waits for corevia: a send (eager, RTS then FIN, or a
  * control message), or the read of a rendezvous. */
-enum { FAB_TX_EAGER = 1, FAB_TX_RTS, FAB_TX_CTRL, FAB_RD };
+enum { FAB_TX_EAGER = 1, FAB_TX_RTS, FAB_TX_CTRL, FAB_RD, FAB_RMA, FAB_TX_AMO };
 struct fab_op {
     struct fab_op *next;
     int      kind;
@@ -214,7 +232,10 @@ struct fab_op {
     cvia_mr_t mr;            /* RTS: the registered send buffer */
     void    *bounce;         /* RTS/RD with several iovs: contiguous copy */
     struct fab_rx *rx;       /* RD: the receive being filled */
-    uint64_t cookie;         /* RD: the sender's handle */
+    uint64_t cookie;         /* RD: the sender's handle; RTS, AMO: ours */
+    void    *result;         /* AMO: where the old values go */
+    size_t   iov_count;      /* RMA read into several iovs: scatter at the end */
+    struct iovec iov[FAB_IOV_MAX];
 };
 
 /* A corevia receive kept posted for arrivals. */
@@ -228,7 +249,7 @@ struct fab_ep {
     struct fab_domain *dom;
     struct fab_av *av;
     struct fab_cq *tx_cq, *rx_cq;
-    struct fab_cntr *tx_cntr, *rx_cntr;
+    struct fab_cntr *tx_cntr, *rx_cntr, *wr_cntr, *rd_cntr;
     int      tx_selective, rx_selective;
     uint64_t tx_op_flags, rx_op_flags;
     uint64_t caps;
@@ -242,6 +263,7 @@ struct fab_ep {
     struct fab_slot *slots;      /* cfg.rx_depth, consumed in posting order */
     size_t   slot_size, next_slot;
     int      nlost_seen;
+    unsigned check_tick;         /* progress rounds, to read the clock rarely */
     double   next_check;
     uint64_t cookie_gen;
     void    *wire_free;          /* spare send buffers of slot_size bytes */
@@ -294,6 +316,23 @@ int  fab_slot_post(struct fab_ep *ep, size_t i);
 void fab_ep_flush(struct fab_ep *ep, int err);    /* fail everything left */
 void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);
+
+void fab_op_link(struct fab_ep *ep, struct fab_op *op);
+/* Send @buf (malloc'd, @n bytes; freed once sent) to (@rank, @epid);
+ * nobody waits for its completion. */
+void fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n);
+
+/* fab_rma.c */
+extern struct fi_ops_rma fab_rma_ops;
+extern struct fi_ops_atomic fab_atomic_ops;
+int  fab_query_atomic(struct fid_domain *domain, enum fi_datatype dt, enum fi_op op,
+                      struct fi_atomic_attr *attr, uint64_t flags);
+size_t fab_amo_max_count(int dt);
+void fab_rma_events(struct fab_ep *ep);                 /* ep->lock held */
+void fab_amo_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n);
+void fab_amo_resp(struct fab_ep *ep, int32_t rank, const char *buf, size_t n);
+void fab_dom_mr_add(struct fab_domain *d, struct fab_mr *mr);
+void fab_dom_mr_del(struct fab_domain *d, struct fab_mr *mr);
 
 /* fab_mr.c */
 extern struct fi_ops_mr fab_mr_ops;

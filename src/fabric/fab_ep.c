@@ -39,6 +39,14 @@ static void fab_ep_unbind_all(struct fab_ep *ep)
             fab_cntr_del_ep(ep->rx_cntr, ep);
         atomic_fetch_sub(&ep->rx_cntr->refs, 1);
     }
+    if (ep->wr_cntr) {
+        fab_cntr_del_ep(ep->wr_cntr, ep);
+        atomic_fetch_sub(&ep->wr_cntr->refs, 1);
+    }
+    if (ep->rd_cntr) {
+        fab_cntr_del_ep(ep->rd_cntr, ep);
+        atomic_fetch_sub(&ep->rd_cntr->refs, 1);
+    }
     if (ep->av)
         atomic_fetch_sub(&ep->av->refs, 1);
 }
@@ -108,9 +116,10 @@ static int fab_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     }
     case FI_CLASS_CNTR: {
         struct fab_cntr *c = fab_of(bfid, struct fab_cntr, fid.fid);
-        if (flags & ~(uint64_t)(FI_SEND | FI_RECV))
-            return -FI_EBADFLAGS;   /* no counting of RMA: no FI_RMA */
-        if (((flags & FI_SEND) && ep->tx_cntr) || ((flags & FI_RECV) && ep->rx_cntr))
+        if (flags & ~(uint64_t)(FI_SEND | FI_RECV | FI_WRITE | FI_READ))
+            return -FI_EBADFLAGS;   /* FI_REMOTE_*: no counting at the target */
+        if (((flags & FI_SEND) && ep->tx_cntr) || ((flags & FI_RECV) && ep->rx_cntr) ||
+            ((flags & FI_WRITE) && ep->wr_cntr) || ((flags & FI_READ) && ep->rd_cntr))
             return -FI_EINVAL;
         if ((rc = fab_cntr_add_ep(c, ep)))
             return rc;
@@ -120,6 +129,14 @@ static int fab_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         }
         if (flags & FI_RECV) {
             ep->rx_cntr = c;
+            atomic_fetch_add(&c->refs, 1);
+        }
+        if (flags & FI_WRITE) {
+            ep->wr_cntr = c;
+            atomic_fetch_add(&c->refs, 1);
+        }
+        if (flags & FI_READ) {
+            ep->rd_cntr = c;
             atomic_fetch_add(&c->refs, 1);
         }
         return 0;
@@ -352,8 +369,6 @@ int fab_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 
     if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
         return -FI_EINVAL;
-    if (info->caps & (FI_RMA | FI_ATOMIC))
-        return -FI_EOPNOTSUPP;
     if ((id = atomic_fetch_add(&fab_next_epid, 1)) > FAB_MAX_EP)
         return -FI_ENOSPC;
     if ((rc = fab_core_acquire()))
@@ -375,7 +390,9 @@ int fab_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->fid.cm = &fab_cm_ops;
     ep->fid.msg = &fab_msg_ops;
     ep->fid.tagged = &fab_tagged_ops;
-    /* no FI_RMA, FI_ATOMIC or collectives offered: those tables stay NULL */
+    ep->fid.rma = &fab_rma_ops;
+    ep->fid.atomic = &fab_atomic_ops;
+    /* no collectives offered: that table stays NULL */
     atomic_fetch_add(&dom->refs, 1);
     *fep = &ep->fid;
     return 0;

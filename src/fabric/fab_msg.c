@@ -20,15 +20,18 @@ static uint64_t fab_kind(int tagged)
 
 static void fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
 {
+    struct fab_cntr *cntr = !(op->flags & (FI_RMA | FI_ATOMIC)) ? ep->tx_cntr
+                          : op->flags & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
+
     if (rc == 0) {
-        if (ep->tx_cntr)
-            atomic_fetch_add(&ep->tx_cntr->val, 1);
+        if (cntr)
+            atomic_fetch_add(&cntr->val, 1);
         if (op->report && ep->tx_cq)
             fab_cq_push(ep->tx_cq, op->context, op->flags, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
         return;
     }
-    if (ep->tx_cntr)
-        atomic_fetch_add(&ep->tx_cntr->err, 1);
+    if (cntr)
+        atomic_fetch_add(&cntr->err, 1);
     if (ep->tx_cq)   /* errors are reported whatever the completion flags */
         fab_cq_push_err(ep->tx_cq, op->context, op->flags, 0, 0, 0, 0,
                         -fab_errno(rc), rc < 0 ? -rc : rc);
@@ -92,7 +95,8 @@ static size_t fab_scatter(const struct fab_rx *rx, const char *src, size_t n)
 
     for (size_t i = 0; i < rx->iov_count && off < n; i++) {
         size_t k = rx->iov[i].iov_len < n - off ? rx->iov[i].iov_len : n - off;
-        memcpy(rx->iov[i].iov_base, src + off, k);
+        if (k)
+            memcpy(rx->iov[i].iov_base, src + off, k);
         off += k;
     }
     return off;
@@ -127,7 +131,7 @@ void fab_ep_free_spares(struct fab_ep *ep)
     }
 }
 
-static void fab_op_link(struct fab_ep *ep, struct fab_op *op)
+void fab_op_link(struct fab_ep *ep, struct fab_op *op)
 {
     op->next = ep->ops;
     ep->ops = op;
@@ -147,39 +151,45 @@ static void fab_op_free(struct fab_ep *ep, struct fab_op *op)
 
 /* ---- sending ------------------------------------------------------------------- */
 
-/* A control message (FIN) to (@rank, @epid): nobody waits for it. */
-static void fab_send_fin(struct fab_ep *ep, int32_t rank, uint16_t epid, uint64_t cookie, int rc)
+void fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n)
 {
-    struct fab_hdr *h = calloc(1, sizeof(*h));
     cvia_req_t req = NULL;
     int done = 0;
 
-    if (!h)
-        return;   /* the sender then learns only from liveness: logged by corevia */
-    h->op = FAB_OP_FIN;
-    h->src_epid = ep->epid;
-    h->status = rc;
-    h->cookie = cookie;
-    if (cvia_isend(h, sizeof(*h), rank, FAB_TAG_BASE + epid, &req)) {
-        free(h);
-        return;
+    if (cvia_isend(buf, n, rank, FAB_TAG_BASE + epid, &req)) {
+        free(buf);
+        return;   /* the peer is gone: its side ends by liveness */
     }
     cvia_reap(&req, &done, NULL);
     if (done) {
-        free(h);
+        free(buf);
         return;
     }
     struct fab_op *op = calloc(1, sizeof(*op));
     if (!op) {   /* keep the buffer alive until it is sent */
         (void)cvia_wait(&req, NULL);
-        free(h);
+        free(buf);
         return;
     }
     op->kind = FAB_TX_CTRL;
     op->req = req;
-    op->wire = h;
+    op->wire = buf;
     op->rank = rank;
     fab_op_link(ep, op);
+}
+
+/* A FIN to (@rank, @epid): the rendezvous @cookie is over with @rc. */
+static void fab_send_fin(struct fab_ep *ep, int32_t rank, uint16_t epid, uint64_t cookie, int rc)
+{
+    struct fab_hdr *h = calloc(1, sizeof(*h));
+
+    if (!h)
+        return;   /* the sender then learns only from liveness */
+    h->op = FAB_OP_FIN;
+    h->src_epid = ep->epid;
+    h->status = rc;
+    h->cookie = cookie;
+    fab_send_ctrl(ep, rank, epid, h, sizeof(*h));
 }
 
 static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count,
@@ -223,7 +233,8 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
             h->data = data;
         p = (char *)h + hl;
         for (size_t i = 0; i < count; i++) {
-            memcpy(p, iov[i].iov_base, iov[i].iov_len);
+            if (iov[i].iov_len)
+                memcpy(p, iov[i].iov_base, iov[i].iov_len);
             p += iov[i].iov_len;
         }
         rc = cvia_isend(h, hl + len, rank, FAB_TAG_BASE + epid, &req);
@@ -371,6 +382,13 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
 
     if (n < FAB_EAGER_HDR)
         return;   /* not ours to make sense of: corevia checked the tag only */
+    if (h->op == FAB_OP_AMO || h->op == FAB_OP_AMO_RESP) {
+        if (h->op == FAB_OP_AMO && n >= sizeof(struct fab_amo))
+            fab_amo_arrive(ep, rank, buf, n);
+        else if (h->op == FAB_OP_AMO_RESP && n >= sizeof(struct fab_hdr))
+            fab_amo_resp(ep, rank, buf, n);
+        return;
+    }
     if (h->op == FAB_OP_EAGER) {
         size_t hl = FAB_EAGER_HDR + (h->flags & FAB_H_DATA ? sizeof(uint64_t) : 0);
         if (n < hl)
@@ -449,7 +467,8 @@ static void fab_fail_lost(struct fab_ep *ep)
         }
     }
     for (struct fab_op *op = ep->ops; op; op = op->next)
-        if (op->kind == FAB_TX_RTS && !op->fin && cvia_peer_alive(op->rank) == 0) {
+        if ((op->kind == FAB_TX_RTS || op->kind == FAB_TX_AMO) && !op->fin &&
+            cvia_peer_alive(op->rank) == 0) {
             op->fin = 1;
             op->fin_rc = -CVIA_ENOPEER;
         }
@@ -481,6 +500,7 @@ void fab_progress_locked(struct fab_ep *ep)
             s->req = NULL;
         ep->next_slot = (ep->next_slot + 1) % depth;
     }
+    fab_rma_events(ep);
     /* sends and reads in flight */
     for (struct fab_op **pp = &ep->ops, *op; (op = *pp);) {
         int done = 1, rc = op->req_rc, finished = 0;
@@ -508,6 +528,25 @@ void fab_progress_locked(struct fab_ep *ep)
                 fab_read_finish(ep, op, rc);
                 finished = 1;
                 break;
+            case FAB_RMA:
+                if (rc == 0 && op->iov_count) {   /* a read into several iovs */
+                    size_t off = 0;
+                    for (size_t i = 0; i < op->iov_count; i++) {
+                        if (op->iov[i].iov_len)
+                            memcpy(op->iov[i].iov_base, (char *)op->bounce + off,
+                                   op->iov[i].iov_len);
+                        off += op->iov[i].iov_len;
+                    }
+                }
+                fab_tx_done(ep, op, rc);
+                finished = 1;
+                break;
+            case FAB_TX_AMO:
+                if (rc || op->fin) {
+                    fab_tx_done(ep, op, rc ? rc : op->fin_rc);
+                    finished = 1;
+                }
+                break;
             }
         }
         if (finished) {
@@ -518,7 +557,8 @@ void fab_progress_locked(struct fab_ep *ep)
         }
     }
     /* dead peers: corevia notices them in waits; we only ever poll */
-    if (ep->ops || ep->posted_head[0] || ep->posted_head[1]) {
+    if ((ep->ops || ep->posted_head[0] || ep->posted_head[1]) && ++ep->check_tick % 64 == 0) {
+        /* the clock only every 64th round: a read costs as much as a round */
         uint64_t now = fab_now_ns();
         if ((double)now * 1e-9 >= ep->next_check) {
             int lost = cvia_check_peers();

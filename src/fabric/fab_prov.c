@@ -85,19 +85,38 @@ void fab_core_release(void)
 
 /* ---- getinfo --------------------------------------------------------------- */
 
+/* Two entries: messaging, which needs no registration (mr_mode 0: what MPI's
+ * tagged path wants), and messaging plus RMA and atomics, whose keys and
+ * addresses are corevia's (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY). */
 #define FAB_PRIMARY_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | \
                           FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define FAB_SECONDARY_CAPS (FI_SOURCE | FI_REMOTE_CQ_DATA)
 #define FAB_CAPS (FAB_PRIMARY_CAPS | FAB_SECONDARY_CAPS)
+#define FAB_RMA_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define FAB_OP_FLAGS (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | \
                       FI_DELIVERY_COMPLETE)
 #define FAB_TAG_FORMAT 0xaaaaaaaaaaaaaaaaull   /* FI_TAG_GENERIC: all 64 bits */
+#define FAB_RMA_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY)
 
-static int fab_hints_ok(uint32_t version, const struct fi_info *h)
+/* Does the application's mr_mode allow what entry @rma needs? */
+static int fab_mr_mode_ok(uint32_t version, int mode, int rma)
 {
+    if (!rma)
+        return 1;   /* messaging needs no registration: any mode will do */
+    if (!FI_VERSION_GE(version, FI_VERSION(1, 5)))
+        return mode == FI_MR_UNSPEC || mode == FI_MR_BASIC;
+    if (mode == FI_MR_BASIC)
+        return 1;
+    return (mode & FAB_RMA_MR_MODE) == FAB_RMA_MR_MODE;
+}
+
+static int fab_hints_ok(uint32_t version, const struct fi_info *h, int rma)
+{
+    uint64_t mask = FAB_CAPS | (rma ? FAB_RMA_CAPS : 0);
+
     if (!h)
         return 1;
-    if (h->caps & ~FAB_CAPS)
+    if (h->caps & ~mask)
         return 0;
     if (h->addr_format != FI_FORMAT_UNSPEC)
         return 0;
@@ -112,31 +131,20 @@ static int fab_hints_ok(uint32_t version, const struct fi_info *h)
             return 0;
     }
     if (h->tx_attr) {
-        if (h->tx_attr->caps & ~FAB_CAPS)
-            return 0;
-        if (h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS)
-            return 0;
-        if (h->tx_attr->comp_order & ~(uint64_t)FI_ORDER_NONE)
-            return 0;
-        if (h->tx_attr->op_flags & ~(uint64_t)FAB_OP_FLAGS)
-            return 0;
-        if (h->tx_attr->iov_limit > FAB_IOV_MAX)
-            return 0;
-        if (h->tx_attr->inject_size > fab_cfg.inject)
+        if ((h->tx_attr->caps & ~mask) ||
+            (h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) ||
+            (h->tx_attr->comp_order & ~(uint64_t)FI_ORDER_NONE) ||
+            (h->tx_attr->op_flags & ~(uint64_t)FAB_OP_FLAGS) ||
+            h->tx_attr->iov_limit > FAB_IOV_MAX || h->tx_attr->inject_size > fab_cfg.inject ||
+            h->tx_attr->rma_iov_limit > (rma ? 1u : 0u))
             return 0;
     }
     if (h->rx_attr) {
-        if (h->rx_attr->caps & ~FAB_CAPS)
-            return 0;
-        if (h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS)
-            return 0;
-        if (h->rx_attr->comp_order & ~(uint64_t)FI_ORDER_NONE)
-            return 0;
-        if (h->rx_attr->op_flags & ~(uint64_t)FI_COMPLETION)
-            return 0;
-        if (h->rx_attr->iov_limit > FAB_IOV_MAX)
-            return 0;
-        if (h->rx_attr->total_buffered_recv)
+        if ((h->rx_attr->caps & ~mask) ||
+            (h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) ||
+            (h->rx_attr->comp_order & ~(uint64_t)FI_ORDER_NONE) ||
+            (h->rx_attr->op_flags & ~(uint64_t)FI_COMPLETION) ||
+            h->rx_attr->iov_limit > FAB_IOV_MAX || h->rx_attr->total_buffered_recv)
             return 0;
     }
     if (h->domain_attr) {
@@ -149,53 +157,47 @@ static int fab_hints_ok(uint32_t version, const struct fi_info *h)
             return 0;
         if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
             return 0;
-        if (d->cq_data_size > 8)
+        if (d->cq_data_size > 8 || d->auth_key_size)
             return 0;
         if (d->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM))
             return 0;
-        if (d->auth_key_size)
+        if (!fab_mr_mode_ok(version, d->mr_mode, rma))
             return 0;
-        /* mr_mode: messaging needs no registration, so any mode will do */
+    } else if (rma && FI_VERSION_GE(version, FI_VERSION(1, 5)) && h) {
+        return 0;   /* hints without a domain: mr_mode 0, no bits supported */
     }
     if (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, FAB_NAME))
         return 0;
     return 1;
 }
 
-static int fab_getinfo(uint32_t version, const char *node, const char *service,
-                       uint64_t flags, const struct fi_info *hints, struct fi_info **info)
+static struct fi_info *fab_info_make(uint32_t version, const struct fi_info *hints, int rma)
 {
+    uint64_t mask = FAB_CAPS | (rma ? FAB_RMA_CAPS : 0), caps = mask;
     struct fi_info *fi;
-    uint64_t caps;
 
-    *info = NULL;
-    if (fab_load_cfg())
-        return -FI_EINVAL;
-    /* names are exchanged, never resolved from a host and port */
-    if (node || service || (flags & FI_SOURCE))
-        return -FI_ENODATA;
-    if (!fab_hints_ok(version, hints))
-        return -FI_ENODATA;
-    if (!(fi = fi_allocinfo()))
-        return -FI_ENOMEM;
-
-    caps = FAB_CAPS;
+    if (!fab_hints_ok(version, hints, rma) || !(fi = fi_allocinfo()))
+        return NULL;
     if (hints && hints->caps) {
         /* what was asked, plus the primary caps implied when none were named */
         caps = hints->caps;
-        if (!(caps & (FI_MSG | FI_TAGGED)))
+        if (!(caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)))
             caps |= FI_MSG | FI_TAGGED;
         if (!(caps & (FI_SEND | FI_RECV)))
             caps |= FI_SEND | FI_RECV;
+        if ((caps & (FI_RMA | FI_ATOMIC)) &&
+            !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+            caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
         if (!(caps & (FI_LOCAL_COMM | FI_REMOTE_COMM)))
             caps |= FI_LOCAL_COMM | FI_REMOTE_COMM;
-        caps &= FAB_CAPS;
+        caps &= mask;
     }
     fi->caps = caps;
     fi->mode = 0;            /* FI_CONTEXT and friends: not needed */
     fi->addr_format = FI_FORMAT_UNSPEC;
 
-    fi->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_SEND | FI_LOCAL_COMM | FI_REMOTE_COMM);
+    fi->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ |
+                                FI_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM);
     fi->tx_attr->mode = 0;
     fi->tx_attr->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
     fi->tx_attr->msg_order = FI_ORDER_SAS;
@@ -203,10 +205,11 @@ static int fab_getinfo(uint32_t version, const char *node, const char *service,
     fi->tx_attr->inject_size = fab_cfg.inject;
     fi->tx_attr->size = 1 << 16;
     fi->tx_attr->iov_limit = FAB_IOV_MAX;
-    fi->tx_attr->rma_iov_limit = 0;
+    fi->tx_attr->rma_iov_limit = rma ? 1 : 0;
 
     fi->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
-                                FI_REMOTE_CQ_DATA | FI_LOCAL_COMM | FI_REMOTE_COMM);
+                                FI_REMOTE_CQ_DATA | FI_RMA | FI_ATOMIC | FI_REMOTE_READ |
+                                FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM);
     fi->rx_attr->mode = 0;
     fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
     fi->rx_attr->msg_order = FI_ORDER_SAS;
@@ -233,7 +236,10 @@ static int fab_getinfo(uint32_t version, const char *node, const char *service,
     fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
     fi->domain_attr->av_type = hints && hints->domain_attr &&
         hints->domain_attr->av_type != FI_AV_UNSPEC ? hints->domain_attr->av_type : FI_AV_MAP;
-    fi->domain_attr->mr_mode = FI_VERSION_GE(version, FI_VERSION(1, 5)) ? 0 : FI_MR_SCALABLE;
+    if (!FI_VERSION_GE(version, FI_VERSION(1, 5)))
+        fi->domain_attr->mr_mode = rma ? FI_MR_BASIC : FI_MR_SCALABLE;
+    else
+        fi->domain_attr->mr_mode = rma ? FAB_RMA_MR_MODE : 0;
     fi->domain_attr->mr_key_size = 8;
     fi->domain_attr->cq_data_size = 8;
     fi->domain_attr->cq_cnt = 64;
@@ -252,10 +258,31 @@ static int fab_getinfo(uint32_t version, const char *node, const char *service,
     fi->fabric_attr->api_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
     if (!fi->domain_attr->name || !fi->fabric_attr->name) {
         fi_freeinfo(fi);
-        return -FI_ENOMEM;
+        return NULL;
     }
-    *info = fi;
-    return 0;
+    return fi;
+}
+
+static int fab_getinfo(uint32_t version, const char *node, const char *service,
+                       uint64_t flags, const struct fi_info *hints, struct fi_info **info)
+{
+    struct fi_info *msg, *rma;
+
+    *info = NULL;
+    if (fab_load_cfg())
+        return -FI_EINVAL;
+    /* names are exchanged, never resolved from a host and port */
+    if (node || service || (flags & FI_SOURCE))
+        return -FI_ENODATA;
+    msg = fab_info_make(version, hints, 0);
+    rma = fab_info_make(version, hints, 1);
+    if (msg) {
+        msg->next = rma;
+        *info = msg;
+    } else {
+        *info = rma;
+    }
+    return *info ? 0 : -FI_ENODATA;
 }
 
 /* ---- fabric ------------------------------------------------------------------ */
@@ -342,6 +369,7 @@ static int fab_domain_close(struct fid *fid)
 
     if (atomic_load(&d->refs))
         return -FI_EBUSY;
+    pthread_mutex_destroy(&d->mr_lock);
     free(d);
     return 0;
 }
@@ -370,11 +398,6 @@ static int fab_no_srx(struct fid_domain *d, struct fi_rx_attr *a, struct fid_ep 
 {
     return -FI_ENOSYS;
 }
-static int fab_no_atomic(struct fid_domain *d, enum fi_datatype t, enum fi_op o,
-                         struct fi_atomic_attr *a, uint64_t f)
-{
-    return -FI_EOPNOTSUPP;
-}
 static int fab_no_coll(struct fid_domain *d, enum fi_collective_op o,
                        struct fi_collective_attr *a, uint64_t f)
 {
@@ -391,7 +414,7 @@ static struct fi_ops_domain fab_domain_ops = {
     .poll_open = fab_no_poll,
     .stx_ctx = fab_no_stx,
     .srx_ctx = fab_no_srx,
-    .query_atomic = fab_no_atomic,
+    .query_atomic = fab_query_atomic,
     .query_collective = fab_no_coll,
 };
 
@@ -412,6 +435,7 @@ static int fab_domain_open(struct fid_fabric *fabric, struct fi_info *info,
     d->fid.fid.ops = &fab_domain_fi_ops;
     d->fid.ops = &fab_domain_ops;
     d->fid.mr = &fab_mr_ops;
+    pthread_mutex_init(&d->mr_lock, NULL);
     *dom = &d->fid;
     return 0;
 }
