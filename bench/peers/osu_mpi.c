@@ -3,7 +3,8 @@
 
 /*
  * osu_mpi: the OSU micro-benchmark definitions, re-implemented for the peer
- * comparison (scripts/compare-peers.sh).  Not OSU code; same definitions:
+ * comparisons (scripts/compare-peers.sh, scripts/compare-mpi.sh).  Not OSU
+ * code; same definitions:
  *
  *   latency  half the round trip of a blocking MPI_Send/MPI_Recv ping-pong,
  *            mean over the timed iterations after warm-up (osu_latency); we
@@ -13,9 +14,14 @@
  *            (osu_bw).  MB = 10^6 bytes.
  *   bibw     both ranks post 64 MPI_Irecv and 64 MPI_Isend, MPI_Waitall
  *            (osu_bibw); bytes in both directions count.
+ *   mbw_mr   osu_mbw_mr with one pair: as bw (rank 0 sends a window of 64,
+ *            rank 1 acks with 4 bytes), but the clock starts after a barrier
+ *            that ends the warm-up, and the time is the senders' largest
+ *            (MPI_Reduce MPI_MAX; receivers count 0), as osu_mbw_mr; the
+ *            figure of merit is the message rate, messages / s.
  *
  * Iterations follow OSU: latency 10000 (+100 warm-up) up to 8 KiB, 1000
- * (+10) above; bw/bibw 100 (+10) up to 8 KiB, 20 (+2) above.
+ * (+10) above; bw/bibw/mbw_mr 100 (+10) up to 8 KiB, 20 (+2) above.
  *
  * --csv prints the same columns as `cvia-bench --csv`, so one parser reads
  * both.  Percentiles are nearest-rank over the per-iteration samples.
@@ -41,9 +47,9 @@
 #define TAG_DATA      1
 #define TAG_ACK       2
 
-enum mode { MODE_LATENCY, MODE_BW, MODE_BIBW };
+enum mode { MODE_LATENCY, MODE_BW, MODE_BIBW, MODE_MBW_MR };
 
-static const char *const mode_name[] = { "latency", "bw", "bibw" };
+static const char *const mode_name[] = { "latency", "bw", "bibw", "mbw_mr" };
 
 static const char csv_header[] =
     "benchmark,size_bytes,iterations,latency_us,latency_p50_us,latency_p99_us,"
@@ -106,7 +112,7 @@ static double now_us(void)
 static void usage(FILE *f, const char *prog)
 {
     fprintf(f,
-            "Usage: %s latency|bw|bibw [options]   (run with exactly 2 ranks)\n"
+            "Usage: %s latency|bw|bibw|mbw_mr [options]   (run with exactly 2 ranks)\n"
             "  --sizes LIST     comma-separated message sizes in bytes; suffixes k/K (KiB)\n"
             "                   and m/M (MiB) accepted (default: 1,2,4,...,4M)\n"
             "  --csv            print CSV (same columns as cvia-bench --csv)\n"
@@ -117,7 +123,9 @@ static void usage(FILE *f, const char *prog)
             "                   default 1, as OSU\n"
             "  -h, --help       this text\n"
             "OSU defaults: latency 10000/100 for sizes <= %d, 1000/10 above;\n"
-            "              bw, bibw 100/10 for sizes <= %d, 20/2 above; window %d.\n",
+            "              bw, bibw, mbw_mr 100/10 for sizes <= %d, 20/2 above; window %d.\n"
+            "mbw_mr: osu_mbw_mr with one pair (rank 0 sends, rank 1 receives): timed\n"
+            "              by the sender from a barrier after the warm-up.\n",
             prog, LARGE_MSG, LARGE_MSG, WINDOW);
 }
 
@@ -182,6 +190,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
         o->mode = MODE_BW;
     else if (!strcmp(argv[1], "bibw"))
         o->mode = MODE_BIBW;
+    else if (!strcmp(argv[1], "mbw_mr"))
+        o->mode = MODE_MBW_MR;
     else
         return 2;
     for (size_t s = 1; s <= DEFAULT_MAX; s <<= 1)
@@ -239,7 +249,7 @@ static double pct(const double *sorted, long n, double p)
 struct result {
     long   iters;
     double lat_mean, lat_p50, lat_p99, lat_min; /* us, latency only */
-    double mb_s, msg_s;                          /* bw and bibw only */
+    double mb_s, msg_s;                          /* bw, bibw and mbw_mr only */
 };
 
 static void run_latency(int rank, size_t size, long iters, long warmup,
@@ -313,6 +323,52 @@ static void run_bw(int rank, int bidir, size_t size, long iters, long warmup,
     r->iters = iters;
     r->mb_s  = msgs * (double)size / secs / 1e6;
     r->msg_s = msgs / secs;
+}
+
+/*
+ * osu_mbw_mr with one pair (rank 0 the sender, rank 1 the receiver): each
+ * iteration a window of 64 MPI_Isend / MPI_Irecv, MPI_Waitall, then a
+ * 4-byte ack from the receiver.  A barrier ends the warm-up; the sender
+ * times from there, and the reported time is the senders' largest
+ * (MPI_Reduce MPI_MAX with the receivers' 0), as osu_mbw_mr.
+ */
+static void run_mbw_mr(int rank, size_t size, long iters, long warmup,
+                       const struct bufs *b, struct result *r)
+{
+    MPI_Request req[WINDOW];
+    double t_start = 0.0, t = 0.0, tmax = 0.0;
+    int peer = 1 - rank;
+    char ack[4] = { 0 };
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (long i = 0; i < warmup + iters; i++) {
+        if (i == warmup) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t_start = now_us();
+        }
+        if (rank == 0) {
+            for (int w = 0; w < WINDOW; w++)
+                MPI_Isend(sb_at(b, i * WINDOW + w), (int)size, MPI_CHAR, peer, TAG_DATA,
+                          MPI_COMM_WORLD, &req[w]);
+            MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
+            MPI_Recv(ack, 4, MPI_CHAR, peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            for (int w = 0; w < WINDOW; w++)
+                MPI_Irecv(rb_at(b, i * WINDOW + w), (int)size, MPI_CHAR, peer, TAG_DATA,
+                          MPI_COMM_WORLD, &req[w]);
+            MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
+            MPI_Send(ack, 4, MPI_CHAR, peer, TAG_ACK, MPI_COMM_WORLD);
+        }
+    }
+    if (rank == 0)
+        t = (now_us() - t_start) * 1e-6;
+    MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank != 0)
+        return;
+    double msgs = (double)WINDOW * (double)iters;
+    r->iters = iters;
+    r->mb_s  = msgs * (double)size / tmax / 1e6;
+    r->msg_s = msgs / tmax;
 }
 
 static void print_result(const struct opts *o, size_t size, const struct result *r)
@@ -409,7 +465,10 @@ int main(int argc, char **argv)
         } else {
             iters  = o.iters ? o.iters : (large ? 20 : 100);
             warmup = o.warmup >= 0 ? o.warmup : (large ? 2 : 10);
-            run_bw(rank, o.mode == MODE_BIBW, size, iters, warmup, &b, &r);
+            if (o.mode == MODE_MBW_MR)
+                run_mbw_mr(rank, size, iters, warmup, &b, &r);
+            else
+                run_bw(rank, o.mode == MODE_BIBW, size, iters, warmup, &b, &r);
         }
         if (rank == 0)
             print_result(&o, size, &r);
