@@ -51,6 +51,7 @@
 
 #include <corevia/corevia.h>
 #include "fabric/fab_cfg.h"
+#include "util/lock.h"
 
 #define FAB_NAME        "corevia"
 #define FAB_VERSION     FI_VERSION(0, 1)
@@ -125,18 +126,22 @@ struct fab_domain {
     struct fab_mr *mrs;      /* regions open to remote access */
 };
 
-struct fab_av_entry {
-    int32_t  rank;           /* -1: removed */
-    uint16_t epid;
-};
+/* An entry: rank << 16 | endpoint id; FAB_AV_GONE once removed. */
+typedef _Atomic uint64_t fab_av_entry_t;
+#define FAB_AV_GONE UINT64_MAX
 
+/* Entries are only ever appended (a removed one is marked), and a grown
+ * table keeps the old one until the AV closes, so senders resolve an
+ * address without a lock: they load the published table and count. */
 struct fab_av {
     struct fid_av fid;
     struct fab_domain *dom;
     enum fi_av_type type;
-    pthread_mutex_t lock;
-    struct fab_av_entry *e;
-    size_t n, cap;
+    pthread_mutex_t lock;    /* inserts and removals */
+    fab_av_entry_t *_Atomic e;
+    atomic_size_t n;
+    size_t cap;
+    void  *old;              /* tables replaced by bigger ones, freed at close */
     atomic_int refs;         /* endpoints bound */
 };
 
@@ -157,7 +162,7 @@ struct fab_cq {
     struct fid_cq fid;
     struct fab_domain *dom;
     size_t esize;            /* bytes of one entry in the format asked for */
-    pthread_mutex_t lock;
+    cvia_spinlock_t lock;
     struct fab_cqe *ring;
     size_t head, len, cap;
     struct fab_cqerr *err_head, *err_tail;
@@ -255,7 +260,7 @@ struct fab_ep {
     uint64_t caps;
     int      enabled;
     uint16_t epid;
-    pthread_mutex_t lock;
+    cvia_spinlock_t lock;        /* short sections: a mutex cost 2x on 8 B latency */
     /* posted and unexpected, tagged (0) and untagged (1) */
     struct fab_rx    *posted_head[2], *posted_tail[2];
     struct fab_unexp *unexp_head[2], *unexp_tail[2];

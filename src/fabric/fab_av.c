@@ -33,18 +33,27 @@ static int fab_av_insert(struct fid_av *fav, const void *addr, size_t count,
     if (count && !addr)
         return -FI_EINVAL;
     pthread_mutex_lock(&av->lock);
-    if (av->n + count > av->cap) {
+    size_t n0 = atomic_load(&av->n);
+    if (n0 + count > av->cap) {
         size_t cap = av->cap ? av->cap : 64;
-        while (cap < av->n + count)
+        while (cap < n0 + count)
             cap *= 2;
-        struct fab_av_entry *e = realloc(av->e, cap * sizeof(*e));
+        fab_av_entry_t *e = malloc((cap + 1) * sizeof(*e)), *old = atomic_load(&av->e);
         if (!e) {
             pthread_mutex_unlock(&av->lock);
             return -FI_ENOMEM;
         }
-        av->e = e;
+        /* slot 0 links the retired tables; entries start at 1 */
+        for (size_t i = 0; i < n0; i++)
+            atomic_init(&e[i + 1], atomic_load_explicit(&old[i + 1], memory_order_relaxed));
+        if (old) {
+            memcpy((void *)old, &av->old, sizeof(void *));
+            av->old = (void *)old;
+        }
+        atomic_store_explicit(&av->e, e, memory_order_release);
         av->cap = cap;
     }
+    fab_av_entry_t *e = atomic_load(&av->e);
     for (size_t i = 0; i < count; i++) {
         struct fab_name n;
 
@@ -54,10 +63,12 @@ static int fab_av_insert(struct fid_av *fav, const void *addr, size_t count,
                 fi_addr[i] = FI_ADDR_NOTAVAIL;
             continue;
         }
-        av->e[av->n] = (struct fab_av_entry){ n.rank, n.epid };
+        size_t k = atomic_load_explicit(&av->n, memory_order_relaxed);
+        atomic_store_explicit(&e[k + 1], (uint64_t)(uint32_t)n.rank << 16 | n.epid,
+                              memory_order_relaxed);
         if (fi_addr)
-            fi_addr[i] = av->n;
-        av->n++;
+            fi_addr[i] = k;
+        atomic_store_explicit(&av->n, k + 1, memory_order_release);
         done++;
     }
     pthread_mutex_unlock(&av->lock);
@@ -84,10 +95,10 @@ static int fab_av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, u
 
     pthread_mutex_lock(&av->lock);
     for (size_t i = 0; i < count; i++) {
-        if (fi_addr[i] >= av->n)
+        if (fi_addr[i] >= atomic_load(&av->n))
             rc = -FI_EINVAL;
         else
-            av->e[fi_addr[i]].rank = -1;
+            atomic_store(&atomic_load(&av->e)[fi_addr[i] + 1], FAB_AV_GONE);
     }
     pthread_mutex_unlock(&av->lock);
     return rc;
@@ -152,7 +163,13 @@ static int fab_av_close(struct fid *fid)
         return -FI_EBUSY;
     atomic_fetch_sub(&av->dom->refs, 1);
     pthread_mutex_destroy(&av->lock);
-    free(av->e);
+    free((void *)atomic_load(&av->e));
+    while (av->old) {
+        void *next;
+        memcpy(&next, av->old, sizeof(void *));
+        free(av->old);
+        av->old = next;
+    }
     free(av);
     fab_core_release();
     return 0;
@@ -216,34 +233,35 @@ int fab_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 
 int fab_av_resolve(struct fab_av *av, fi_addr_t addr, int32_t *rank, uint16_t *epid)
 {
-    int rc = -FI_EINVAL;
+    size_t n = atomic_load_explicit(&av->n, memory_order_acquire);
+    uint64_t v;
 
-    pthread_mutex_lock(&av->lock);
-    if (addr < av->n && av->e[addr].rank >= 0) {
-        *rank = av->e[addr].rank;
-        *epid = av->e[addr].epid;
-        rc = 0;
-    }
-    pthread_mutex_unlock(&av->lock);
-    return rc;
+    if (addr >= n)
+        return -FI_EINVAL;
+    v = atomic_load_explicit(&atomic_load_explicit(&av->e, memory_order_acquire)[addr + 1],
+                             memory_order_relaxed);
+    if (v == FAB_AV_GONE)
+        return -FI_EINVAL;
+    *rank = (int32_t)(v >> 16);
+    *epid = (uint16_t)v;
+    return 0;
 }
 
 fi_addr_t fab_av_reverse(struct fab_av *av, int32_t rank, uint16_t epid)
 {
-    fi_addr_t a = FI_ADDR_NOTAVAIL;
+    uint64_t want = (uint64_t)(uint32_t)rank << 16 | epid;
+    size_t n;
+    fab_av_entry_t *e;
 
     if (!av)
-        return a;
-    pthread_mutex_lock(&av->lock);
+        return FI_ADDR_NOTAVAIL;
+    n = atomic_load_explicit(&av->n, memory_order_acquire);
+    e = atomic_load_explicit(&av->e, memory_order_acquire);
     /* MPI inserts every rank in rank order: try the rank's own index first */
-    if ((size_t)rank < av->n && av->e[rank].rank == rank && av->e[rank].epid == epid)
-        a = (fi_addr_t)rank;
-    else
-        for (size_t i = 0; i < av->n; i++)
-            if (av->e[i].rank == rank && av->e[i].epid == epid) {
-                a = i;
-                break;
-            }
-    pthread_mutex_unlock(&av->lock);
-    return a;
+    if ((size_t)rank < n && atomic_load_explicit(&e[rank + 1], memory_order_relaxed) == want)
+        return (fi_addr_t)rank;
+    for (size_t i = 0; i < n; i++)
+        if (atomic_load_explicit(&e[i + 1], memory_order_relaxed) == want)
+            return i;
+    return FI_ADDR_NOTAVAIL;
 }

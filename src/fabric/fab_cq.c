@@ -18,10 +18,10 @@ static void fab_cq_progress(struct fab_cq *cq)
     struct fab_ep *eps[8];
     int n;
 
-    pthread_mutex_lock(&cq->lock);
+    cvia_spin_lock(&cq->lock);
     n = cq->neps;
     memcpy(eps, cq->eps, (size_t)n * sizeof(eps[0]));
-    pthread_mutex_unlock(&cq->lock);
+    cvia_spin_unlock(&cq->lock);
     for (int i = 0; i < n; i++)
         fab_ep_progress(eps[i]);
 }
@@ -48,28 +48,28 @@ static void fab_ep_list_del(struct fab_ep **eps, int *n, struct fab_ep *ep)
 
 int fab_cq_add_ep(struct fab_cq *cq, struct fab_ep *ep)
 {
-    pthread_mutex_lock(&cq->lock);
+    cvia_spin_lock(&cq->lock);
     int rc = fab_ep_list_add(cq->eps, &cq->neps, ep);
-    pthread_mutex_unlock(&cq->lock);
+    cvia_spin_unlock(&cq->lock);
     return rc;
 }
 
 void fab_cq_del_ep(struct fab_cq *cq, struct fab_ep *ep)
 {
-    pthread_mutex_lock(&cq->lock);
+    cvia_spin_lock(&cq->lock);
     fab_ep_list_del(cq->eps, &cq->neps, ep);
-    pthread_mutex_unlock(&cq->lock);
+    cvia_spin_unlock(&cq->lock);
 }
 
 void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
                  void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
 {
-    pthread_mutex_lock(&cq->lock);
+    cvia_spin_lock(&cq->lock);
     if (cq->len == cq->cap) {
         size_t cap = cq->cap * 2;
         struct fab_cqe *r = malloc(cap * sizeof(*r));
         if (!r) {   /* keep the event: report it as an error instead */
-            pthread_mutex_unlock(&cq->lock);
+            cvia_spin_unlock(&cq->lock);
             fab_cq_push_err(cq, ctx, flags, len, data, tag, 0, FI_ENOMEM, 0);
             return;
         }
@@ -83,7 +83,7 @@ void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
     struct fab_cqe *e = &cq->ring[(cq->head + cq->len++) % cq->cap];
     e->e = (struct fi_cq_tagged_entry){ ctx, flags, len, buf, data, tag };
     e->src = src;
-    pthread_mutex_unlock(&cq->lock);
+    cvia_spin_unlock(&cq->lock);
 }
 
 void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
@@ -101,22 +101,22 @@ void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
     x->e.olen = olen;
     x->e.err = err;
     x->e.prov_errno = prov_errno;
-    pthread_mutex_lock(&cq->lock);
+    cvia_spin_lock(&cq->lock);
     if (cq->err_tail)
         cq->err_tail->next = x;
     else
         cq->err_head = x;
     cq->err_tail = x;
-    pthread_mutex_unlock(&cq->lock);
+    cvia_spin_unlock(&cq->lock);
 }
 
 static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
     size_t n = 0;
 
-    pthread_mutex_lock(&cq->lock);
+    cvia_spin_lock(&cq->lock);
     if (cq->err_head) {
-        pthread_mutex_unlock(&cq->lock);
+        cvia_spin_unlock(&cq->lock);
         return -FI_EAVAIL;
     }
     for (; n < count && cq->len; n++) {
@@ -127,7 +127,7 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
         cq->head = (cq->head + 1) % cq->cap;
         cq->len--;
     }
-    pthread_mutex_unlock(&cq->lock);
+    cvia_spin_unlock(&cq->lock);
     return n ? (ssize_t)n : -FI_EAGAIN;
 }
 
@@ -150,15 +150,15 @@ static ssize_t fab_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, u
     struct fab_cqerr *x;
     uint32_t api = cq->dom->fabric->fid.api_version;
 
-    pthread_mutex_lock(&cq->lock);
+    cvia_spin_lock(&cq->lock);
     if (!(x = cq->err_head)) {
-        pthread_mutex_unlock(&cq->lock);
+        cvia_spin_unlock(&cq->lock);
         return -FI_EAGAIN;
     }
     cq->err_head = x->next;
     if (!cq->err_head)
         cq->err_tail = NULL;
-    pthread_mutex_unlock(&cq->lock);
+    cvia_spin_unlock(&cq->lock);
     /* before 1.5 the entry ended at prov_errno and err_data (no size) */
     if (FI_VERSION_GE(api, FI_VERSION(1, 5))) {
         void *keep = buf->err_data;
@@ -249,7 +249,6 @@ static int fab_cq_close(struct fid *fid)
         free(x);
     }
     atomic_fetch_sub(&cq->dom->refs, 1);
-    pthread_mutex_destroy(&cq->lock);
     free(cq->ring);
     free(cq);
     return 0;
@@ -308,7 +307,7 @@ int fab_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     }
     cq->dom = dom;
     cq->esize = esize;
-    pthread_mutex_init(&cq->lock, NULL);
+    cvia_spin_init(&cq->lock);
     cq->fid.fid.fclass = FI_CLASS_CQ;
     cq->fid.fid.context = context;
     cq->fid.fid.ops = &fab_cq_fi_ops;

@@ -13,10 +13,10 @@ static atomic_int fab_next_epid;
 void fab_ep_progress(struct fab_ep *ep)
 {
     /* another thread progressing this endpoint does the same work */
-    if (pthread_mutex_trylock(&ep->lock))
+    if (!cvia_spin_trylock(&ep->lock))
         return;
     fab_progress_locked(ep);
-    pthread_mutex_unlock(&ep->lock);
+    cvia_spin_unlock(&ep->lock);
 }
 
 static void fab_ep_unbind_all(struct fab_ep *ep)
@@ -55,7 +55,7 @@ static int fab_ep_close(struct fid *fid)
 {
     struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
 
-    pthread_mutex_lock(&ep->lock);
+    cvia_spin_lock(&ep->lock);
     if (ep->enabled) {
         fab_ep_flush(ep, -FI_ECANCELED);
         for (long i = 0; i < fab_cfg.rx_depth; i++) {
@@ -69,10 +69,9 @@ static int fab_ep_close(struct fid *fid)
         ep->enabled = 0;
     }
     fab_ep_free_spares(ep);
-    pthread_mutex_unlock(&ep->lock);
+    cvia_spin_unlock(&ep->lock);
     fab_ep_unbind_all(ep);
     atomic_fetch_sub(&ep->dom->refs, 1);
-    pthread_mutex_destroy(&ep->lock);
     free(ep);
     fab_core_release();
     return 0;
@@ -188,9 +187,9 @@ static int fab_ep_control(struct fid *fid, int command, void *arg)
 
     switch (command) {
     case FI_ENABLE:
-        pthread_mutex_lock(&ep->lock);
+        cvia_spin_lock(&ep->lock);
         rc = fab_ep_enable(ep);
-        pthread_mutex_unlock(&ep->lock);
+        cvia_spin_unlock(&ep->lock);
         return rc;
     case FI_GETOPSFLAG: {
         uint64_t *f = arg;
@@ -240,9 +239,9 @@ static ssize_t fab_ep_cancel(fid_t fid, void *context)
     struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
     ssize_t rc;
 
-    pthread_mutex_lock(&ep->lock);
+    cvia_spin_lock(&ep->lock);
     rc = fab_cancel_locked(ep, context);
-    pthread_mutex_unlock(&ep->lock);
+    cvia_spin_unlock(&ep->lock);
     return rc;
 }
 
@@ -382,7 +381,7 @@ int fab_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->caps = info->caps ? info->caps : (FI_MSG | FI_TAGGED | FI_DIRECTED_RECV);
     ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
-    pthread_mutex_init(&ep->lock, NULL);
+    cvia_spin_init(&ep->lock);
     ep->fid.fid.fclass = FI_CLASS_EP;
     ep->fid.fid.context = context;
     ep->fid.fid.ops = &fab_ep_fi_ops;

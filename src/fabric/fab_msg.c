@@ -720,8 +720,8 @@ static struct fab_ep *fab_ep_of(struct fid_ep *fep)
     return fab_of(fep, struct fab_ep, fid);
 }
 
-#define LOCKED(ep, expr) ({ ssize_t _r; pthread_mutex_lock(&(ep)->lock); _r = (expr); \
-                            pthread_mutex_unlock(&(ep)->lock); _r; })
+#define LOCKED(ep, expr) ({ ssize_t _r; cvia_spin_lock(&(ep)->lock); _r = (expr); \
+                            cvia_spin_unlock(&(ep)->lock); _r; })
 
 static ssize_t fab_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                          fi_addr_t dest, uint64_t tag, void *context)

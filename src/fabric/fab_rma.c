@@ -144,8 +144,8 @@ static ssize_t fab_rma(struct fab_ep *ep, int write, const struct iovec *iov, si
     return 0;
 }
 
-#define LOCKED(ep, expr) ({ ssize_t _r; pthread_mutex_lock(&(ep)->lock); _r = (expr); \
-                            pthread_mutex_unlock(&(ep)->lock); _r; })
+#define LOCKED(ep, expr) ({ ssize_t _r; cvia_spin_lock(&(ep)->lock); _r = (expr); \
+                            cvia_spin_unlock(&(ep)->lock); _r; })
 
 static ssize_t fab_read(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
                         uint64_t addr, uint64_t key, void *context)
