@@ -168,6 +168,7 @@ struct fab_cq {
     struct fab_cqerr *err_head, *err_tail;
     struct fab_ep *eps[8];   /* endpoints to progress when read */
     int neps;
+    atomic_int busy;         /* readers progressing a copy of eps[] */
     atomic_int refs;
 };
 
@@ -177,6 +178,7 @@ struct fab_cntr {
     atomic_uint_least64_t val, err;
     struct fab_ep *eps[8];
     int neps;
+    atomic_int busy;
     pthread_mutex_t lock;
     atomic_int refs;
 };

@@ -21,9 +21,18 @@ static void fab_cq_progress(struct fab_cq *cq)
     cvia_spin_lock(&cq->lock);
     n = cq->neps;
     memcpy(eps, cq->eps, (size_t)n * sizeof(eps[0]));
+    atomic_fetch_add(&cq->busy, 1);   /* an endpoint closing waits for us */
     cvia_spin_unlock(&cq->lock);
     for (int i = 0; i < n; i++)
         fab_ep_progress(eps[i]);
+    atomic_fetch_sub(&cq->busy, 1);
+}
+
+/* Once an endpoint is off the list, no reader may still hold it. */
+static void fab_wait_idle(atomic_int *busy)
+{
+    while (atomic_load(busy))
+        sched_yield();
 }
 
 static int fab_ep_list_add(struct fab_ep **eps, int *n, struct fab_ep *ep)
@@ -59,6 +68,7 @@ void fab_cq_del_ep(struct fab_cq *cq, struct fab_ep *ep)
     cvia_spin_lock(&cq->lock);
     fab_ep_list_del(cq->eps, &cq->neps, ep);
     cvia_spin_unlock(&cq->lock);
+    fab_wait_idle(&cq->busy);
 }
 
 void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
@@ -332,6 +342,7 @@ void fab_cntr_del_ep(struct fab_cntr *c, struct fab_ep *ep)
     pthread_mutex_lock(&c->lock);
     fab_ep_list_del(c->eps, &c->neps, ep);
     pthread_mutex_unlock(&c->lock);
+    fab_wait_idle(&c->busy);
 }
 
 static void fab_cntr_progress(struct fab_cntr *c)
@@ -342,9 +353,11 @@ static void fab_cntr_progress(struct fab_cntr *c)
     pthread_mutex_lock(&c->lock);
     n = c->neps;
     memcpy(eps, c->eps, (size_t)n * sizeof(eps[0]));
+    atomic_fetch_add(&c->busy, 1);
     pthread_mutex_unlock(&c->lock);
     for (int i = 0; i < n; i++)
         fab_ep_progress(eps[i]);
+    atomic_fetch_sub(&c->busy, 1);
 }
 
 static uint64_t fab_cntr_read(struct fid_cntr *fc)

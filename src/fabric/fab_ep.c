@@ -55,6 +55,8 @@ static int fab_ep_close(struct fid *fid)
 {
     struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
 
+    /* off every CQ and counter first: then no reader can progress it */
+    fab_ep_unbind_all(ep);
     cvia_spin_lock(&ep->lock);
     if (ep->enabled) {
         fab_ep_flush(ep, -FI_ECANCELED);
@@ -70,7 +72,6 @@ static int fab_ep_close(struct fid *fid)
     }
     fab_ep_free_spares(ep);
     cvia_spin_unlock(&ep->lock);
-    fab_ep_unbind_all(ep);
     atomic_fetch_sub(&ep->dom->refs, 1);
     free(ep);
     fab_core_release();

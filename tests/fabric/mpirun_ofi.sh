@@ -138,7 +138,7 @@ if [ -n "$hosts" ]; then
            --mca plm_rsh_agent "$here/ns-agent.sh"
            --mca oob_tcp_if_include 198.18.0.0/15
            --mca btl_tcp_if_include 198.18.0.0/15)
-    export CVIA_NS_AGENT_TAG=$hosts   # the agent (mpirun's child) reads it
+    export NETLAB_AGENT_TAG=$hosts   # the agent (mpirun's child) reads it
     wrap=(ip netns exec "cvia-$hosts-h1")
     places=("cvia-$hosts-h1" "cvia-$hosts-h2")
 fi

@@ -10,7 +10,7 @@
 # Open MPI calls it as it would call ssh: the host, then the command line of
 # the orted as words that the remote shell joins and runs. HOST is an
 # address (the hostfile's); the agent finds the namespace cvia-TAG-hN that
-# holds it (TAG: $CVIA_NS_AGENT_TAG, which mpirun passes on to its
+# holds it (TAG: $NETLAB_AGENT_TAG, which mpirun passes on to its
 # children; without it, any namespace of any netlab that holds the address,
 # which is ambiguous when several labs are up), then runs the command there
 # with sh -c, as sshd would. Options before HOST (ssh's -x, -n, ...) are
@@ -26,7 +26,7 @@ done
 [ $# -ge 2 ] || { echo "ns-agent.sh: usage: ns-agent.sh [OPTIONS] HOST COMMAND..." >&2; exit 255; }
 host=$1
 shift
-tag=${CVIA_NS_AGENT_TAG:-}
+tag=${NETLAB_AGENT_TAG:-}
 
 holds() {   # NS ADDR: does namespace NS have the address ADDR on an interface?
     ip -n "$1" -4 -o addr show 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $4 }' | grep -qxF -- "$2"
