@@ -239,6 +239,11 @@ int cvia_imm_wait(cvia_imm_event_t *ev);
  *  in the names they exchange, to refuse a name from another job. */
 uint64_t cvia_job_id(void);
 
+/** 1 if @p peer runs on this host (reached through shared memory: a
+ *  cvia_write() to it has landed when it completes), 0 if on another
+ *  host, -EINVAL for a bad rank. */
+int cvia_peer_local(int peer);
+
 /** 1 while @p peer is alive, 0 once corevia knows it is gone (after a
  *  liveness check, see cvia_check_peers()), -EINVAL for a bad rank. */
 int cvia_peer_alive(int peer);

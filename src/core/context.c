@@ -514,6 +514,16 @@ uint64_t cvia_job_id(void)
     return h ? h : 1;
 }
 
+int cvia_peer_local(int peer)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+
+    CHECK_INIT(c);
+    if (peer < 0 || peer >= c->size)
+        return -EINVAL;
+    return c->same_host[peer] ? 1 : 0;
+}
+
 int cvia_peer_alive(int peer)
 {
     struct cvia_ctx *c = &cvia__ctx;

@@ -74,7 +74,7 @@ struct fab_name {
     uint64_t job;
 };
 
-enum { FAB_OP_EAGER = 1, FAB_OP_RTS, FAB_OP_FIN, FAB_OP_AMO, FAB_OP_AMO_RESP };
+enum { FAB_OP_EAGER = 1, FAB_OP_RTS, FAB_OP_FIN, FAB_OP_AMO, FAB_OP_AMO_RESP, FAB_OP_DC };
 #define FAB_H_TAGGED 0x1     /* fi_tsend* (else fi_send*): matched separately */
 #define FAB_H_DATA   0x2     /* carries remote CQ data */
 
@@ -225,7 +225,8 @@ struct fab_op {
     int      kind;
     cvia_req_t req;          /* NULL once corevia completed it */
     int      req_rc;
-    int      fin;            /* RTS: the FIN came (with fin_rc) */
+    int      fin;            /* RTS: the FIN came (with fin_rc); RMA: the DC answer */
+    int      dc;             /* RMA write: delivery-complete probe sent, FIN awaited */
     int      fin_rc;
     void    *context;
     uint64_t flags;          /* completion flags (FI_SEND | FI_TAGGED ...) */
@@ -336,6 +337,7 @@ int  fab_query_atomic(struct fid_domain *domain, enum fi_datatype dt, enum fi_op
                       struct fi_atomic_attr *attr, uint64_t flags);
 size_t fab_amo_max_count(int dt);
 void fab_rma_events(struct fab_ep *ep);                 /* ep->lock held */
+int  fab_rma_written(struct fab_ep *ep, struct fab_op *op);
 void fab_amo_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n);
 void fab_amo_resp(struct fab_ep *ep, int32_t rank, const char *buf, size_t n);
 void fab_dom_mr_add(struct fab_domain *d, struct fab_mr *mr);

@@ -403,10 +403,14 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
     } else {
         return;
     }
+    if (h->op == FAB_OP_DC) {   /* everything the peer wrote before is in place */
+        fab_send_fin(ep, rank, h->src_epid, h->cookie, 0);
+        return;
+    }
     if (h->op == FAB_OP_FIN) {
         for (struct fab_op *op = ep->ops; op; op = op->next)
-            if (op->kind == FAB_TX_RTS && op->cookie == h->cookie && op->rank == rank &&
-                !op->fin) {
+            if ((op->kind == FAB_TX_RTS || (op->kind == FAB_RMA && op->dc > 0)) &&
+                op->cookie == h->cookie && op->rank == rank && !op->fin) {
                 op->fin = 1;
                 op->fin_rc = h->status;
                 break;
@@ -467,7 +471,8 @@ static void fab_fail_lost(struct fab_ep *ep)
         }
     }
     for (struct fab_op *op = ep->ops; op; op = op->next)
-        if ((op->kind == FAB_TX_RTS || op->kind == FAB_TX_AMO) && !op->fin &&
+        if ((op->kind == FAB_TX_RTS || op->kind == FAB_TX_AMO ||
+             (op->kind == FAB_RMA && op->dc > 0)) && !op->fin &&
             cvia_peer_alive(op->rank) == 0) {
             op->fin = 1;
             op->fin_rc = -CVIA_ENOPEER;
@@ -529,6 +534,10 @@ void fab_progress_locked(struct fab_ep *ep)
                 finished = 1;
                 break;
             case FAB_RMA:
+                if (rc == 0 && fab_rma_written(ep, op))
+                    break;   /* waiting for the target's answer */
+                if (rc == 0 && op->fin)
+                    rc = op->fin_rc;
                 if (rc == 0 && op->iov_count) {   /* a read into several iovs */
                     size_t off = 0;
                     for (size_t i = 0; i < op->iov_count; i++) {

@@ -136,6 +136,11 @@ static ssize_t fab_rma(struct fab_ep *ep, int write, const struct iovec *iov, si
     }
     op->kind = FAB_RMA;
     op->context = context;
+    op->epid = epid;
+    /* between hosts a write completes once sent: for delivery, ask the
+     * target to answer after it (fab_rma_written) */
+    op->dc = write && ((flags | ep->tx_op_flags) & FI_DELIVERY_COMPLETE) &&
+             cvia_peer_local(rank) == 0 ? -1 : 0;
     op->flags = FI_RMA | (write ? FI_WRITE : FI_READ);
     op->report = fab_report(ep, flags);
     op->rank = rank;
@@ -233,6 +238,25 @@ struct fi_ops_rma fab_rma_ops = {
     .writedata = fab_writedata,
     .injectdata = fab_inject_writedata,
 };
+
+/* A write of @op went out: with a delivery-complete probe pending
+ * (op->dc < 0) send it now; 1 if the operation must go on waiting. */
+int fab_rma_written(struct fab_ep *ep, struct fab_op *op)
+{
+    struct fab_hdr *h;
+
+    if (op->dc >= 0)
+        return op->dc && !op->fin;
+    if (!(h = calloc(1, sizeof(*h))))
+        return 0;   /* complete without the guarantee rather than never */
+    h->op = FAB_OP_DC;
+    h->src_epid = ep->epid;
+    h->cookie = op->cookie = ++ep->cookie_gen;
+    op->dc = 1;
+    /* after the write in the pair's order: its answer means it landed */
+    fab_send_ctrl(ep, op->rank, op->epid, h, sizeof(*h));
+    return 1;
+}
 
 /* Immediate events of writes with data: completions on the receive CQ. */
 void fab_rma_events(struct fab_ep *ep)
