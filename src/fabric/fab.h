@@ -56,6 +56,7 @@
 #define FAB_NAME        "corevia"
 #define FAB_VERSION     FI_VERSION(0, 1)
 #define FAB_TAG_BASE    0x7fff0000       /* corevia tag of endpoint id 0 */
+#define FAB_DATA_TAG    0x40000000       /* pushed rendezvous data: | epid << 23 | n */
 #define FAB_MAX_EP      0xffff
 #define FAB_IOV_MAX     4
 #define FAB_NAME_MAGIC  0x49465643u      /* "CVFI" */
@@ -74,7 +75,7 @@ struct fab_name {
     uint64_t job;
 };
 
-enum { FAB_OP_EAGER = 1, FAB_OP_RTS, FAB_OP_FIN, FAB_OP_AMO, FAB_OP_AMO_RESP, FAB_OP_DC };
+enum { FAB_OP_EAGER = 1, FAB_OP_RTS, FAB_OP_FIN, FAB_OP_AMO, FAB_OP_AMO_RESP, FAB_OP_DC, FAB_OP_CTS };
 #define FAB_H_TAGGED 0x1     /* fi_tsend* (else fi_send*): matched separately */
 #define FAB_H_DATA   0x2     /* carries remote CQ data */
 
@@ -87,7 +88,7 @@ struct fab_hdr {
     uint8_t  flags;          /* FAB_H_* */
     uint16_t src_epid;
     int32_t  status;         /* FIN: 0 or the receiver's negative error */
-    uint64_t tag;
+    uint64_t tag;            /* CTS: the corevia tag the data is to be pushed on */
     uint64_t data;
     uint64_t len;            /* RTS: message length */
     uint64_t cookie;         /* RTS / FIN: the sender's handle */
@@ -227,6 +228,7 @@ struct fab_op {
     int      req_rc;
     int      fin;            /* RTS: the FIN came (with fin_rc); RMA: the DC answer */
     int      dc;             /* RMA write: delivery-complete probe sent, FIN awaited */
+    int      pushed;         /* RD: the sender pushes (another host): no FIN */
     int      fin_rc;
     void    *context;
     uint64_t flags;          /* completion flags (FI_SEND | FI_TAGGED ...) */
@@ -237,7 +239,10 @@ struct fab_op {
     uint64_t tag, data;
     void    *wire;           /* what corevia sends: header (+ payload) */
     int      wire_pooled;    /* wire came from ep->wire_free */
-    cvia_mr_t mr;            /* RTS: the registered send buffer */
+    cvia_mr_t mr;            /* RTS: the registered send buffer (peer on this host) */
+    const void *sbuf;        /* RTS: the contiguous send buffer */
+    cvia_req_t push;         /* RTS to another host: the data, pushed after CTS */
+    int      pushing;        /* RTS: CTS came, push posted (or failed: fin) */
     void    *bounce;         /* RTS/RD with several iovs: contiguous copy */
     struct fab_rx *rx;       /* RD: the receive being filled */
     uint64_t cookie;         /* RD: the sender's handle; RTS, AMO: ours */
@@ -274,6 +279,7 @@ struct fab_ep {
     unsigned check_tick;         /* progress rounds, to read the clock rarely */
     double   next_check;
     uint64_t cookie_gen;
+    uint32_t data_gen;           /* data tags handed out by CTS */
     void    *wire_free;          /* spare send buffers of slot_size bytes */
     struct fab_rx *rx_free;      /* spare receive descriptors */
 };

@@ -281,9 +281,16 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
             }
             buf = op->bounce;
         }
-        rc = cvia_mr_reg((void *)buf, len, CVIA_MR_REMOTE_READ, &op->mr);
-        if (rc == 0)
-            rc = cvia_mr_desc(op->mr, &r->desc);
+        /* a peer on this host reads the buffer (one copy, CMA or the
+         * arena); one on another host answers CTS and we push the bytes
+         * as one corevia message (segments straight from the buffer) */
+        op->sbuf = buf;
+        rc = 0;
+        if (cvia_peer_local(rank) == 1) {
+            rc = cvia_mr_reg((void *)buf, len, CVIA_MR_REMOTE_READ, &op->mr);
+            if (rc == 0)
+                rc = cvia_mr_desc(op->mr, &r->desc);
+        }
         if (rc) {
             fab_op_free(ep, op);
             return fab_errno(rc);
@@ -315,9 +322,12 @@ static void fab_read_finish(struct fab_ep *ep, struct fab_op *op, int rc)
 {
     struct fab_rx *rx = op->rx;
 
+    if (rc == -CVIA_ETRUNC && op->pushed)
+        rc = 0;   /* the core dropped what does not fit; fab_rx_done says so */
     if (rc == 0 && op->bounce)
         fab_scatter(rx, op->bounce, op->len < rx->cap ? op->len : rx->cap);
-    fab_send_fin(ep, op->rank, op->epid, op->cookie, rc);
+    if (!op->pushed || rc)   /* a pusher completes on its own send */
+        fab_send_fin(ep, op->rank, op->epid, op->cookie, rc);
     fab_rx_done(ep, rx, rc, op->len, op->tag, op->data, (int)op->flags, op->rank, op->epid);
     op->rx = NULL;
 }
@@ -355,8 +365,28 @@ static void fab_deliver(struct fab_ep *ep, struct fab_rx *rx, int32_t rank, uint
     op->cookie = rts->h.cookie;
     if (n && rx->iov_count > 1 && !(dst = op->bounce = malloc(n)))
         rc = -ENOMEM;
-    if (rc == 0 && n)
+    if (rc == 0 && len && cvia_peer_local(rank) == 0) {
+        /* another host: post the receive for the pushed data, then CTS */
+        struct fab_hdr *c = calloc(1, sizeof(*c));
+        int32_t dtag = FAB_DATA_TAG | (int32_t)((ep->epid & 0x3fu) << 23) |
+                       (int32_t)(++ep->data_gen & 0x7fffffu);
+        op->pushed = 1;
+        if (!c)
+            rc = -ENOMEM;
+        else if ((rc = cvia_irecv(dst, n, rank, dtag, &op->req)) != 0)
+            free(c);
+        if (rc == 0) {
+            c->op = FAB_OP_CTS;
+            c->src_epid = ep->epid;
+            c->cookie = op->cookie;
+            c->tag = (uint64_t)dtag;
+            fab_send_ctrl(ep, rank, epid, c, sizeof(*c));
+            fab_op_link(ep, op);
+            return;
+        }
+    } else if (rc == 0 && n) {
         rc = cvia_read(dst, n, &rts->desc, 0, &op->req);
+    }
     if (rc || !n) {
         fab_read_finish(ep, op, rc);
         fab_op_free(ep, op);
@@ -401,6 +431,21 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
         data = h->data;
         len = h->len;
     } else {
+        return;
+    }
+    if (h->op == FAB_OP_CTS) {
+        for (struct fab_op *op = ep->ops; op; op = op->next)
+            if (op->kind == FAB_TX_RTS && op->cookie == h->cookie && op->rank == rank &&
+                !op->fin && !op->pushing) {
+                int rc = h->tag >= FAB_DATA_TAG && h->tag < FAB_TAG_BASE ?
+                         cvia_isend(op->sbuf, op->len, rank, (int)h->tag, &op->push) : -EPROTO;
+                op->pushing = 1;
+                if (rc) {
+                    op->fin = 1;
+                    op->fin_rc = rc;
+                }
+                break;
+            }
         return;
     }
     if (h->op == FAB_OP_DC) {   /* everything the peer wrote before is in place */
@@ -472,8 +517,8 @@ static void fab_fail_lost(struct fab_ep *ep)
     }
     for (struct fab_op *op = ep->ops; op; op = op->next)
         if ((op->kind == FAB_TX_RTS || op->kind == FAB_TX_AMO ||
-             (op->kind == FAB_RMA && op->dc > 0)) && !op->fin &&
-            cvia_peer_alive(op->rank) == 0) {
+             (op->kind == FAB_RMA && op->dc > 0)) && !op->fin && !op->push &&
+            cvia_peer_alive(op->rank) == 0) {   /* a pushed send fails in corevia */
             op->fin = 1;
             op->fin_rc = -CVIA_ENOPEER;
         }
@@ -524,6 +569,13 @@ void fab_progress_locked(struct fab_ep *ep)
                 finished = 1;
                 break;
             case FAB_TX_RTS:
+                if (op->pushing && op->push) {
+                    int pdone = 0, prc = cvia_reap(&op->push, &pdone, NULL);
+                    if (pdone) {
+                        op->fin = 1;
+                        op->fin_rc = prc;
+                    }
+                }
                 if (rc || op->fin) {
                     fab_tx_done(ep, op, rc ? rc : op->fin_rc);
                     finished = 1;
@@ -716,6 +768,8 @@ void fab_ep_flush(struct fab_ep *ep, int err)
         ep->ops = op->next;
         if (op->req)
             (void)cvia_wait(&op->req, NULL);
+        if (op->push)
+            (void)cvia_wait(&op->push, NULL);
         if (op->kind == FAB_RD && op->rx)
             free(op->rx);
         fab_op_free(ep, op);
