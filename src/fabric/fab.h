@@ -159,6 +159,16 @@ struct fab_cqerr {
 
 struct fab_ep;
 
+/* The endpoints a CQ or counter drives when it is read. A reader
+ * progresses a copy of the list without the lock; @busy counts such
+ * readers, so an endpoint leaving the set can wait until none holds it. */
+struct fab_epset {
+    cvia_spinlock_t lock;
+    struct fab_ep *eps[8];
+    int n;
+    atomic_int busy;
+};
+
 struct fab_cq {
     struct fid_cq fid;
     struct fab_domain *dom;
@@ -167,9 +177,7 @@ struct fab_cq {
     struct fab_cqe *ring;
     size_t head, len, cap;
     struct fab_cqerr *err_head, *err_tail;
-    struct fab_ep *eps[8];   /* endpoints to progress when read */
-    int neps;
-    atomic_int busy;         /* readers progressing a copy of eps[] */
+    struct fab_epset set;    /* endpoints to progress when read */
     atomic_int refs;
 };
 
@@ -177,10 +185,7 @@ struct fab_cntr {
     struct fid_cntr fid;
     struct fab_domain *dom;
     atomic_uint_least64_t val, err;
-    struct fab_ep *eps[8];
-    int neps;
-    atomic_int busy;
-    pthread_mutex_t lock;
+    struct fab_epset set;
     atomic_int refs;
 };
 
@@ -308,10 +313,8 @@ int  fab_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_
                  void *context);
 int  fab_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
                    struct fid_cntr **cntr, void *context);
-int  fab_cq_add_ep(struct fab_cq *cq, struct fab_ep *ep);
-void fab_cq_del_ep(struct fab_cq *cq, struct fab_ep *ep);
-int  fab_cntr_add_ep(struct fab_cntr *c, struct fab_ep *ep);
-void fab_cntr_del_ep(struct fab_cntr *c, struct fab_ep *ep);
+int  fab_epset_add(struct fab_epset *set, struct fab_ep *ep);
+void fab_epset_del(struct fab_epset *set, struct fab_ep *ep);
 void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
                  void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
 void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,

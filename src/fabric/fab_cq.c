@@ -13,62 +13,50 @@
 
 #include "fabric/fab.h"
 
-static void fab_cq_progress(struct fab_cq *cq)
+static void fab_epset_progress(struct fab_epset *set)
 {
     struct fab_ep *eps[8];
     int n;
 
-    cvia_spin_lock(&cq->lock);
-    n = cq->neps;
-    memcpy(eps, cq->eps, (size_t)n * sizeof(eps[0]));
-    atomic_fetch_add(&cq->busy, 1);   /* an endpoint closing waits for us */
-    cvia_spin_unlock(&cq->lock);
+    cvia_spin_lock(&set->lock);
+    n = set->n;
+    memcpy(eps, set->eps, (size_t)n * sizeof(eps[0]));
+    atomic_fetch_add(&set->busy, 1);   /* an endpoint closing waits for us */
+    cvia_spin_unlock(&set->lock);
     for (int i = 0; i < n; i++)
         fab_ep_progress(eps[i]);
-    atomic_fetch_sub(&cq->busy, 1);
+    atomic_fetch_sub(&set->busy, 1);
 }
 
-/* Once an endpoint is off the list, no reader may still hold it. */
-static void fab_wait_idle(atomic_int *busy)
+int fab_epset_add(struct fab_epset *set, struct fab_ep *ep)
 {
-    while (atomic_load(busy))
-        sched_yield();
-}
+    int rc = 0;
 
-static int fab_ep_list_add(struct fab_ep **eps, int *n, struct fab_ep *ep)
-{
-    for (int i = 0; i < *n; i++)
-        if (eps[i] == ep)
-            return 0;
-    if (*n == 8)
-        return -FI_ENOSPC;
-    eps[(*n)++] = ep;
-    return 0;
-}
-
-static void fab_ep_list_del(struct fab_ep **eps, int *n, struct fab_ep *ep)
-{
-    for (int i = 0; i < *n; i++)
-        if (eps[i] == ep) {
-            eps[i] = eps[--*n];
-            return;
-        }
-}
-
-int fab_cq_add_ep(struct fab_cq *cq, struct fab_ep *ep)
-{
-    cvia_spin_lock(&cq->lock);
-    int rc = fab_ep_list_add(cq->eps, &cq->neps, ep);
-    cvia_spin_unlock(&cq->lock);
+    cvia_spin_lock(&set->lock);
+    for (int i = 0; i < set->n; i++)
+        if (set->eps[i] == ep)
+            goto out;
+    if (set->n == 8)
+        rc = -FI_ENOSPC;
+    else
+        set->eps[set->n++] = ep;
+out:
+    cvia_spin_unlock(&set->lock);
     return rc;
 }
 
-void fab_cq_del_ep(struct fab_cq *cq, struct fab_ep *ep)
+/* Once it returns, no reader holds @ep. */
+void fab_epset_del(struct fab_epset *set, struct fab_ep *ep)
 {
-    cvia_spin_lock(&cq->lock);
-    fab_ep_list_del(cq->eps, &cq->neps, ep);
-    cvia_spin_unlock(&cq->lock);
-    fab_wait_idle(&cq->busy);
+    cvia_spin_lock(&set->lock);
+    for (int i = 0; i < set->n; i++)
+        if (set->eps[i] == ep) {
+            set->eps[i] = set->eps[--set->n];
+            break;
+        }
+    cvia_spin_unlock(&set->lock);
+    while (atomic_load(&set->busy))
+        sched_yield();
 }
 
 void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
@@ -145,7 +133,7 @@ static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_a
 {
     struct fab_cq *cq = fab_of(fcq, struct fab_cq, fid);
 
-    fab_cq_progress(cq);
+    fab_epset_progress(&cq->set);
     return fab_cq_take(cq, buf, count, src);
 }
 
@@ -195,7 +183,7 @@ static ssize_t fab_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
     ssize_t n;
 
     for (;;) {
-        fab_cq_progress(cq);
+        fab_epset_progress(&cq->set);
         if ((n = fab_cq_take(cq, buf, count, src)) != -FI_EAGAIN)
             return n;
         now = fab_now_ns();
@@ -318,6 +306,7 @@ int fab_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     cq->dom = dom;
     cq->esize = esize;
     cvia_spin_init(&cq->lock);
+    cvia_spin_init(&cq->set.lock);
     cq->fid.fid.fclass = FI_CLASS_CQ;
     cq->fid.fid.context = context;
     cq->fid.fid.ops = &fab_cq_fi_ops;
@@ -329,42 +318,11 @@ int fab_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 
 /* ---- counters ----------------------------------------------------------------- */
 
-int fab_cntr_add_ep(struct fab_cntr *c, struct fab_ep *ep)
-{
-    pthread_mutex_lock(&c->lock);
-    int rc = fab_ep_list_add(c->eps, &c->neps, ep);
-    pthread_mutex_unlock(&c->lock);
-    return rc;
-}
-
-void fab_cntr_del_ep(struct fab_cntr *c, struct fab_ep *ep)
-{
-    pthread_mutex_lock(&c->lock);
-    fab_ep_list_del(c->eps, &c->neps, ep);
-    pthread_mutex_unlock(&c->lock);
-    fab_wait_idle(&c->busy);
-}
-
-static void fab_cntr_progress(struct fab_cntr *c)
-{
-    struct fab_ep *eps[8];
-    int n;
-
-    pthread_mutex_lock(&c->lock);
-    n = c->neps;
-    memcpy(eps, c->eps, (size_t)n * sizeof(eps[0]));
-    atomic_fetch_add(&c->busy, 1);
-    pthread_mutex_unlock(&c->lock);
-    for (int i = 0; i < n; i++)
-        fab_ep_progress(eps[i]);
-    atomic_fetch_sub(&c->busy, 1);
-}
-
 static uint64_t fab_cntr_read(struct fid_cntr *fc)
 {
     struct fab_cntr *c = fab_of(fc, struct fab_cntr, fid);
 
-    fab_cntr_progress(c);
+    fab_epset_progress(&c->set);
     return atomic_load(&c->val);
 }
 
@@ -372,7 +330,7 @@ static uint64_t fab_cntr_readerr(struct fid_cntr *fc)
 {
     struct fab_cntr *c = fab_of(fc, struct fab_cntr, fid);
 
-    fab_cntr_progress(c);
+    fab_epset_progress(&c->set);
     return atomic_load(&c->err);
 }
 
@@ -407,7 +365,7 @@ static int fab_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
     unsigned idle = 0;
 
     for (;;) {
-        fab_cntr_progress(c);
+        fab_epset_progress(&c->set);
         if (atomic_load(&c->val) >= threshold)
             return 0;
         if (atomic_load(&c->err) != err0)
@@ -444,7 +402,6 @@ static int fab_cntr_close(struct fid *fid)
     if (atomic_load(&c->refs))
         return -FI_EBUSY;
     atomic_fetch_sub(&c->dom->refs, 1);
-    pthread_mutex_destroy(&c->lock);
     free(c);
     return 0;
 }
@@ -470,7 +427,7 @@ int fab_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
     if (!(c = calloc(1, sizeof(*c))))
         return -FI_ENOMEM;
     c->dom = dom;
-    pthread_mutex_init(&c->lock, NULL);
+    cvia_spin_init(&c->set.lock);
     c->fid.fid.fclass = FI_CLASS_CNTR;
     c->fid.fid.context = context;
     c->fid.fid.ops = &fab_cntr_fi_ops;

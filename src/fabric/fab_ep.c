@@ -22,29 +22,29 @@ void fab_ep_progress(struct fab_ep *ep)
 static void fab_ep_unbind_all(struct fab_ep *ep)
 {
     if (ep->tx_cq) {
-        fab_cq_del_ep(ep->tx_cq, ep);
+        fab_epset_del(&ep->tx_cq->set, ep);
         atomic_fetch_sub(&ep->tx_cq->refs, 1);
     }
     if (ep->rx_cq && ep->rx_cq != ep->tx_cq) {
-        fab_cq_del_ep(ep->rx_cq, ep);
+        fab_epset_del(&ep->rx_cq->set, ep);
     }
     if (ep->rx_cq)
         atomic_fetch_sub(&ep->rx_cq->refs, 1);
     if (ep->tx_cntr) {
-        fab_cntr_del_ep(ep->tx_cntr, ep);
+        fab_epset_del(&ep->tx_cntr->set, ep);
         atomic_fetch_sub(&ep->tx_cntr->refs, 1);
     }
     if (ep->rx_cntr) {
         if (ep->rx_cntr != ep->tx_cntr)
-            fab_cntr_del_ep(ep->rx_cntr, ep);
+            fab_epset_del(&ep->rx_cntr->set, ep);
         atomic_fetch_sub(&ep->rx_cntr->refs, 1);
     }
     if (ep->wr_cntr) {
-        fab_cntr_del_ep(ep->wr_cntr, ep);
+        fab_epset_del(&ep->wr_cntr->set, ep);
         atomic_fetch_sub(&ep->wr_cntr->refs, 1);
     }
     if (ep->rd_cntr) {
-        fab_cntr_del_ep(ep->rd_cntr, ep);
+        fab_epset_del(&ep->rd_cntr->set, ep);
         atomic_fetch_sub(&ep->rd_cntr->refs, 1);
     }
     if (ep->av)
@@ -100,7 +100,7 @@ static int fab_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
             return -FI_EBADFLAGS;
         if (((flags & FI_TRANSMIT) && ep->tx_cq) || ((flags & FI_RECV) && ep->rx_cq))
             return -FI_EINVAL;
-        if ((rc = fab_cq_add_ep(cq, ep)))
+        if ((rc = fab_epset_add(&cq->set, ep)))
             return rc;
         if (flags & FI_TRANSMIT) {
             ep->tx_cq = cq;
@@ -121,7 +121,7 @@ static int fab_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         if (((flags & FI_SEND) && ep->tx_cntr) || ((flags & FI_RECV) && ep->rx_cntr) ||
             ((flags & FI_WRITE) && ep->wr_cntr) || ((flags & FI_READ) && ep->rd_cntr))
             return -FI_EINVAL;
-        if ((rc = fab_cntr_add_ep(c, ep)))
+        if ((rc = fab_epset_add(&c->set, ep)))
             return rc;
         if (flags & FI_SEND) {
             ep->tx_cntr = c;
