@@ -239,6 +239,16 @@ int cvia_imm_wait(cvia_imm_event_t *ev);
  *  in the names they exchange, to refuse a name from another job. */
 uint64_t cvia_job_id(void);
 
+/**
+ * This process's rank, the job size and cvia_job_id(), also before
+ * cvia_init(): it then connects to the launcher (cvia-run, or PMIx), which
+ * involves no other rank, and cvia_init() takes that connection over. For
+ * layers that hand out their address before the collective wire-up (a
+ * libfabric endpoint's name). Any pointer may be NULL. Errors as
+ * cvia_init()'s launcher step.
+ */
+int cvia_job_info(int *rank, int *size, uint64_t *job_id);
+
 /** 1 if @p peer runs on this host (reached through shared memory: a
  *  cvia_write() to it has landed when it completes), 0 if on another
  *  host, -EINVAL for a bad rank. */

@@ -26,6 +26,9 @@
 extern const struct cvia_param_table cvia__core_param_table;
 
 struct cvia_ctx cvia__ctx;
+/* The launcher connection cvia_job_info() opened before cvia_init, which
+ * cvia_init then takes over. */
+static struct cvia_boot *pre_boot;
 
 const char *cvia_version(void)
 {
@@ -265,9 +268,12 @@ int cvia_init(int *argc, char ***argv)
         return rc;
     cvia__param_check_unknown(NULL);
 
-    rc = cvia__boot_open(c->cfg.boot_timeout, &c->boot);
-    if (rc)
+    if (pre_boot) {   /* cvia_job_info() connected already */
+        c->boot = pre_boot;
+        pre_boot = NULL;
+    } else if ((rc = cvia__boot_open(c->cfg.boot_timeout, &c->boot))) {
         return rc;
+    }
     c->rank = cvia__boot_rank(c->boot);
     c->size = cvia__boot_size(c->boot);
     c->jobid = cvia__boot_jobid(c->boot);
@@ -496,14 +502,11 @@ int cvia_reap(cvia_req_t *req, int *done, cvia_status_t *status)
     return rc;
 }
 
-uint64_t cvia_job_id(void)
+/* one-way: the key itself keys the datagram checks */
+static uint64_t job_hash(uint64_t key)
 {
-    uint64_t h;
+    uint64_t h = key ^ 0x6a09e667f3bcc908ull;
 
-    if (!cvia__ctx.initialized)
-        return 0;
-    /* one-way: the key itself keys the datagram checks */
-    h = cvia__ctx.jobid ^ 0x6a09e667f3bcc908ull;
     for (int i = 0; i < 3; i++) {
         h ^= h >> 31;
         h *= 0x7fb5d329728ea185ull;
@@ -512,6 +515,44 @@ uint64_t cvia_job_id(void)
     }
     h ^= h >> 33;
     return h ? h : 1;
+}
+
+uint64_t cvia_job_id(void)
+{
+    return cvia__ctx.initialized ? job_hash(cvia__ctx.jobid) : 0;
+}
+
+int cvia_job_info(int *rank, int *size, uint64_t *job_id)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    const struct cvia_boot *b;
+    int rc;
+
+    if (c->initialized) {
+        if (rank)
+            *rank = c->rank;
+        if (size)
+            *size = c->size;
+        if (job_id)
+            *job_id = job_hash(c->jobid);
+        return 0;
+    }
+    if (!pre_boot) {
+        struct cvia_ctx tmp;
+        memset(&tmp, 0, sizeof(tmp));
+        if ((rc = core_load_config(&tmp)))
+            return rc;
+        if ((rc = cvia__boot_open(tmp.cfg.boot_timeout, &pre_boot)))
+            return rc;
+    }
+    b = pre_boot;
+    if (rank)
+        *rank = cvia__boot_rank(b);
+    if (size)
+        *size = cvia__boot_size(b);
+    if (job_id)
+        *job_id = job_hash(cvia__boot_jobid(b));
+    return 0;
 }
 
 int cvia_peer_local(int peer)

@@ -138,6 +138,7 @@ struct fab_av {
     struct fid_av fid;
     struct fab_domain *dom;
     enum fi_av_type type;
+    int core_held;           /* holds a reference on corevia */
     pthread_mutex_t lock;    /* inserts and removals */
     fab_av_entry_t *_Atomic e;
     atomic_size_t n;
@@ -272,6 +273,9 @@ struct fab_ep {
     uint64_t tx_op_flags, rx_op_flags;
     uint64_t caps;
     int      enabled;
+    int      core_held;          /* holds a reference on corevia */
+    int      armed;              /* receive slots posted */
+    int      arm_rc;             /* arming failed: every operation fails with it */
     uint16_t epid;
     cvia_spinlock_t lock;        /* short sections: a mutex cost 2x on 8 B latency */
     /* posted and unexpected, tagged (0) and untagged (1) */
@@ -297,6 +301,10 @@ extern struct fab_cfg fab_cfg;
 /* fab_prov.c */
 int  fab_core_acquire(void);        /* corevia initialized (by us or the app) */
 void fab_core_release(void);
+/* rank, size and job id, before corevia's wire-up too */
+int  fab_job(int32_t *rank, int32_t *size, uint64_t *job);
+/* corevia up and the endpoint's receive slots posted (ep->lock held) */
+int  fab_ep_arm(struct fab_ep *ep);
 int  fab_errno(int cvia_rc);        /* a corevia code as a negative FI_* code */
 uint64_t fab_now_ns(void);
 

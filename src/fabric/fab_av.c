@@ -14,9 +14,12 @@
 
 static int fab_name_check(const struct fab_name *n)
 {
+    int32_t size;
+    uint64_t job;
+
     if (n->magic != FAB_NAME_MAGIC || n->version != 1)
         return -FI_EINVAL;
-    if (n->job != cvia_job_id() || n->rank < 0 || n->rank >= cvia_size())
+    if (fab_job(NULL, &size, &job) || n->job != job || n->rank < 0 || n->rank >= size)
         return -FI_EADDRNOTAVAIL;
     return 0;
 }
@@ -107,10 +110,12 @@ static int fab_av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, u
 static int fab_av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *addrlen)
 {
     struct fab_av *av = fab_of(fav, struct fab_av, fid);
-    struct fab_name n = { FAB_NAME_MAGIC, 1, 0, 0, 0, cvia_job_id() };
+    struct fab_name n = { FAB_NAME_MAGIC, 1, 0, 0, 0, 0 };
     int32_t rank;
     uint16_t epid;
 
+    if (fab_job(NULL, NULL, &n.job))
+        return -FI_EOPBADSTATE;
     if (fab_av_resolve(av, fi_addr, &rank, &epid))
         return -FI_EINVAL;
     n.rank = rank;
@@ -170,8 +175,9 @@ static int fab_av_close(struct fid *fid)
         free(av->old);
         av->old = next;
     }
+    if (av->core_held)
+        fab_core_release();
     free(av);
-    fab_core_release();
     return 0;
 }
 
@@ -212,13 +218,15 @@ int fab_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
         if (attr->name || attr->rx_ctx_bits || (attr->flags & ~(uint64_t)0))
             return -FI_ENOSYS;   /* no shared AVs, no scalable endpoints, no events */
     }
-    /* the names carry the job's id: the core must be up to check them */
-    if ((rc = fab_core_acquire()))
+    /* names carry the job's id: the launcher must be reached to check them */
+    if ((rc = fab_cfg.wireup == FAB_WIREUP_OPEN ? fab_core_acquire() : fab_job(NULL, NULL, NULL)))
         return fab_errno(rc);
     if (!(av = calloc(1, sizeof(*av)))) {
-        fab_core_release();
+        if (fab_cfg.wireup == FAB_WIREUP_OPEN)
+            fab_core_release();
         return -FI_ENOMEM;
     }
+    av->core_held = fab_cfg.wireup == FAB_WIREUP_OPEN;
     av->dom = dom;
     av->type = attr && attr->type != FI_AV_UNSPEC ? attr->type : FI_AV_MAP;
     pthread_mutex_init(&av->lock, NULL);

@@ -13,7 +13,10 @@ struct fab_cfg {
     long   rx_depth;     /* corevia receives kept posted per endpoint */
     size_t inject;       /* inject_size reported */
     double liveness;     /* how often an endpoint with work looks for dead peers */
+    int    wireup;       /* FAB_WIREUP_* */
 };
+
+enum { FAB_WIREUP_OPEN, FAB_WIREUP_FIRST_USE };
 
 extern const struct cvia_param_table cvia__fab_param_table;
 

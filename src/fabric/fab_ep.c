@@ -63,7 +63,7 @@ static int fab_ep_close(struct fid *fid)
         for (long i = 0; i < fab_cfg.rx_depth; i++) {
             struct fab_slot *s = &ep->slots[i];
             /* a slot a message is filling must finish before its buffer goes */
-            if (s->req && cvia_cancel(&s->req))
+            if (ep->armed && s->req && cvia_cancel(&s->req))
                 (void)cvia_wait(&s->req, NULL);
             free(s->buf);
         }
@@ -73,8 +73,9 @@ static int fab_ep_close(struct fid *fid)
     fab_ep_free_spares(ep);
     cvia_spin_unlock(&ep->lock);
     atomic_fetch_sub(&ep->dom->refs, 1);
+    if (ep->core_held)
+        fab_core_release();
     free(ep);
-    fab_core_release();
     return 0;
 }
 
@@ -148,10 +149,34 @@ static int fab_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     }
 }
 
-static int fab_ep_enable(struct fab_ep *ep)
+/* Bring corevia up (first-use wire-up) and post the receive slots. */
+int fab_ep_arm(struct fab_ep *ep)
 {
     size_t depth = (size_t)fab_cfg.rx_depth;
     int rc;
+
+    if (ep->armed)
+        return 0;
+    if (ep->arm_rc)
+        return ep->arm_rc;
+    if (!ep->core_held) {
+        if ((rc = fab_core_acquire()))
+            return ep->arm_rc = fab_errno(rc);
+        ep->core_held = 1;
+    }
+    for (size_t i = 0; i < depth; i++)
+        if ((rc = fab_slot_post(ep, i))) {
+            for (size_t j = 0; j < i; j++)
+                (void)cvia_cancel(&ep->slots[j].req);
+            return ep->arm_rc = fab_errno(rc);
+        }
+    ep->armed = 1;
+    return 0;
+}
+
+static int fab_ep_enable(struct fab_ep *ep)
+{
+    size_t depth = (size_t)fab_cfg.rx_depth;
 
     if (ep->enabled)
         return 0;
@@ -162,22 +187,29 @@ static int fab_ep_enable(struct fab_ep *ep)
         ep->slot_size = sizeof(struct fab_rts);
     if (!(ep->slots = calloc(depth, sizeof(*ep->slots))))
         return -FI_ENOMEM;
-    for (size_t i = 0; i < depth; i++) {
-        if (!(ep->slots[i].buf = malloc(ep->slot_size)) || (rc = fab_slot_post(ep, i))) {
-            rc = ep->slots[i].buf ? fab_errno(rc) : -FI_ENOMEM;
-            for (size_t j = 0; j <= i; j++) {
-                if (ep->slots[j].req)
-                    (void)cvia_cancel(&ep->slots[j].req);
+    for (size_t i = 0; i < depth; i++)
+        if (!(ep->slots[i].buf = malloc(ep->slot_size))) {
+            for (size_t j = 0; j < i; j++)
                 free(ep->slots[j].buf);
-            }
             free(ep->slots);
             ep->slots = NULL;
-            return rc;
+            return -FI_ENOMEM;
         }
-    }
     ep->next_slot = 0;
     ep->nlost_seen = 0;
     ep->enabled = 1;
+    /* with the open wire-up corevia is up: arm now; else at first use */
+    if (ep->core_held) {
+        int rc = fab_ep_arm(ep);
+        if (rc) {
+            for (size_t i = 0; i < depth; i++)
+                free(ep->slots[i].buf);
+            free(ep->slots);
+            ep->slots = NULL;
+            ep->enabled = 0;
+            return rc;
+        }
+    }
     return 0;
 }
 
@@ -296,9 +328,11 @@ static struct fi_ops_ep fab_ep_ops = {
 static int fab_ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
     struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
-    struct fab_name n = { FAB_NAME_MAGIC, 1, ep->epid, cvia_rank(), 0, cvia_job_id() };
+    struct fab_name n = { FAB_NAME_MAGIC, 1, ep->epid, 0, 0, 0 };
     size_t cap = *addrlen;
 
+    if (fab_job(&n.rank, NULL, &n.job))
+        return -FI_EOPBADSTATE;
     *addrlen = sizeof(n);
     if (cap < sizeof(n))
         return -FI_ETOOSMALL;
@@ -371,12 +405,14 @@ int fab_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
         return -FI_EINVAL;
     if ((id = atomic_fetch_add(&fab_next_epid, 1)) > FAB_MAX_EP)
         return -FI_ENOSPC;
-    if ((rc = fab_core_acquire()))
+    if ((rc = fab_cfg.wireup == FAB_WIREUP_OPEN ? fab_core_acquire() : fab_job(NULL, NULL, NULL)))
         return fab_errno(rc);
     if (!(ep = calloc(1, sizeof(*ep)))) {
-        fab_core_release();
+        if (fab_cfg.wireup == FAB_WIREUP_OPEN)
+            fab_core_release();
         return -FI_ENOMEM;
     }
+    ep->core_held = fab_cfg.wireup == FAB_WIREUP_OPEN;
     ep->dom = dom;
     ep->epid = (uint16_t)id;
     ep->caps = info->caps ? info->caps : (FI_MSG | FI_TAGGED | FI_DIRECTED_RECV);

@@ -209,6 +209,8 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
         return -FI_EINVAL;
     if (!ep->av || fab_av_resolve(ep->av, dest, &rank, &epid))
         return -FI_EINVAL;
+    if ((rc = fab_ep_arm(ep)))
+        return rc;
     for (size_t i = 0; i < count; i++)
         len += iov[i].iov_len;
     if ((flags & FI_INJECT) && len > fab_cfg.inject)
@@ -524,12 +526,37 @@ static void fab_fail_lost(struct fab_ep *ep)
         }
 }
 
+/* corevia could not be brought up: every posted receive fails with @err
+ * (an FI_* code), so nobody waits for ever. */
+static void fab_fail_all(struct fab_ep *ep, int err)
+{
+    for (int q = 0; q < 2; q++)
+        while (ep->posted_head[q]) {
+            struct fab_rx *rx = ep->posted_head[q];
+            Q_REMOVE(ep->posted_head[q], ep->posted_tail[q], rx);
+            if (ep->rx_cq)
+                fab_cq_push_err(ep->rx_cq, rx->context, FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG)),
+                                0, 0, rx->tag, 0, -err, CVIA_EBOOT);
+            rx->next = ep->rx_free;
+            ep->rx_free = rx;
+        }
+}
+
 void fab_progress_locked(struct fab_ep *ep)
 {
     size_t depth = (size_t)fab_cfg.rx_depth;
 
     if (!ep->enabled)
         return;
+    if (!ep->armed) {
+        /* first-use wire-up: polling with a receive posted is a use */
+        if (!ep->posted_head[0] && !ep->posted_head[1] && !ep->ops)
+            return;
+        if (fab_ep_arm(ep)) {
+            fab_fail_all(ep, ep->arm_rc);
+            return;
+        }
+    }
     cvia_progress();
     /* arrivals, in the order the slots were posted (= corevia's matching order) */
     for (size_t k = 0; k < depth; k++) {

@@ -7,6 +7,8 @@
 
 #include "fabric/fab_cfg.h"
 
+static const char *const fab_wireup_names[] = { "open", "first-use", NULL };
+
 static const struct cvia_param fab_params[] = {
     { "EAGER", "16k", CVIA_PARAM_SIZE, offsetof(struct fab_cfg, eager),
       "libfabric provider: the largest message sent in one piece with its "
@@ -25,6 +27,14 @@ static const struct cvia_param fab_params[] = {
       "asks corevia for dead peers while its completion queue is polled; "
       "the operations involving a dead peer then complete with FI_EIO.",
       0, 0, NULL },
+    { "WIREUP", "open", CVIA_PARAM_ENUM, offsetof(struct fab_cfg, wireup),
+      "libfabric provider: when corevia's collective wire-up runs: open (the "
+      "first address vector or endpoint, as every rank of an MPI job opens "
+      "them in MPI_Init) or first-use (the first operation that needs a peer: "
+      "a send, or polling with a receive posted; names and address vectors "
+      "work before it), for programs whose processes open their endpoints at "
+      "different times and exchange names themselves, such as fi_pingpong "
+      "under cvia-run.", 0, 0, fab_wireup_names },
     { NULL }
 };
 

@@ -71,6 +71,22 @@ int fab_core_acquire(void)
     return rc;
 }
 
+int fab_job(int32_t *rank, int32_t *size, uint64_t *job)
+{
+    int r, n, rc;
+    uint64_t j;
+
+    if ((rc = cvia_job_info(&r, &n, &j)))
+        return rc;
+    if (rank)
+        *rank = r;
+    if (size)
+        *size = n;
+    if (job)
+        *job = j;
+    return 0;
+}
+
 void fab_core_release(void)
 {
     pthread_mutex_lock(&fab_core_lock);

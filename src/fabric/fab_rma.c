@@ -98,6 +98,8 @@ static ssize_t fab_rma(struct fab_ep *ep, int write, const struct iovec *iov, si
         return -FI_EOPNOTSUPP;
     if (count > FAB_IOV_MAX || !ep->av || fab_av_resolve(ep->av, peer, &rank, &epid))
         return -FI_EINVAL;
+    if ((rc = fab_ep_arm(ep)))
+        return rc;
     for (size_t i = 0; i < count; i++)
         len += iov[i].iov_len;
     if ((flags & FI_INJECT) && len > fab_cfg.inject)
@@ -304,6 +306,8 @@ static ssize_t fab_atomic(struct fab_ep *ep, int kind, const void *buf, size_t c
         return -FI_EINVAL;
     if (!ep->av || fab_av_resolve(ep->av, peer, &rank, &epid))
         return -FI_EINVAL;
+    if ((rc = fab_ep_arm(ep)))
+        return rc;
     n = sizeof(*a) + count * sz * (kind == FAB_AMO_COMPARE ? 2 : 1);
     if (!(op = calloc(1, sizeof(*op))) || !(a = calloc(1, n))) {
         free(op);
