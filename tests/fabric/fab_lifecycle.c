@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/*
+ * fab_lifecycle: the provider's objects in every order a program may use,
+ * under cvia-run -n 2 and through libfabric's API only (the program never
+ * calls cvia_init: the provider owns corevia's life).
+ *   1. two fabrics (and domains) open at once;
+ *   2. a whole stack, one message each way, then closes in the wrong order
+ *      first: a CQ, AV or domain still in use answers -FI_EBUSY and stays
+ *      usable; then everything closes and corevia is finalized;
+ *   3. a second whole stack in the same process: corevia comes up again.
+ * Names are exchanged through files in DIR (argv[1]), as a program with
+ * its own out-of-band channel would. Prints "ok lifecycle" on rank 0.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <corevia/corevia.h>
+
+static int me;
+
+#define CHECK(call) do { long _rc = (long)(call); if (_rc < 0) { \
+        fprintf(stderr, "fab_lifecycle: rank %d: %s:%d: %s = %ld (%s)\n", me, __FILE__, \
+                __LINE__, #call, _rc, fi_strerror((int)-_rc)); exit(1); } } while (0)
+#define EXPECT(cond, ...) do { if (!(cond)) { fprintf(stderr, "fab_lifecycle: rank %d: ", me); \
+        fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } } while (0)
+
+struct stack {
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_ep *ep;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    fi_addr_t peer;
+};
+
+static struct fi_info *get_info(void)
+{
+    struct fi_info *hints = fi_allocinfo(), *info = NULL;
+
+    hints->caps = FI_TAGGED;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->fabric_attr->prov_name = strdup("corevia");
+    CHECK(fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &info));
+    fi_freeinfo(hints);
+    return info;
+}
+
+/* Write our name to DIR/ROUND.RANK, wait (bounded) for the peer's. */
+static void swap_names(const char *dir, int round, const void *name, size_t len,
+                       void *peer, size_t cap)
+{
+    char path[512], tmp[520];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%d.%d", dir, round, me);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    EXPECT((f = fopen(tmp, "w")) && fwrite(name, 1, len, f) == len && !fclose(f),
+           "cannot write %s", tmp);
+    EXPECT(!rename(tmp, path), "cannot rename %s", tmp);
+    snprintf(path, sizeof(path), "%s/%d.%d", dir, round, 1 - me);
+    for (int i = 0; i < 3000 && access(path, R_OK); i++)
+        usleep(10000);
+    EXPECT((f = fopen(path, "r")), "no name from the peer in %s after 30 s", path);
+    EXPECT(fread(peer, 1, cap, f) == len, "short name in %s", path);
+    fclose(f);
+}
+
+static void wait_one(struct fid_cq *cq, uint64_t want_flag)
+{
+    struct fi_cq_tagged_entry e;
+    ssize_t n;
+
+    for (long i = 0; (n = fi_cq_read(cq, &e, 1)) == -FI_EAGAIN; i++)
+        EXPECT(i < 2000000000L, "no completion");
+    if (n < 0) {
+        struct fi_cq_err_entry err = { 0 };
+        fi_cq_readerr(cq, &err, 0);
+        EXPECT(0, "error completion %d (%s)", err.err, fi_strerror(err.err));
+    }
+    EXPECT(!want_flag || (e.flags & want_flag), "completion flags %#llx", (unsigned long long)e.flags);
+}
+
+static void open_stack(struct stack *s, const char *dir, int round)
+{
+    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
+    struct fi_av_attr ava = { .type = FI_AV_TABLE };
+    char name[64], pname[64];
+    size_t len = sizeof(name);
+
+    s->info = get_info();
+    CHECK(fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
+    CHECK(fi_domain(s->fabric, s->info, &s->domain, NULL));
+    CHECK(fi_av_open(s->domain, &ava, &s->av, NULL));
+    CHECK(fi_cq_open(s->domain, &cqa, &s->cq, NULL));
+    CHECK(fi_endpoint(s->domain, s->info, &s->ep, NULL));
+    CHECK(fi_ep_bind(s->ep, &s->av->fid, 0));
+    CHECK(fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
+    CHECK(fi_enable(s->ep));
+    CHECK(fi_getname(&s->ep->fid, name, &len));
+    swap_names(dir, round, name, len, pname, sizeof(pname));
+    EXPECT(fi_av_insert(s->av, pname, 1, &s->peer, 0, NULL) == 1, "fi_av_insert");
+}
+
+static void exchange(struct stack *s, int round)
+{
+    int out = 1000 * round + me, in = -1;
+
+    CHECK(fi_trecv(s->ep, &in, sizeof(in), NULL, s->peer, 5, 0, NULL));
+    CHECK(fi_tsend(s->ep, &out, sizeof(out), NULL, s->peer, 5, NULL));
+    wait_one(s->cq, 0);
+    wait_one(s->cq, 0);
+    EXPECT(in == 1000 * round + 1 - me, "round %d: got %d", round, in);
+}
+
+int main(int argc, char **argv)
+{
+    struct fid_fabric *f1, *f2;
+    struct fid_domain *d1, *d2;
+    struct fi_info *info;
+    struct stack s;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: cvia-run -n 2 fab_lifecycle DIR\n");
+        return 2;
+    }
+    me = atoi(getenv("CVIA_RANK") ? getenv("CVIA_RANK") : "0");
+
+    /* 1. two fabrics at once */
+    info = get_info();
+    CHECK(fi_fabric(info->fabric_attr, &f1, NULL));
+    CHECK(fi_fabric(info->fabric_attr, &f2, NULL));
+    CHECK(fi_domain(f1, info, &d1, NULL));
+    CHECK(fi_domain(f2, info, &d2, NULL));
+    CHECK(fi_close(&d2->fid));
+    CHECK(fi_close(&f2->fid));
+    CHECK(fi_close(&d1->fid));
+    CHECK(fi_close(&f1->fid));
+    fi_freeinfo(info);
+
+    /* 2. a stack, then closes in the wrong order first */
+    open_stack(&s, argv[1], 1);
+    exchange(&s, 1);
+    EXPECT(cvia_initialized(), "corevia is not up with an endpoint open");
+    EXPECT(fi_close(&s.cq->fid) == -FI_EBUSY, "a CQ in use must not close");
+    EXPECT(fi_close(&s.av->fid) == -FI_EBUSY, "an AV in use must not close");
+    EXPECT(fi_close(&s.domain->fid) == -FI_EBUSY, "a domain in use must not close");
+    exchange(&s, 2);   /* and everything still works */
+    CHECK(fi_close(&s.ep->fid));
+    CHECK(fi_close(&s.cq->fid));
+    CHECK(fi_close(&s.av->fid));
+    CHECK(fi_close(&s.domain->fid));
+    CHECK(fi_close(&s.fabric->fid));
+    fi_freeinfo(s.info);
+    EXPECT(!cvia_initialized(), "corevia still up after every object closed");
+
+    /* 3. a second life in the same process */
+    open_stack(&s, argv[1], 3);
+    exchange(&s, 3);
+    CHECK(fi_close(&s.ep->fid));
+    CHECK(fi_close(&s.av->fid));
+    CHECK(fi_close(&s.cq->fid));
+    CHECK(fi_close(&s.domain->fid));
+    CHECK(fi_close(&s.fabric->fid));
+    fi_freeinfo(s.info);
+    EXPECT(!cvia_initialized(), "corevia still up after the second stack closed");
+    if (me == 0)
+        printf("ok lifecycle\n");
+    return 0;
+}
