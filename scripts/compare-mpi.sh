@@ -452,12 +452,7 @@ for scn in "${SCENARIOS[@]}"; do
 done
 
 # ---- CPU load and steal, as compare-peers.sh -------------------------------------------
-cpu_stat() { awk '/^cpu /{ t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $5 + $6, $9 }' /proc/stat; }
-busy_pct() {
-    local t0 i0 t1 i1 x
-    read -r t0 i0 x < <(cpu_stat); sleep 0.25; read -r t1 i1 x < <(cpu_stat)
-    echo $(( t1 > t0 ? 100 * ((t1 - t0) - (i1 - i0)) / (t1 - t0) : 0 ))
-}
+. "$top/scripts/lib/cpu-load.sh"   # cpu_stat, busy_pct, session_summary
 quiet_left=$QUIET_WAIT
 BUSY=-1
 wait_quiet() {   # sets BUSY (always measured: runs.csv keeps it)
@@ -534,11 +529,7 @@ for run in $(seq 1 "$RUNS"); do
         done
     done
 done
-read -r t_end x s_end < <(cpu_stat)
-{
-    echo "seconds=$(( $(date +%s) - start_all ))"
-    awk -v dt=$((t_end - t_all)) -v ds=$((s_end - s_all)) 'BEGIN { printf "steal_pct=%.1f\n", dt ? 100 * ds / dt : 0 }'
-} >>"$OUT/machine.txt"
+session_summary "$start_all" "$t_all" "$s_all" >>"$OUT/machine.txt"
 if [ "$LAB_UP" = 1 ]; then bash "$NETLAB" down --tag "$TAG" >/dev/null 2>&1; LAB_UP=0; fi
 log "measured in $(( $(date +%s) - start_all )) s; summarizing"
 

@@ -352,17 +352,7 @@ run_peer() {
     esac
 }
 
-# /proc/stat, all CPUs: total ticks, idle (idle + iowait) ticks, steal ticks.
-cpu_stat() { awk '/^cpu /{ t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $5 + $6, $9 }' /proc/stat; }
-# Percent of all CPUs busy over a quarter second while we run nothing: other
-# people's work on a 2-CPU machine shows up directly in our numbers.
-busy_pct() {
-    local t0 i0 t1 i1 x
-    read -r t0 i0 x < <(cpu_stat)
-    sleep 0.25
-    read -r t1 i1 x < <(cpu_stat)
-    echo $(( t1 > t0 ? 100 * ((t1 - t0) - (i1 - i0)) / (t1 - t0) : 0 ))
-}
+. "$top/scripts/lib/cpu-load.sh"   # cpu_stat, busy_pct, session_summary
 
 # ---- measure ---------------------------------------------------------------
 probe_mechanisms >"$OUT/mechanisms.txt" 2>&1
@@ -411,10 +401,8 @@ for run in $(seq 1 "$RUNS"); do
         done
     done
 done
-read -r t_end x s_end < <(cpu_stat)
 {
-    echo "seconds=$(( $(date +%s) - start_all ))"
-    awk -v dt=$((t_end - t_all)) -v ds=$((s_end - s_all)) 'BEGIN { printf "steal_pct=%.1f\n", dt ? 100 * ds / dt : 0 }'
+    session_summary "$start_all" "$t_all" "$s_all"
     echo "peers_measured=$PEERS"
 } >>"$OUT/machine.txt"
 

@@ -426,19 +426,14 @@ run_ucx() {
 }
 
 # /proc/stat: total ticks, idle ticks, steal ticks
-cpu_stat() { awk '/^cpu /{ t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $5 + $6, $9 }' /proc/stat; }
-busy_pct() {
-    local t0 i0 t1 i1 x
-    read -r t0 i0 x < <(cpu_stat); sleep 0.2; read -r t1 i1 x < <(cpu_stat)
-    echo $(( t1 > t0 ? 100 * ((t1 - t0) - (i1 - i0)) / (t1 - t0) : 0 ))
-}
+. "$top/scripts/lib/cpu-load.sh"   # cpu_stat, busy_pct, session_summary
 quiet_left=$QUIET_WAIT
 BUSY=0
 wait_quiet() {
     [ "$QUIET_WAIT" -gt 0 ] || { BUSY=-1; return; }
-    BUSY=$(busy_pct)
+    BUSY=$(busy_pct 0.2)
     while [ "$BUSY" -gt 25 ] && [ "$quiet_left" -gt 0 ]; do
-        sleep 1; quiet_left=$((quiet_left - 1)); BUSY=$(busy_pct)
+        sleep 1; quiet_left=$((quiet_left - 1)); BUSY=$(busy_pct 0.2)
     done
 }
 
@@ -528,11 +523,7 @@ for round in $(seq 1 "$REPEAT"); do
         done
     done
 done
-read -r t_end x s_end < <(cpu_stat)
-{
-    echo "seconds=$(( $(date +%s) - start_all ))"
-    awk -v dt=$((t_end - t_all)) -v ds=$((s_end - s_all)) 'BEGIN { printf "steal_pct=%.1f\n", dt ? 100 * ds / dt : 0 }'
-} >>"$OUT/machine.txt"
+session_summary "$start_all" "$t_all" "$s_all" >>"$OUT/machine.txt"
 bash "$NETLAB" down --tag "$TAG" >/dev/null 2>&1
 log "measured in $(( $(date +%s) - start_all )) s; summarizing"
 
