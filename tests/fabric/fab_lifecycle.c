@@ -11,8 +11,13 @@
  *   3. a second whole stack in the same process: corevia comes up again.
  * Names are exchanged through files in DIR (argv[1]), as a program with
  * its own out-of-band channel would. Prints "ok lifecycle" on rank 0.
+ *   fab_lifecycle DIR death: rank 1 dies (SIGKILL) after one exchange while
+ * rank 0 waits in a directed receive from it: rank 0 must get an error
+ * completion (FI_EIO) within corevia's liveness bound, and prints
+ * "ok death" (the launcher then ends the job, which fails).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +55,7 @@ static struct fi_info *get_info(void)
 {
     struct fi_info *hints = fi_allocinfo(), *info = NULL;
 
-    hints->caps = FI_TAGGED;
+    hints->caps = FI_TAGGED | FI_DIRECTED_RECV;   /* receives name their source */
     hints->ep_attr->type = FI_EP_RDM;
     hints->fabric_attr->prov_name = strdup("corevia");
     CHECK(fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &info));
@@ -125,6 +130,33 @@ static void exchange(struct stack *s, int round)
     EXPECT(in == 1000 * round + 1 - me, "round %d: got %d", round, in);
 }
 
+/* A peer dies while we wait for it: an error completion, not a hang. */
+static int death(const char *dir)
+{
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry err = { 0 };
+    struct stack s;
+    int in = 0;
+    ssize_t n;
+
+    open_stack(&s, dir, 1);
+    exchange(&s, 1);
+    if (me == 1)
+        raise(SIGKILL);
+    CHECK(fi_trecv(s.ep, &in, sizeof(in), NULL, s.peer, 6, 0, NULL));
+    time_t t0 = time(NULL);
+    while ((n = fi_cq_read(s.cq, &e, 1)) == -FI_EAGAIN)
+        EXPECT(time(NULL) - t0 < 60, "no completion 60 s after the peer died");
+    EXPECT(n == -FI_EAVAIL, "a completion (%zd) from a dead peer", n);
+    EXPECT(fi_cq_readerr(s.cq, &err, 0) == 1, "fi_cq_readerr");
+    EXPECT(err.err == FI_EIO, "error %d (%s), wanted FI_EIO", err.err, fi_strerror(err.err));
+    printf("ok death (FI_EIO after %ld s, prov_errno %d)\n", (long)(time(NULL) - t0),
+           err.prov_errno);
+    fflush(stdout);
+    fi_close(&s.ep->fid);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct fid_fabric *f1, *f2;
@@ -132,11 +164,13 @@ int main(int argc, char **argv)
     struct fi_info *info;
     struct stack s;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: cvia-run -n 2 fab_lifecycle DIR\n");
+    if (argc != 2 && !(argc == 3 && !strcmp(argv[2], "death"))) {
+        fprintf(stderr, "usage: cvia-run -n 2 fab_lifecycle DIR [death]\n");
         return 2;
     }
     me = atoi(getenv("CVIA_RANK") ? getenv("CVIA_RANK") : "0");
+    if (argc == 3)
+        return death(argv[1]);
 
     /* 1. two fabrics at once */
     info = get_info();
