@@ -449,7 +449,6 @@ int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status)
     static _Thread_local struct cvia_idle test_idle;   /* idle tests in a row */
     struct cvia_ctx *c = &cvia__ctx;
     struct cvia_req *r;
-    int rc;
 
     CHECK_INIT(c);
     if (!req || !done)
@@ -465,16 +464,7 @@ int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status)
                                         * notices dead peers too */
             cvia__idle(c, &test_idle, 0);
     }
-    if (!cvia__req_done(r)) {
-        *done = 0;
-        return 0;
-    }
-    *done = 1;
-    rc = r->status;
-    fill_status(r, status);
-    cvia__req_free(c, r);
-    *req = NULL;
-    return rc;
+    return cvia_reap(req, done, status);
 }
 
 int cvia_reap(cvia_req_t *req, int *done, cvia_status_t *status)

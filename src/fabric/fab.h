@@ -333,7 +333,27 @@ int  fab_ep_open(struct fid_domain *domain, struct fi_info *info,
                  struct fid_ep **ep, void *context);
 void fab_ep_progress(struct fab_ep *ep);          /* takes ep->lock */
 
+static inline struct fab_ep *fab_ep_of(struct fid_ep *fep)
+{
+    return fab_of(fep, struct fab_ep, fid);
+}
+
+/* An operation table entry: @expr under the endpoint's lock. */
+#define FAB_LOCKED(ep, expr) ({ ssize_t _r; cvia_spin_lock(&(ep)->lock); _r = (expr); \
+                                cvia_spin_unlock(&(ep)->lock); _r; })
+
+/* fab_cq.c: one step of a blocking wait that started at @t0 (ns): poll 64
+ * times, then yield until 10 ms have passed, then nap 50 us, as corevia's
+ * own waits do. */
+void fab_backoff(unsigned *idle, uint64_t t0, uint64_t now);
+
 /* fab_msg.c (ep->lock held) */
+/* What every transmit checks first: the endpoint works, @dest resolves to
+ * (@rank, @epid), corevia is up; @len gets the iovs' total. 0 or -FI_*. */
+int  fab_tx_begin(struct fab_ep *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
+                  uint64_t flags, int32_t *rank, uint16_t *epid, size_t *len);
+/* Does a transmit with @flags get a completion entry? */
+int  fab_tx_report(const struct fab_ep *ep, uint64_t flags);
 extern struct fi_ops_msg fab_msg_ops;
 extern struct fi_ops_tagged fab_tagged_ops;
 void fab_progress_locked(struct fab_ep *ep);

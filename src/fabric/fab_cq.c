@@ -187,8 +187,20 @@ static ssize_t fab_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, u
     return 1;
 }
 
-/* Block (bounded by @timeout ms, -1: no bound) until something completes:
- * poll, then yield, then nap, as corevia's own waits do. */
+void fab_backoff(unsigned *idle, uint64_t t0, uint64_t now)
+{
+    if (++*idle < 64)
+        return;
+    if (now - t0 < 10000000ull) {
+        sched_yield();
+    } else {
+        struct timespec ts = { 0, 50000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Block (bounded by @timeout ms, -1: no bound) until something completes,
+ * backing off as corevia's own waits do. */
 static ssize_t fab_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
                                 fi_addr_t *src, const void *cond, int timeout)
 {
@@ -204,14 +216,7 @@ static ssize_t fab_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
         now = fab_now_ns();
         if (timeout >= 0 && now - t0 >= (uint64_t)timeout * 1000000ull)
             return -FI_EAGAIN;
-        if (++idle < 64)
-            continue;
-        if (now - t0 < 10000000ull) {
-            sched_yield();
-        } else {
-            struct timespec ts = { 0, 50000 };
-            nanosleep(&ts, NULL);
-        }
+        fab_backoff(&idle, t0, now);
     }
 }
 
@@ -388,14 +393,7 @@ static int fab_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
         uint64_t now = fab_now_ns();
         if (timeout >= 0 && now - t0 >= (uint64_t)timeout * 1000000ull)
             return -FI_ETIMEDOUT;
-        if (++idle < 64)
-            continue;
-        if (now - t0 < 10000000ull) {
-            sched_yield();
-        } else {
-            struct timespec ts = { 0, 50000 };
-            nanosleep(&ts, NULL);
-        }
+        fab_backoff(&idle, t0, now);
     }
 }
 

@@ -192,6 +192,30 @@ static void fab_send_fin(struct fab_ep *ep, int32_t rank, uint16_t epid, uint64_
     fab_send_ctrl(ep, rank, epid, h, sizeof(*h));
 }
 
+int fab_tx_begin(struct fab_ep *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
+                 uint64_t flags, int32_t *rank, uint16_t *epid, size_t *len)
+{
+    int rc;
+
+    if (!ep->enabled)
+        return -FI_EOPBADSTATE;
+    if (count > FAB_IOV_MAX || !ep->av || fab_av_resolve(ep->av, dest, rank, epid))
+        return -FI_EINVAL;
+    if ((rc = fab_ep_arm(ep)))
+        return rc;
+    *len = 0;
+    for (size_t i = 0; i < count; i++)
+        *len += iov[i].iov_len;
+    if ((flags & FI_INJECT) && *len > fab_cfg.inject)
+        return -FI_EMSGSIZE;
+    return 0;
+}
+
+int fab_tx_report(const struct fab_ep *ep, uint64_t flags)
+{
+    return !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
+}
+
 static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count,
                         fi_addr_t dest, uint64_t tag, uint64_t data, int hflags,
                         void *context, uint64_t flags, int tagged)
@@ -203,19 +227,9 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
     cvia_req_t req = NULL;
     struct fab_op *op;
 
-    if (!ep->enabled)
-        return -FI_EOPBADSTATE;
-    if (count > FAB_IOV_MAX)
-        return -FI_EINVAL;
-    if (!ep->av || fab_av_resolve(ep->av, dest, &rank, &epid))
-        return -FI_EINVAL;
-    if ((rc = fab_ep_arm(ep)))
+    if ((rc = fab_tx_begin(ep, iov, count, dest, flags, &rank, &epid, &len)))
         return rc;
-    for (size_t i = 0; i < count; i++)
-        len += iov[i].iov_len;
-    if ((flags & FI_INJECT) && len > fab_cfg.inject)
-        return -FI_EMSGSIZE;
-    report = !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
+    report = fab_tx_report(ep, flags);
     if (tagged)
         hflags |= FAB_H_TAGGED;
 
@@ -805,34 +819,27 @@ void fab_ep_flush(struct fab_ep *ep, int err)
 
 /* ---- the operation tables --------------------------------------------------------- */
 
-static struct fab_ep *fab_ep_of(struct fid_ep *fep)
-{
-    return fab_of(fep, struct fab_ep, fid);
-}
-
-#define LOCKED(ep, expr) ({ ssize_t _r; cvia_spin_lock(&(ep)->lock); _r = (expr); \
-                            cvia_spin_unlock(&(ep)->lock); _r; })
 
 static ssize_t fab_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                          fi_addr_t dest, uint64_t tag, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_send(ep, &v, 1, dest, tag, 0, 0, context, ep->tx_op_flags, 1));
+    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, tag, 0, 0, context, ep->tx_op_flags, 1));
 }
 
 static ssize_t fab_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
                           size_t count, fi_addr_t dest, uint64_t tag, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_send(ep, iov, count, dest, tag, 0, 0, context, ep->tx_op_flags, 1));
+    return FAB_LOCKED(ep, fab_send(ep, iov, count, dest, tag, 0, 0, context, ep->tx_op_flags, 1));
 }
 
 static ssize_t fab_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags)
 {
     struct fab_ep *ep = fab_ep_of(fep);
     int hf = flags & FI_REMOTE_CQ_DATA ? FAB_H_DATA : 0;
-    return LOCKED(ep, fab_send(ep, m->msg_iov, m->iov_count, m->addr, m->tag, m->data, hf,
+    return FAB_LOCKED(ep, fab_send(ep, m->msg_iov, m->iov_count, m->addr, m->tag, m->data, hf,
                                m->context, flags, 1));
 }
 
@@ -841,7 +848,7 @@ static ssize_t fab_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_a
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_send(ep, &v, 1, dest, tag, 0, 0, NULL, FI_INJECT, 1));
+    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, tag, 0, 0, NULL, FI_INJECT, 1));
 }
 
 static ssize_t fab_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -849,7 +856,7 @@ static ssize_t fab_tsenddata(struct fid_ep *fep, const void *buf, size_t len, vo
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_send(ep, &v, 1, dest, tag, data, FAB_H_DATA, context,
+    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, tag, data, FAB_H_DATA, context,
                                ep->tx_op_flags, 1));
 }
 
@@ -858,7 +865,7 @@ static ssize_t fab_tinjectdata(struct fid_ep *fep, const void *buf, size_t len, 
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_send(ep, &v, 1, dest, tag, data, FAB_H_DATA, NULL, FI_INJECT, 1));
+    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, tag, data, FAB_H_DATA, NULL, FI_INJECT, 1));
 }
 
 static ssize_t fab_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
@@ -866,7 +873,7 @@ static ssize_t fab_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { buf, len };
-    return LOCKED(ep, fab_recv(ep, &v, 1, src, tag, ignore, context, ep->rx_op_flags, 1));
+    return FAB_LOCKED(ep, fab_recv(ep, &v, 1, src, tag, ignore, context, ep->rx_op_flags, 1));
 }
 
 static ssize_t fab_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -874,13 +881,13 @@ static ssize_t fab_trecvv(struct fid_ep *fep, const struct iovec *iov, void **de
                           void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_recv(ep, iov, count, src, tag, ignore, context, ep->rx_op_flags, 1));
+    return FAB_LOCKED(ep, fab_recv(ep, iov, count, src, tag, ignore, context, ep->rx_op_flags, 1));
 }
 
 static ssize_t fab_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_recv(ep, m->msg_iov, m->iov_count, m->addr, m->tag, m->ignore,
+    return FAB_LOCKED(ep, fab_recv(ep, m->msg_iov, m->iov_count, m->addr, m->tag, m->ignore,
                                m->context, flags, 1));
 }
 
@@ -902,21 +909,21 @@ static ssize_t fab_msend(struct fid_ep *fep, const void *buf, size_t len, void *
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_send(ep, &v, 1, dest, 0, 0, 0, context, ep->tx_op_flags, 0));
+    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, 0, 0, 0, context, ep->tx_op_flags, 0));
 }
 
 static ssize_t fab_msendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
                           size_t count, fi_addr_t dest, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_send(ep, iov, count, dest, 0, 0, 0, context, ep->tx_op_flags, 0));
+    return FAB_LOCKED(ep, fab_send(ep, iov, count, dest, 0, 0, 0, context, ep->tx_op_flags, 0));
 }
 
 static ssize_t fab_msendmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags)
 {
     struct fab_ep *ep = fab_ep_of(fep);
     int hf = flags & FI_REMOTE_CQ_DATA ? FAB_H_DATA : 0;
-    return LOCKED(ep, fab_send(ep, m->msg_iov, m->iov_count, m->addr, 0, m->data, hf,
+    return FAB_LOCKED(ep, fab_send(ep, m->msg_iov, m->iov_count, m->addr, 0, m->data, hf,
                                m->context, flags, 0));
 }
 
@@ -924,7 +931,7 @@ static ssize_t fab_minject(struct fid_ep *fep, const void *buf, size_t len, fi_a
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_send(ep, &v, 1, dest, 0, 0, 0, NULL, FI_INJECT, 0));
+    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, 0, 0, 0, NULL, FI_INJECT, 0));
 }
 
 static ssize_t fab_msenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -932,7 +939,7 @@ static ssize_t fab_msenddata(struct fid_ep *fep, const void *buf, size_t len, vo
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_send(ep, &v, 1, dest, 0, data, FAB_H_DATA, context,
+    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, 0, data, FAB_H_DATA, context,
                                ep->tx_op_flags, 0));
 }
 
@@ -941,7 +948,7 @@ static ssize_t fab_minjectdata(struct fid_ep *fep, const void *buf, size_t len, 
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_send(ep, &v, 1, dest, 0, data, FAB_H_DATA, NULL, FI_INJECT, 0));
+    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, 0, data, FAB_H_DATA, NULL, FI_INJECT, 0));
 }
 
 static ssize_t fab_mrecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
@@ -949,20 +956,20 @@ static ssize_t fab_mrecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { buf, len };
-    return LOCKED(ep, fab_recv(ep, &v, 1, src, 0, 0, context, ep->rx_op_flags, 0));
+    return FAB_LOCKED(ep, fab_recv(ep, &v, 1, src, 0, 0, context, ep->rx_op_flags, 0));
 }
 
 static ssize_t fab_mrecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
                           size_t count, fi_addr_t src, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_recv(ep, iov, count, src, 0, 0, context, ep->rx_op_flags, 0));
+    return FAB_LOCKED(ep, fab_recv(ep, iov, count, src, 0, 0, context, ep->rx_op_flags, 0));
 }
 
 static ssize_t fab_mrecvmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_recv(ep, m->msg_iov, m->iov_count, m->addr, 0, 0, m->context,
+    return FAB_LOCKED(ep, fab_recv(ep, m->msg_iov, m->iov_count, m->addr, 0, 0, m->context,
                                flags, 0));
 }
 

@@ -70,15 +70,6 @@ static int fab_dom_mr_apply(struct fab_domain *d, uint64_t key, uint64_t addr, s
 
 /* ---- RMA ------------------------------------------------------------------ */
 
-static struct fab_ep *fab_ep_of(struct fid_ep *fep)
-{
-    return fab_of(fep, struct fab_ep, fid);
-}
-
-static int fab_report(struct fab_ep *ep, uint64_t flags)
-{
-    return !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
-}
 
 static ssize_t fab_rma(struct fab_ep *ep, int write, const struct iovec *iov, size_t count,
                        fi_addr_t peer, uint64_t addr, uint64_t key, void *context,
@@ -92,18 +83,10 @@ static ssize_t fab_rma(struct fab_ep *ep, int write, const struct iovec *iov, si
     uint16_t epid;
     int rc;
 
-    if (!ep->enabled)
-        return -FI_EOPBADSTATE;
     if (!(ep->caps & FI_RMA))
         return -FI_EOPNOTSUPP;
-    if (count > FAB_IOV_MAX || !ep->av || fab_av_resolve(ep->av, peer, &rank, &epid))
-        return -FI_EINVAL;
-    if ((rc = fab_ep_arm(ep)))
+    if ((rc = fab_tx_begin(ep, iov, count, peer, flags, &rank, &epid, &len)))
         return rc;
-    for (size_t i = 0; i < count; i++)
-        len += iov[i].iov_len;
-    if ((flags & FI_INJECT) && len > fab_cfg.inject)
-        return -FI_EMSGSIZE;
     if (!(op = calloc(1, sizeof(*op))))
         return -FI_EAGAIN;
     buf = count ? iov[0].iov_base : NULL;
@@ -144,29 +127,27 @@ static ssize_t fab_rma(struct fab_ep *ep, int write, const struct iovec *iov, si
     op->dc = write && ((flags | ep->tx_op_flags) & FI_DELIVERY_COMPLETE) &&
              cvia_peer_local(rank) == 0 ? -1 : 0;
     op->flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-    op->report = fab_report(ep, flags);
+    op->report = fab_tx_report(ep, flags);
     op->rank = rank;
     op->len = len;
     fab_op_link(ep, op);
     return 0;
 }
 
-#define LOCKED(ep, expr) ({ ssize_t _r; cvia_spin_lock(&(ep)->lock); _r = (expr); \
-                            cvia_spin_unlock(&(ep)->lock); _r; })
 
 static ssize_t fab_read(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
                         uint64_t addr, uint64_t key, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { buf, len };
-    return LOCKED(ep, fab_rma(ep, 0, &v, 1, src, addr, key, context, ep->tx_op_flags, 0, 0));
+    return FAB_LOCKED(ep, fab_rma(ep, 0, &v, 1, src, addr, key, context, ep->tx_op_flags, 0, 0));
 }
 
 static ssize_t fab_readv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
                          fi_addr_t src, uint64_t addr, uint64_t key, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_rma(ep, 0, iov, count, src, addr, key, context, ep->tx_op_flags, 0, 0));
+    return FAB_LOCKED(ep, fab_rma(ep, 0, iov, count, src, addr, key, context, ep->tx_op_flags, 0, 0));
 }
 
 static ssize_t fab_readmsg(struct fid_ep *fep, const struct fi_msg_rma *m, uint64_t flags)
@@ -174,7 +155,7 @@ static ssize_t fab_readmsg(struct fid_ep *fep, const struct fi_msg_rma *m, uint6
     struct fab_ep *ep = fab_ep_of(fep);
     if (m->rma_iov_count != 1)
         return -FI_EINVAL;
-    return LOCKED(ep, fab_rma(ep, 0, m->msg_iov, m->iov_count, m->addr, m->rma_iov[0].addr,
+    return FAB_LOCKED(ep, fab_rma(ep, 0, m->msg_iov, m->iov_count, m->addr, m->rma_iov[0].addr,
                              m->rma_iov[0].key, m->context, flags, 0, 0));
 }
 
@@ -183,14 +164,14 @@ static ssize_t fab_write(struct fid_ep *fep, const void *buf, size_t len, void *
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_rma(ep, 1, &v, 1, dest, addr, key, context, ep->tx_op_flags, 0, 0));
+    return FAB_LOCKED(ep, fab_rma(ep, 1, &v, 1, dest, addr, key, context, ep->tx_op_flags, 0, 0));
 }
 
 static ssize_t fab_writev(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
                           fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_rma(ep, 1, iov, count, dest, addr, key, context, ep->tx_op_flags, 0, 0));
+    return FAB_LOCKED(ep, fab_rma(ep, 1, iov, count, dest, addr, key, context, ep->tx_op_flags, 0, 0));
 }
 
 static ssize_t fab_writemsg(struct fid_ep *fep, const struct fi_msg_rma *m, uint64_t flags)
@@ -198,7 +179,7 @@ static ssize_t fab_writemsg(struct fid_ep *fep, const struct fi_msg_rma *m, uint
     struct fab_ep *ep = fab_ep_of(fep);
     if (m->rma_iov_count != 1)
         return -FI_EINVAL;
-    return LOCKED(ep, fab_rma(ep, 1, m->msg_iov, m->iov_count, m->addr, m->rma_iov[0].addr,
+    return FAB_LOCKED(ep, fab_rma(ep, 1, m->msg_iov, m->iov_count, m->addr, m->rma_iov[0].addr,
                              m->rma_iov[0].key, m->context, flags,
                              !!(flags & FI_REMOTE_CQ_DATA), m->data));
 }
@@ -208,7 +189,7 @@ static ssize_t fab_inject_write(struct fid_ep *fep, const void *buf, size_t len,
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_rma(ep, 1, &v, 1, dest, addr, key, NULL, FI_INJECT, 0, 0));
+    return FAB_LOCKED(ep, fab_rma(ep, 1, &v, 1, dest, addr, key, NULL, FI_INJECT, 0, 0));
 }
 
 static ssize_t fab_writedata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -217,7 +198,7 @@ static ssize_t fab_writedata(struct fid_ep *fep, const void *buf, size_t len, vo
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_rma(ep, 1, &v, 1, dest, addr, key, context, ep->tx_op_flags, 1, data));
+    return FAB_LOCKED(ep, fab_rma(ep, 1, &v, 1, dest, addr, key, context, ep->tx_op_flags, 1, data));
 }
 
 static ssize_t fab_inject_writedata(struct fid_ep *fep, const void *buf, size_t len,
@@ -225,7 +206,7 @@ static ssize_t fab_inject_writedata(struct fid_ep *fep, const void *buf, size_t 
 {
     struct fab_ep *ep = fab_ep_of(fep);
     struct iovec v = { (void *)buf, len };
-    return LOCKED(ep, fab_rma(ep, 1, &v, 1, dest, addr, key, NULL, FI_INJECT, 1, data));
+    return FAB_LOCKED(ep, fab_rma(ep, 1, &v, 1, dest, addr, key, NULL, FI_INJECT, 1, data));
 }
 
 struct fi_ops_rma fab_rma_ops = {
@@ -330,7 +311,7 @@ static ssize_t fab_atomic(struct fab_ep *ep, int kind, const void *buf, size_t c
     op->wire = a;
     op->context = context;
     op->flags = FI_ATOMIC | (kind == FAB_AMO_WRITE ? FI_WRITE : FI_READ);
-    op->report = fab_report(ep, flags);
+    op->report = fab_tx_report(ep, flags);
     op->rank = rank;
     op->epid = epid;
     op->len = kind == FAB_AMO_WRITE ? 0 : count * sz;
@@ -397,7 +378,7 @@ static ssize_t fab_atomic_write(struct fid_ep *fep, const void *buf, size_t coun
                                 enum fi_datatype dt, enum fi_op aop, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_atomic(ep, FAB_AMO_WRITE, buf, count, NULL, NULL, dest, addr, key, dt,
+    return FAB_LOCKED(ep, fab_atomic(ep, FAB_AMO_WRITE, buf, count, NULL, NULL, dest, addr, key, dt,
                                  aop, context, ep->tx_op_flags));
 }
 
@@ -408,7 +389,7 @@ static ssize_t fab_atomic_writev(struct fid_ep *fep, const struct fi_ioc *iov, v
     struct fab_ep *ep = fab_ep_of(fep);
     if (count != 1)
         return -FI_ENOSYS;
-    return LOCKED(ep, fab_atomic(ep, FAB_AMO_WRITE, iov[0].addr, iov[0].count, NULL, NULL,
+    return FAB_LOCKED(ep, fab_atomic(ep, FAB_AMO_WRITE, iov[0].addr, iov[0].count, NULL, NULL,
                                  dest, addr, key, dt, aop, context, ep->tx_op_flags));
 }
 
@@ -418,7 +399,7 @@ static ssize_t fab_atomic_writemsg(struct fid_ep *fep, const struct fi_msg_atomi
     struct fab_ep *ep = fab_ep_of(fep);
     if (m->iov_count != 1 || m->rma_iov_count != 1)
         return -FI_ENOSYS;
-    return LOCKED(ep, fab_atomic(ep, FAB_AMO_WRITE, m->msg_iov[0].addr, m->msg_iov[0].count,
+    return FAB_LOCKED(ep, fab_atomic(ep, FAB_AMO_WRITE, m->msg_iov[0].addr, m->msg_iov[0].count,
                                  NULL, NULL, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key,
                                  m->datatype, m->op, m->context, flags));
 }
@@ -428,7 +409,7 @@ static ssize_t fab_atomic_inject(struct fid_ep *fep, const void *buf, size_t cou
                                  enum fi_datatype dt, enum fi_op aop)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_atomic(ep, FAB_AMO_WRITE, buf, count, NULL, NULL, dest, addr, key, dt,
+    return FAB_LOCKED(ep, fab_atomic(ep, FAB_AMO_WRITE, buf, count, NULL, NULL, dest, addr, key, dt,
                                  aop, NULL, FI_INJECT));
 }
 
@@ -438,7 +419,7 @@ static ssize_t fab_atomic_readwrite(struct fid_ep *fep, const void *buf, size_t 
                                     enum fi_datatype dt, enum fi_op aop, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_atomic(ep, FAB_AMO_FETCH, buf, count, NULL, result, dest, addr, key,
+    return FAB_LOCKED(ep, fab_atomic(ep, FAB_AMO_FETCH, buf, count, NULL, result, dest, addr, key,
                                  dt, aop, context, ep->tx_op_flags));
 }
 
@@ -451,7 +432,7 @@ static ssize_t fab_atomic_readwritev(struct fid_ep *fep, const struct fi_ioc *io
     struct fab_ep *ep = fab_ep_of(fep);
     if (count != 1 || result_count != 1 || resultv[0].count != iov[0].count)
         return -FI_ENOSYS;
-    return LOCKED(ep, fab_atomic(ep, FAB_AMO_FETCH, iov[0].addr, iov[0].count, NULL,
+    return FAB_LOCKED(ep, fab_atomic(ep, FAB_AMO_FETCH, iov[0].addr, iov[0].count, NULL,
                                  resultv[0].addr, dest, addr, key, dt, aop, context,
                                  ep->tx_op_flags));
 }
@@ -464,7 +445,7 @@ static ssize_t fab_atomic_readwritemsg(struct fid_ep *fep, const struct fi_msg_a
     if (m->iov_count != 1 || m->rma_iov_count != 1 || result_count != 1 ||
         resultv[0].count != m->msg_iov[0].count)
         return -FI_ENOSYS;
-    return LOCKED(ep, fab_atomic(ep, FAB_AMO_FETCH, m->msg_iov[0].addr, m->msg_iov[0].count,
+    return FAB_LOCKED(ep, fab_atomic(ep, FAB_AMO_FETCH, m->msg_iov[0].addr, m->msg_iov[0].count,
                                  NULL, resultv[0].addr, m->addr, m->rma_iov[0].addr,
                                  m->rma_iov[0].key, m->datatype, m->op, m->context, flags));
 }
@@ -476,7 +457,7 @@ static ssize_t fab_atomic_compwrite(struct fid_ep *fep, const void *buf, size_t 
                                     enum fi_op aop, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    return LOCKED(ep, fab_atomic(ep, FAB_AMO_COMPARE, buf, count, compare, result, dest, addr,
+    return FAB_LOCKED(ep, fab_atomic(ep, FAB_AMO_COMPARE, buf, count, compare, result, dest, addr,
                                  key, dt, aop, context, ep->tx_op_flags));
 }
 
@@ -492,7 +473,7 @@ static ssize_t fab_atomic_compwritev(struct fid_ep *fep, const struct fi_ioc *io
     if (count != 1 || compare_count != 1 || result_count != 1 ||
         comparev[0].count != iov[0].count || resultv[0].count != iov[0].count)
         return -FI_ENOSYS;
-    return LOCKED(ep, fab_atomic(ep, FAB_AMO_COMPARE, iov[0].addr, iov[0].count,
+    return FAB_LOCKED(ep, fab_atomic(ep, FAB_AMO_COMPARE, iov[0].addr, iov[0].count,
                                  comparev[0].addr, resultv[0].addr, dest, addr, key, dt, aop,
                                  context, ep->tx_op_flags));
 }
@@ -507,7 +488,7 @@ static ssize_t fab_atomic_compwritemsg(struct fid_ep *fep, const struct fi_msg_a
         result_count != 1 || comparev[0].count != m->msg_iov[0].count ||
         resultv[0].count != m->msg_iov[0].count)
         return -FI_ENOSYS;
-    return LOCKED(ep, fab_atomic(ep, FAB_AMO_COMPARE, m->msg_iov[0].addr, m->msg_iov[0].count,
+    return FAB_LOCKED(ep, fab_atomic(ep, FAB_AMO_COMPARE, m->msg_iov[0].addr, m->msg_iov[0].count,
                                  comparev[0].addr, resultv[0].addr, m->addr, m->rma_iov[0].addr,
                                  m->rma_iov[0].key, m->datatype, m->op, m->context, flags));
 }
