@@ -5,7 +5,7 @@
 # Paper 001 (MCDRAM for MPI intra-node communication), figures 3 to 8, as
 # far as this machine allows: CSV and gnuplot PNG under out/mcdram/, and
 # out/mcdram/README.txt saying what was measured, what was only decided on
-# a recorded KNL (../shared/topologies/knl.xml: SNC-4 flat, 32 tiles), and
+# a recorded KNL (tests/data/topologies/knl.xml: SNC-4 flat, 32 tiles), and
 # what cannot be reproduced here and why.
 #
 #   scripts/repro-mcdram.sh [--quick] [--build DIR] [--out DIR] [--repeat N]
@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$build/cvia-bench" ] && [ -x "$build/cvia-info" ] || ./scripts/build.sh "$build"
 BENCH=$build/cvia-bench INFO=$build/cvia-info
-KNL=../shared/topologies/knl.xml
+KNL=tests/data/topologies/knl.xml
 mkdir -p "$out/plans"
 for v in $(compgen -e | grep '^CVIA_'); do unset "$v"; done
 

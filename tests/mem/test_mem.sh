@@ -4,7 +4,7 @@
 #
 # Memory tiers (issue 4), from the command line:
 #  - decisions on recorded machines: each tests/mem/*.test names a topology
-#    of ../shared/topologies (source:), an optional environment (env:), a
+#    of tests/data/topologies (source:), an optional environment (env:), a
 #    command (cvia-info --tiers ..., cvia-bench mbw --plan ...) and the
 #    expected output (target:, stdout and stderr, "# exit N" when not 0);
 #    CVIA_UPDATE_EXPECTED=1 rewrites the targets;
@@ -20,7 +20,7 @@ set -u
 BUILD=${1:?usage: $0 BUILD_DIR SOURCE_DIR FUNC_MEM}
 SRC=${2:?usage: $0 BUILD_DIR SOURCE_DIR FUNC_MEM}
 FUNC=${3:?usage: $0 BUILD_DIR SOURCE_DIR FUNC_MEM}
-TOPOS=$SRC/../shared/topologies
+TOPOS=$SRC/tests/data/topologies
 MULT=${CVIA_TEST_TIMEOUT_MULTIPLIER:-1}
 LIMIT=$((20 * MULT))
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/test_mem.XXXXXX") || exit 1

@@ -3,7 +3,7 @@
 # Copyright (c) 2026 corevia developers
 #
 # cvia-bench's placement, memcpy, crossover, --buffers and --arena: the
-# pair --plan picks on recorded machines (../shared/topologies) for each
+# pair --plan picks on recorded machines (tests/data/topologies) for each
 # class, the error for a class that does not exist, and short runs of each
 # that must give valid CSV / JSON. No timing is asserted. TAP, plan at the end.
 # Usage: test_bench.sh BUILD_DIR SOURCE_DIR
@@ -15,7 +15,7 @@ MULT=${CVIA_TEST_TIMEOUT_MULTIPLIER:-1}
 LIMIT=$((20 * MULT))                    # per command, seconds
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/test_bench.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
-TOPO=$SRC/../shared/topologies
+TOPO=$SRC/tests/data/topologies
 
 for v in $(compgen -e | grep '^CVIA_'); do unset "$v"; done
 # As in test_cli.sh: hwloc's pci plugin leaks libpciaccess's memory, which

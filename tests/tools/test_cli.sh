@@ -208,7 +208,7 @@ check "CVIA_SHM_SLOTSIZE=1 cvia-info -e: shows it, warns suggesting CVIA_SHM_SLO
        grep -q 'CVIA_SHM_SLOTSIZE.*CVIA_SHM_SLOT_SIZE' "$WORK/err"; echo $?)" "$(show)"
 
 # topology from a recorded machine
-KNL=$SRC/../shared/topologies/knl.xml
+KNL=$SRC/tests/data/topologies/knl.xml
 if [ -r "$KNL" ]; then
     # the real figures (lstopo-no-graphics --input knl.xml): 64 cores, 8 NUMA nodes
     bounded env CVIA_TOPOLOGY="$KNL" "$INFO" -t

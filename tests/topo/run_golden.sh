@@ -4,7 +4,7 @@
 #
 # One topology test (hwloc's tests/hwloc/xml style): a NAME.test file says
 #   source:  a machine: FILE.xml, or a linux-sysfs dump FILE.tar.bz2,
-#            looked up in tests/topo/, then ../shared/topologies/ and its
+#            looked up in tests/topo/, then tests/data/topologies/ and its
 #            linux-sysfs/ (a dump is unpacked into a temporary directory)
 #   command: what to run, with cvia-affinity meaning the built tool; it
 #            runs in tests/topo/ with CVIA_TOPOLOGY set to the source
@@ -20,7 +20,7 @@ test=${2:?usage: run_golden.sh TOOL TEST_FILE}
 tool=$(cd "$(dirname "$tool")" && pwd)/$(basename "$tool")
 cache=${3:-}
 dir=$(cd "$(dirname "$test")" && pwd)
-shared=$(cd "$dir/../../.." && pwd)/shared/topologies
+data=$(cd "$dir/.." && pwd)/data/topologies
 work=$(mktemp -d "${TMPDIR:-/tmp}/cvia-topo.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 for v in $(compgen -e | grep '^CVIA_' | grep -v '^CVIA_UPDATE_EXPECTED$\|^CVIA_TEST_'); do unset "$v"; done
@@ -31,10 +31,10 @@ source=$(field source) command=$(field command) target=$(field target)
     { echo "$test: needs source:, command: and target: lines"; exit 1; }
 
 src=
-for d in "$dir" "$shared" "$shared/linux-sysfs"; do
+for d in "$dir" "$data" "$data/linux-sysfs"; do
     [ -e "$d/$source" ] && { src=$d/$source; break; }
 done
-[ -n "$src" ] || { echo "skip: $source not found (../shared/topologies)"; exit 77; }
+[ -n "$src" ] || { echo "skip: $source not found (tests/data/topologies)"; exit 77; }
 unpack() {   # TARBALL DIR: unpack once, atomically
     local tb=$1 dest=$2
     [ -d "$dest" ] && return 0

@@ -12,7 +12,7 @@
 set -u
 TOOL=${1:?usage: $0 TOOL SOURCE_DIR}
 SRC=${2:?usage: $0 TOOL SOURCE_DIR}
-XML=$SRC/../shared/topologies/24em64t-2n6c2t-pci.xml
+XML=$SRC/tests/data/topologies/24em64t-2n6c2t-pci.xml
 MULT=${CVIA_TEST_TIMEOUT_MULTIPLIER:-1}
 LIMIT=$((20 * MULT))
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/test_affinity_apply.XXXXXX") || exit 1

@@ -12,7 +12,7 @@ set -u
 TOOL=${1:?usage: $0 TOOL SOURCE_DIR}
 SRC=${2:?usage: $0 TOOL SOURCE_DIR}
 TOPO=$SRC/tests/topo
-SHARED=$SRC/../shared/topologies
+SHARED=$SRC/tests/data/topologies
 MULT=${CVIA_TEST_TIMEOUT_MULTIPLIER:-1}
 LIMIT=$((20 * MULT))
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/test_affinity_cli.XXXXXX") || exit 1

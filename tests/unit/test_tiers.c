@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
 /* Unit test of src/topo/topo_mem.c on recorded machines (hwloc's XML
- * backend, ../shared/topologies): tier order on KNL SNC-4 flat (subtypes
+ * backend, tests/data/topologies): tier order on KNL SNC-4 flat (subtypes
  * only), fake KNL SNC-4 hybrid (bandwidth attribute), KNL all-to-all with
  * root-attached nodes, a CXL machine whose expanders are not NUMA nodes,
  * a one-node KNL (cache mode) and an 8-node Opteron; every core's hbw node
@@ -294,7 +294,7 @@ static void test_kinds(void)
 
 int main(int argc, char **argv)
 {
-    dir = argc > 1 ? argv[1] : "../shared/topologies";
+    dir = argc > 1 ? argv[1] : "tests/data/topologies";
     test_kinds();
     test_knl();
     test_fake_knl();
