@@ -107,7 +107,8 @@ void cvia__req_free(struct cvia_ctx *c, struct cvia_req *r);
 void cvia__req_pool_fini(struct cvia_ctx *c);
 int  cvia__cancel(struct cvia_ctx *c, struct cvia_req *r);
 struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
-                                   int32_t tag, size_t msg_len, unsigned flags);
+                                   int32_t tag, size_t msg_len, unsigned flags,
+                                   uint64_t cookie);
 void cvia__core_complete(void *core, struct cvia_xfer *x, int status);
 void cvia__core_peer_lost(void *core, int peer, int err);
 int  cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,

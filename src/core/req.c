@@ -135,8 +135,25 @@ static void unexp_deliver(struct cvia_ctx *c, struct cvia_req *r,
     req_done(r, status);
 }
 
+/* A posted receive @r takes the arriving message (it belongs to the caller
+ * now: no lock needed). */
+static struct cvia_xfer *match_posted(struct cvia_req *r, int src, int32_t tag,
+                                      size_t msg_len, unsigned flags, uint64_t cookie)
+{
+    r->x.peer = src;
+    r->x.tag = tag;
+    r->x.msg_len = msg_len;
+    r->x.done = 0;
+    if (flags & CVIA_MATCH_RNDV) {
+        r->x.flags |= CVIA_XFER_RNDV;
+        r->x.prov_cookie = cookie;
+    }
+    return &r->x;
+}
+
 struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
-                                   int32_t tag, size_t msg_len, unsigned flags)
+                                   int32_t tag, size_t msg_len, unsigned flags,
+                                   uint64_t cookie)
 {
     struct cvia_ctx *c = core;
     struct cvia_req *r, *u;
@@ -147,9 +164,7 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
         if (match_recv(r, src, ctx, tag)) {
             q_remove(&c->posted, r);
             cvia_spin_unlock(&c->lock);
-            r->x.peer = src;
-            r->x.tag = tag;
-            return &r->x;
+            return match_posted(r, src, tag, msg_len, flags, cookie);
         }
     }
     u = req_alloc_locked(c);
@@ -165,6 +180,9 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
         sink.kind = CVIA_REQ_UNEXP;
         sink.nomem = 2;
         sink.x.flags = CVIA_XFER_UNEXP;
+        sink.x.msg_len = msg_len;
+        if (flags & CVIA_MATCH_RNDV)   /* lost: its sender finds out by liveness */
+            return NULL;
         return &sink.x;
     }
     memset(u, 0, sizeof(*u));
@@ -174,7 +192,10 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
     u->x.ctx = ctx;
     u->x.msg_len = msg_len;
     u->x.flags = CVIA_XFER_UNEXP;
-    if (!(flags & CVIA_MATCH_RNDV)) {
+    if (flags & CVIA_MATCH_RNDV) {   /* complete before it is published */
+        u->x.flags |= CVIA_XFER_RNDV;
+        u->x.prov_cookie = cookie;
+    } else {
         u->x.len = msg_len;
         if (msg_len && !(buf = malloc(msg_len))) {
             cvia_error(CORE, "out of memory for a %zu-byte unexpected message from "
@@ -193,14 +214,12 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
             c->free_reqs = u;
             cvia_spin_unlock(&c->lock);
             free(buf);
-            r->x.peer = src;
-            r->x.tag = tag;
-            return &r->x;
+            return match_posted(r, src, tag, msg_len, flags, cookie);
         }
     }
     q_push(&c->unexp, u);
     cvia_spin_unlock(&c->lock);
-    return &u->x;
+    return (flags & CVIA_MATCH_RNDV) ? NULL : &u->x;
 }
 
 void cvia__core_complete(void *core, struct cvia_xfer *x, int status)

@@ -66,9 +66,15 @@ struct cvia_xfer {
 struct cvia_prov_upcalls {
     void *core;
     /* A message from @src begins: return where to put it (a posted receive
-     * or a new unexpected entry, flagged CVIA_XFER_UNEXP). Never NULL. */
+     * or a new unexpected entry, flagged CVIA_XFER_UNEXP). The returned
+     * xfer has msg_len set and done 0. With CVIA_MATCH_RNDV a posted
+     * receive comes back flagged CVIA_XFER_RNDV with @cookie in prov_cookie
+     * (the provider starts the transfer); an unexpected entry is queued with
+     * the same and NULL is returned: another thread may claim it at once
+     * (the core calls rndv_start then), so the provider must not touch it.
+     * Without CVIA_MATCH_RNDV, never NULL. */
     struct cvia_xfer *(*match)(void *core, int src, uint16_t ctx, int32_t tag,
-                               size_t msg_len, unsigned flags);
+                               size_t msg_len, unsigned flags, uint64_t cookie);
     /* @x is finished: a send's buffer is free again, a receive's bytes are
      * all in (status 0, or negative). */
     void (*complete)(void *core, struct cvia_xfer *x, int status);

@@ -26,6 +26,12 @@ static inline void cvia_cpu_relax(void)
 #endif
 }
 
+/* A field written under a lock and peeked at without it, as a hint ("is
+ * there anything for me?"), goes through these on both sides so that the
+ * peek is not a data race; relaxed, so they cost a plain load or store. */
+#define CVIA_HINT_LOAD(field)       __atomic_load_n(&(field), __ATOMIC_RELAXED)
+#define CVIA_HINT_STORE(field, val) __atomic_store_n(&(field), (val), __ATOMIC_RELAXED)
+
 static inline void cvia_spin_init(cvia_spinlock_t *l)
 {
     atomic_init(&l->held, 0);

@@ -37,8 +37,7 @@ static inline _Atomic uint64_t *cvia_ring_seq(const struct cvia_ring *r, uint64_
 static inline void cvia_ring_init(const struct cvia_ring *r)
 {
     for (uint32_t i = 0; i < r->nslots; i++)
-        atomic_store_explicit(cvia_ring_seq(r, i), i, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
+        atomic_store_explicit(cvia_ring_seq(r, i), i, memory_order_release);
 }
 
 /* Producer: the slot for @pos if it is free, else NULL (ring full). */

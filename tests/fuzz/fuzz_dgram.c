@@ -73,13 +73,13 @@ static int user_posted[NUSER], user_done[NUSER];
 static unsigned long n_lost, n_imm;
 
 static struct cvia_xfer *fz_match(void *core, int src, uint16_t ctx, int32_t tag, size_t msg_len,
-                                  unsigned flags)
+                                  unsigned flags, uint64_t cookie)
 {
     /* the capacity: all of it, or a truncating part, within bounds */
     size_t cap = msg_len % 3 ? msg_len : msg_len / 2;
     struct fz_rx *r;
 
-    (void)core, (void)flags;
+    (void)core, (void)flags, (void)cookie;
     CHECK(src > 0 && src < NRANKS, "match from rank %d", src);
     if (cap > RX_CAP_MAX)
         cap = RX_CAP_MAX;
@@ -91,6 +91,7 @@ static struct cvia_xfer *fz_match(void *core, int src, uint16_t ctx, int32_t tag
     r->x.tag = tag;
     r->x.ctx = ctx;
     r->x.flags = CVIA_XFER_UNEXP;
+    r->x.msg_len = msg_len;   /* what the core's match promises */
     r->next = rx_live;
     rx_live = r;
     return &r->x;

@@ -238,7 +238,9 @@ struct dg_peer {
     int      gone;
     int      bye;
     /* sending */
-    struct cvia_xfer *q_head, *q_tail;    /* posted, not yet segmented (qlock) */
+    struct cvia_xfer *q_head, *q_tail;    /* posted, not yet segmented (qlock;
+                                           * q_head stored with __atomic so
+                                           * progress may peek without it) */
     struct cvia_xfer *cur;    /* being segmented (busy) */
     int      cur_first;
     uint32_t snd_una, snd_nxt;
@@ -290,7 +292,8 @@ struct dg_ep {
     int      nremote;
     cvia_spinlock_t qlock;    /* posted-send queues */
     cvia_spinlock_t busy;     /* one thread runs the engine */
-    unsigned idle;
+    _Atomic unsigned idle;   /* progress calls without an event (a hint:
+                              * stored by the liveness check unlocked) */
     double   now;             /* this progress call's clock */
     struct dg_out *out;       /* [batch] */
     struct dg_slot **out_slot;   /* [batch]: the slot each out sends, or NULL (ACK) */

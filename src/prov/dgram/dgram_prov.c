@@ -205,21 +205,27 @@ static int dg_progress(struct cvia_prov_ep *pe)
         return 0;
     for (int i = 0; i < ep->nremote && !pending; i++) {
         struct dg_peer *pp = &ep->peers[ep->remote[i]];
-        pending = pp->q_head || pp->cur || pp->snd_una != pp->snd_nxt || pp->ack_owed ||
+        pending = __atomic_load_n(&pp->q_head, __ATOMIC_RELAXED) || pp->cur || pp->snd_una != pp->snd_nxt || pp->ack_owed ||
                   pp->rx_active || pp->waiting;
     }
     /* nothing moving for a while: look at the link every 16th call, so the
      * shm traffic of the same job does not pay a system call per progress */
-    if (!pending && ep->idle > 64 && (ep->idle++ & 15)) {
-        cvia_spin_unlock(&ep->busy);
-        return 0;
+    if (!pending) {
+        unsigned idle = atomic_load_explicit(&ep->idle, memory_order_relaxed);
+        if (idle > 64 && (idle & 15)) {
+            atomic_store_explicit(&ep->idle, idle + 1, memory_order_relaxed);
+            cvia_spin_unlock(&ep->busy);
+            return 0;
+        }
     }
     ep->now = cvia__dg_now();
     events += cvia__dg_rx(ep);
     events += cvia__dg_tx(ep);
     events += cvia__dg_timers(ep);
     cvia__dg_flush(ep);
-    ep->idle = events ? 0 : ep->idle + 1;
+    atomic_store_explicit(&ep->idle, events ? 0 :
+                          atomic_load_explicit(&ep->idle, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     cvia_spin_unlock(&ep->busy);
     return events;
 }
@@ -228,7 +234,7 @@ static int dg_check_peers(struct cvia_prov_ep *pe)
 {
     struct dg_ep *ep = &pe->dg;
 
-    ep->idle = 0;
+    atomic_store_explicit(&ep->idle, 0, memory_order_relaxed);
     return dg_progress(pe);
 }
 

@@ -59,9 +59,7 @@ static int dg_begin(struct dg_ep *ep, int peer, const struct dg_hdr *h, const st
     pp->rx_active = 1;
     switch (h->type) {
     case DG_MSG:
-        x = up->match(up->core, peer, h->ctx, h->tag, (size_t)dg_lenoff(h), 0);
-        x->msg_len = (size_t)dg_lenoff(h);
-        x->done = 0;
+        x = up->match(up->core, peer, h->ctx, h->tag, (size_t)dg_lenoff(h), 0, 0);
         pp->rx_x = x;
         return 0;
     case DG_RMAW:
@@ -339,7 +337,8 @@ void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err)
     }
     pp->gone = 1;
     q = pp->q_head;
-    pp->q_head = pp->q_tail = NULL;
+    __atomic_store_n(&pp->q_head, NULL, __ATOMIC_RELAXED);
+    pp->q_tail = NULL;
     w = pp->waiting;
     pp->waiting = NULL;
     cvia_spin_unlock(&ep->qlock);

@@ -157,7 +157,7 @@ static int dg_post(struct dg_ep *ep, int peer, struct cvia_xfer *x)
     if (pp->q_tail)
         pp->q_tail->prov_next = x;
     else
-        pp->q_head = x;
+        __atomic_store_n(&pp->q_head, x, __ATOMIC_RELAXED);
     pp->q_tail = x;
     cvia_spin_unlock(&ep->qlock);
     if (cvia_spin_trylock(&ep->busy)) {   /* out now if nobody runs the engine */
@@ -361,7 +361,7 @@ int cvia__dg_tx(struct dg_ep *ep)
                 cvia_spin_lock(&ep->qlock);
                 pp->cur = pp->q_head;
                 if (pp->cur) {
-                    pp->q_head = pp->cur->prov_next;
+                    __atomic_store_n(&pp->q_head, pp->cur->prov_next, __ATOMIC_RELAXED);
                     if (!pp->q_head)
                         pp->q_tail = NULL;
                 }

@@ -180,7 +180,9 @@ struct shm_peer {
     struct cvia_xfer *rx_cur;    /* message being received */
     struct shm_op    rx_op;      /* its header, for one-sided messages */
     struct cvia_xfer *rv_recv;   /* receives waiting for the sender's chunks */
-    _Atomic int      rv_pending; /* rv_send or rv_recv non-empty */
+    _Atomic int      rv_pending; /* entries on rv_send and rv_recv: counted
+                                  * as they are linked and unlinked, so a
+                                  * poller never misses one */
     /* the peer's segment */
     struct shm_seg_hdr *seg;
     size_t           seg_bytes;
@@ -191,7 +193,7 @@ struct shm_peer {
     _Atomic uint64_t bytes_cma;    /* single-copy bytes by Cross Memory Attach */
     _Atomic uint64_t bytes_near;   /* single-copy bytes by load/store (arena, self) */
     struct cvia_arena_view *view;  /* the peer's arena, opened on first use */
-    int              view_failed;
+    _Atomic int      view_failed;
     _Atomic int      gone;       /* reported through peer_lost */
 };
 

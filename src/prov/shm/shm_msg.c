@@ -56,10 +56,10 @@ static int shm_push(struct cvia_prov_ep *ep, int peer)
         if (x->flags & CVIA_XFER_RNDV) {
             if (!shm_push_rts(ep, pp, x))
                 return done;
-            pp->txq_head = x->prov_next;
+            CVIA_HINT_STORE(pp->txq_head, x->prov_next);
             x->prov_next = pp->rv_send;
-            pp->rv_send = x;
-            atomic_store_explicit(&pp->rv_pending, 1, memory_order_relaxed);
+            CVIA_HINT_STORE(pp->rv_send, x);
+            atomic_fetch_add_explicit(&pp->rv_pending, 1, memory_order_relaxed);
             goto next;
         }
         if (x->flags & SHM_XFER_OP) {
@@ -109,7 +109,7 @@ static int shm_push(struct cvia_prov_ep *ep, int peer)
         } while (x->done < total);
 
         pp->tx_started = 0;
-        pp->txq_head = x->prov_next;
+        CVIA_HINT_STORE(pp->txq_head, x->prov_next);
         x->prov_next = NULL;
         if (x->flags & SHM_XFER_OP)
             shm_op_done(ep, x, 0);
@@ -141,7 +141,8 @@ int shm_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x)
         pp->txq_tail->prov_next = x;
         pp->txq_tail = x;
     } else {
-        pp->txq_head = pp->txq_tail = x;
+        CVIA_HINT_STORE(pp->txq_head, x);
+        pp->txq_tail = x;
         atomic_fetch_add_explicit(&ep->npending, 1, memory_order_relaxed);
         shm_push(ep, peer);
     }
@@ -205,12 +206,8 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                     if (idx >= (uint32_t)ep->cfg.rv_per_peer)
                         return shm_proto_error(ep, peer);
                     x = up->match(up->core, peer, s->ctx, s->tag, (size_t)s->msg_len,
-                                  CVIA_MATCH_RNDV);
-                    x->msg_len = (size_t)s->msg_len;
-                    x->done = 0;
-                    x->prov_cookie = idx;
-                    x->flags |= CVIA_XFER_RNDV;
-                    if (!(x->flags & CVIA_XFER_UNEXP))
+                                  CVIA_MATCH_RNDV, idx);
+                    if (x)   /* else queued as unexpected: not ours to touch */
                         start[(*nstart)++] = x;
                 } else {
                     struct shm_rma_hdr h;
@@ -243,13 +240,12 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                     continue;
                 }
                 x->msg_len = (size_t)s->msg_len - SHM_RMA_HDR;
+                x->done = 0;
                 skip = SHM_RMA_HDR;
             } else {
                 pp->rx_op.slot_flags = 0;
-                x = up->match(up->core, peer, s->ctx, s->tag, (size_t)s->msg_len, 0);
-                x->msg_len = (size_t)s->msg_len;
+                x = up->match(up->core, peer, s->ctx, s->tag, (size_t)s->msg_len, 0, 0);
             }
-            x->done = 0;
             pp->rx_cur = x;
         } else if ((flags & SHM_SLOT_FIRST) || kind != pp->rx_op.slot_flags) {
             return shm_proto_error(ep, peer);
@@ -312,7 +308,7 @@ int shm_progress(struct cvia_prov_ep *ep)
     if (atomic_load_explicit(&ep->npending, memory_order_relaxed)) {
         for (int p = 0; p < size; p++) {
             struct shm_peer *pp = &ep->peers[p];
-            if (pp->seg && pp->txq_head && cvia_spin_trylock(&pp->tx_lock)) {
+            if (pp->seg && CVIA_HINT_LOAD(pp->txq_head) && cvia_spin_trylock(&pp->tx_lock)) {
                 events += shm_push(ep, p);
                 cvia_spin_unlock(&pp->tx_lock);
             }
@@ -370,7 +366,7 @@ void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
     }
     cvia_spin_lock(&pp->tx_lock);
     q = pp->txq_head;
-    pp->txq_head = NULL;
+    CVIA_HINT_STORE(pp->txq_head, NULL);
     if (pp->txq_tail) {
         pp->txq_tail = NULL;
         atomic_fetch_sub_explicit(&ep->npending, 1, memory_order_relaxed);

@@ -21,16 +21,17 @@
 
 static struct cvia_arena_view *shm_view(struct cvia_prov_ep *ep, struct shm_peer *pp)
 {
-    struct cvia_arena_view *v = pp->view, *mine = NULL;
+    struct cvia_arena_view *v = __atomic_load_n(&pp->view, __ATOMIC_ACQUIRE), *mine = NULL;
     int fd;
 
-    if (v || pp->view_failed || !ep->cfg.arena || pp->pidfd < 0)
+    if (v || atomic_load_explicit(&pp->view_failed, memory_order_relaxed) ||
+        !ep->cfg.arena || pp->pidfd < 0)
         return v;
     fd = atomic_load_explicit(&pp->seg->arena_fd, memory_order_acquire);
     if (fd < 0)
         return NULL;   /* no arena yet: ask again later */
     if (cvia__arena_view_open(pp->pidfd, fd, &mine)) {
-        pp->view_failed = 1;
+        atomic_store_explicit(&pp->view_failed, 1, memory_order_relaxed);
         cvia_info(SHM, "cannot map the arena of pid %d; using other copy paths",
                   (int)pp->pid);
         return NULL;
@@ -210,8 +211,8 @@ int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     /* the sender's chunks are still coming */
     cvia_spin_lock(&pp->rx_lock);
     x->prov_next = pp->rv_recv;
-    pp->rv_recv = x;
-    atomic_store_explicit(&pp->rv_pending, 1, memory_order_relaxed);
+    CVIA_HINT_STORE(pp->rv_recv, x);
+    atomic_fetch_add_explicit(&pp->rv_pending, 1, memory_order_relaxed);
     cvia_spin_unlock(&pp->rx_lock);
     return 0;
 }
@@ -222,10 +223,10 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
     const struct cvia_prov_upcalls *up = ep->args.up;
     struct cvia_xfer *x, **link, *finished = NULL;
     uint32_t help[8];
-    int nhelp = 0, events = 0, pending;
+    int nhelp = 0, events = 0, unlinked = 0;
 
     /* sender side: help copy where the receiver asked, finish what is DONE */
-    if (pp->rv_send && cvia_spin_trylock(&pp->tx_lock)) {
+    if (CVIA_HINT_LOAD(pp->rv_send) && cvia_spin_trylock(&pp->tx_lock)) {
         for (link = &pp->rv_send; (x = *link);) {
             uint32_t i = (uint32_t)x->prov_cookie;
             struct shm_rndv *b = shm_rv_block(ep->seg, peer, i);
@@ -234,9 +235,10 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
                 x->prov_cookie = (uint64_t)(uint32_t)atomic_load(&b->error);
                 atomic_store_explicit(&b->state, SHM_RV_FREE, memory_order_relaxed);
                 pp->rv_busy &= ~(1ull << i);
-                *link = x->prov_next;
+                CVIA_HINT_STORE(*link, x->prov_next);
                 x->prov_next = finished;
                 finished = x;
+                unlinked++;
                 continue;
             }
             if (st == SHM_RV_CTS && b->mode != SHM_COPY_READ && nhelp < 8 &&
@@ -265,14 +267,15 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
         events++;
     }
     /* receiver side: end the transfers whose last chunk has landed */
-    if (pp->rv_recv && cvia_spin_trylock(&pp->rx_lock)) {
+    if (CVIA_HINT_LOAD(pp->rv_recv) && cvia_spin_trylock(&pp->rx_lock)) {
         for (link = &pp->rv_recv; (x = *link);) {
             struct shm_rndv *b = shm_rv_block(pp->seg, ep->args.rank,
                                               (uint32_t)x->prov_cookie);
             if (atomic_load_explicit(&b->done, memory_order_acquire) == b->len) {
-                *link = x->prov_next;
+                CVIA_HINT_STORE(*link, x->prov_next);
                 x->prov_next = finished;
                 finished = x;
+                unlinked++;
                 continue;
             }
             link = &x->prov_next;
@@ -289,9 +292,8 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
         up->complete(up->core, x, err ? err : x->msg_len > x->len ? -CVIA_ETRUNC : 0);
         events++;
     }
-    pending = pp->rv_send || pp->rv_recv;   /* racy read: a hint only */
-    if (!pending)
-        atomic_store_explicit(&pp->rv_pending, 0, memory_order_relaxed);
+    if (unlinked)
+        atomic_fetch_sub_explicit(&pp->rv_pending, unlinked, memory_order_relaxed);
     return events;
 }
 
@@ -301,15 +303,22 @@ void shm_rndv_fail(struct cvia_prov_ep *ep, int peer, int err)
     struct shm_peer *pp = &ep->peers[peer];
     const struct cvia_prov_upcalls *up = ep->args.up;
     struct cvia_xfer *s, *r, *x;
+    int n = 0;
 
     cvia_spin_lock(&pp->tx_lock);
     s = pp->rv_send;
-    pp->rv_send = NULL;
+    CVIA_HINT_STORE(pp->rv_send, NULL);
     cvia_spin_unlock(&pp->tx_lock);
     cvia_spin_lock(&pp->rx_lock);
     r = pp->rv_recv;
-    pp->rv_recv = NULL;
+    CVIA_HINT_STORE(pp->rv_recv, NULL);
     cvia_spin_unlock(&pp->rx_lock);
+    for (x = s; x; x = x->prov_next)
+        n++;
+    for (x = r; x; x = x->prov_next)
+        n++;
+    if (n)
+        atomic_fetch_sub_explicit(&pp->rv_pending, n, memory_order_relaxed);
     while ((x = s)) {
         s = x->prov_next;
         x->prov_next = NULL;

@@ -40,7 +40,7 @@ static void tcp_enqueue_locked(struct tcp_peer *pp, struct cvia_xfer *x)
     if (pp->txq_tail)
         pp->txq_tail->prov_next = x;
     else
-        pp->txq_head = x;
+        CVIA_HINT_STORE(pp->txq_head, x);
     pp->txq_tail = x;
 }
 
@@ -108,7 +108,7 @@ static int tcp_flush(struct cvia_prov_ep *ep, int peer)
             continue;
         /* the whole frame is out */
         cvia_spin_lock(&ep->lock);
-        pp->txq_head = x->prov_next;
+        CVIA_HINT_STORE(pp->txq_head, x->prov_next);
         if (!pp->txq_head)
             pp->txq_tail = NULL;
         cvia_spin_unlock(&ep->lock);
@@ -246,9 +246,7 @@ static int tcp_frame_begin(struct cvia_prov_ep *ep, int peer)
     pp->rx_x = NULL;
     switch (h->type) {
     case TCP_MSG:
-        x = up->match(up->core, peer, h->ctx, h->tag, (size_t)h->len, 0);
-        x->msg_len = (size_t)h->len;
-        x->done = 0;
+        x = up->match(up->core, peer, h->ctx, h->tag, (size_t)h->len, 0, 0);
         pp->rx_x = x;
         return 0;
     case TCP_RMAW:
@@ -396,13 +394,17 @@ int tcp_progress(struct cvia_prov_ep *ep)
     if (!ep->nremote || !cvia_spin_trylock(&ep->rx_busy))
         return 0;
     for (int p = 0; p < ep->args.size; p++)
-        pending |= ep->peers[p].txq_head != NULL;
+        pending |= CVIA_HINT_LOAD(ep->peers[p].txq_head) != NULL;
     /* nothing happened for a while and nothing to send: look at the sockets
      * only every 16th call, so shm traffic of the same job does not pay a
      * system call per progress */
-    if (!pending && ep->idle > 64 && (ep->idle++ & 15)) {
-        cvia_spin_unlock(&ep->rx_busy);
-        return 0;
+    if (!pending) {
+        unsigned idle = CVIA_HINT_LOAD(ep->idle);
+        if (idle > 64 && (idle & 15)) {
+            CVIA_HINT_STORE(ep->idle, idle + 1);
+            cvia_spin_unlock(&ep->rx_busy);
+            return 0;
+        }
     }
     for (int base = 0; base < ep->args.size; base += TCP_POLL_MAX) {
         n = 0;
@@ -411,7 +413,7 @@ int tcp_progress(struct cvia_prov_ep *ep)
             if (pp->fd < 0)
                 continue;
             fds[n].fd = pp->fd;
-            fds[n].events = POLLIN | (pp->txq_head ? POLLOUT : 0);
+            fds[n].events = POLLIN | (CVIA_HINT_LOAD(pp->txq_head) ? POLLOUT : 0);
             fds[n].revents = 0;
             who[n++] = p;
         }
@@ -424,7 +426,7 @@ int tcp_progress(struct cvia_prov_ep *ep)
                 events += tcp_flush(ep, who[i]);
         }
     }
-    ep->idle = events ? 0 : ep->idle + 1;
+    CVIA_HINT_STORE(ep->idle, events ? 0 : ep->idle + 1);
     cvia_spin_unlock(&ep->rx_busy);
     return events;
 }
@@ -443,7 +445,8 @@ void tcp_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
     }
     pp->gone = 1;
     q = pp->txq_head;
-    pp->txq_head = pp->txq_tail = NULL;
+    CVIA_HINT_STORE(pp->txq_head, NULL);
+    pp->txq_tail = NULL;
     w = pp->waiting;
     pp->waiting = NULL;
     cvia_spin_unlock(&ep->lock);
@@ -483,9 +486,9 @@ int tcp_send_bye(struct cvia_prov_ep *ep)
         int left = 0;
         cvia_spin_lock(&ep->rx_busy);
         for (int p = 0; p < ep->args.size; p++) {
-            if (ep->peers[p].fd >= 0 && ep->peers[p].txq_head) {
+            if (ep->peers[p].fd >= 0 && CVIA_HINT_LOAD(ep->peers[p].txq_head)) {
                 tcp_flush(ep, p);
-                left |= ep->peers[p].txq_head != NULL;
+                left |= CVIA_HINT_LOAD(ep->peers[p].txq_head) != NULL;
             }
         }
         cvia_spin_unlock(&ep->rx_busy);
