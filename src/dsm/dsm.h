@@ -279,7 +279,8 @@ struct dsm {
     uint32_t  late_n, late_cap;
     struct dsm_mail *late_wait; /* queries for calls not made yet (under lock) */
 
-    /* statistics */
+    /* statistics: counters move by ADD (both threads count), the times
+     * only in the application thread; read them with dsm_stats_snapshot */
     cvia_dsm_stats_t st;
     int       stats_mode;     /* DSM_STATS_* */
     FILE     *stats_out;
@@ -362,6 +363,8 @@ void dsm_on_fin_arrive(struct dsm *d, const struct dsm_hdr *h, const char *p, si
 int  dsm_fin(struct dsm *d);
 
 /* dsm_stats.c */
+#define ADD(field, v) __atomic_fetch_add(&d->st.field, (v), __ATOMIC_RELAXED)
+void dsm_stats_snapshot(struct dsm *d, cvia_dsm_stats_t *s);
 void dsm_stats_print(struct dsm *d, const cvia_dsm_stats_t *all, int n, FILE *out, int json);
 
 /* parmacs.c uses these */

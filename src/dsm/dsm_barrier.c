@@ -64,7 +64,7 @@ static int apply_union(struct dsm *d, const char *p, size_t len, uint32_t *pf, s
         if (h[1] > d->vt[h[0]]) {
             d->vt[h[0]] = h[1];
             if (h[0] != (uint32_t)d->rank)
-                d->st.notices_recv += h[2];
+                ADD(notices_recv, h[2]);
         }
         if (nt + h[2] > cap) {
             cap = (nt + h[2]) * 2;
@@ -104,7 +104,7 @@ static int apply_union(struct dsm *d, const char *p, size_t len, uint32_t *pf, s
             if (x->state == U_CLEAN || x->state == U_DIRTY) {
                 x->state = U_INVALID;
                 x->prot = P_NONE;
-                d->st.invalidations++;
+                ADD(invalidations, 1);
                 if (x->used && *npf < (size_t)d->cfg.prefetch && !x->pf)
                     pf[(*npf)++] = touched[i];
                 x->used = 0;
@@ -161,7 +161,7 @@ int cvia_dsm_barrier(void)
     dsm_prefetch(d, pf, npf);
     free(pf);
     dsm_mail_free(m);
-    d->st.barriers++;
+    ADD(barriers, 1);
     d->st.barrier_time += dsm_now() - t0;
     return 0;
 }
@@ -214,7 +214,7 @@ int dsm_fin(struct dsm *d)
         dsm_end_interval(d, 0);
     for (uint32_t round = 0; round < 2; round++) {
         struct dsm_hdr h = { .type = M_FIN_ARRIVE, .a = round };
-        s = d->st;
+        dsm_stats_snapshot(d, &s);
         dsm_send(d, 0, &h, &s, round ? sizeof(s) : 0);
         dsm_mail_free(dsm_mbox_wait(d, M_FIN_RELEASE, 0, round));
     }

@@ -92,7 +92,7 @@ static void make_dirty(struct dsm *d, size_t u)
 {
     d->u[u].state = U_DIRTY;
     d->dirty[d->ndirty++] = (uint32_t)u;
-    d->st.write_faults++;
+    ADD(write_faults, 1);
 }
 
 /* Resolve an access to unit @u. Returns 0, or -EFAULT when @u is not
@@ -125,7 +125,7 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         /* a prefetched unit, touched for the first time: it is in place,
          * this fault only records the use */
         x->used = 1;
-        d->st.prefetch_hits++;
+        ADD(prefetch_hits, 1);
     }
     if (x->state == U_INVALID && x->pf == PF_FLIGHT) {
         /* a prefetch is on its way: wait for it rather than ask again (the
@@ -139,9 +139,9 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         fault_sleep(d);
         cvia_spin_lock(&d->lock);
         x->used = 1;
-        d->st.prefetch_waits++;
+        ADD(prefetch_waits, 1);
         if (!write)
-            d->st.read_faults++;
+            ADD(read_faults, 1);
     }
     if (x->state == U_INVALID) {
         cvia_spin_unlock(&d->lock);
@@ -152,15 +152,15 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         x->state = U_CLEAN;
         x->used = 1;
         x->fetched = 1;
-        d->st.fetches++;
-        d->st.pages_fetched += d->unit / d->page;
-        d->st.fetch_bytes += d->unit;
+        ADD(fetches, 1);
+        ADD(pages_fetched, d->unit / d->page);
+        ADD(fetch_bytes, d->unit);
         if (!write)
-            d->st.read_faults++;
+            ADD(read_faults, 1);
     }
     if (write && x->state == U_CLEAN) {
         memcpy(d->twins + u * d->unit, d->pview + u * d->unit, d->unit);
-        d->st.twins++;
+        ADD(twins, 1);
         make_dirty(d, u);
     }
     dsm_unit_prot(d, u, x->state == U_DIRTY ? P_RW : P_READ);
@@ -184,7 +184,7 @@ int dsm_pull(struct dsm *d, size_t u)
     if (rc)
         dsm_fatal(rc, "reading unit %zu from rank %d: %s", u, d->u[u].home,
                   cvia_strerror(rc));
-    __atomic_fetch_add(&d->st.rdma_bytes, d->unit, __ATOMIC_RELAXED);
+    ADD(rdma_bytes, d->unit);
     return 0;
 }
 
@@ -234,7 +234,7 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
         h.b = d->epoch;
         cvia_spin_unlock(&d->lock);
         dsm_send(d, home, &h, NULL, 0);
-        d->st.prefetches++;
+        ADD(prefetches, 1);
     }
     for (size_t i = 0; i < np; i++) {
         int rc = cvia_wait(&reqs[i], NULL);
@@ -246,11 +246,11 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
         struct dsm_unit *x = &d->u[pulled[i]];
         /* valid, but left inaccessible until touched (see dsm_page_landed) */
         x->state = U_CLEAN;
-        d->st.prefetches++;
-        d->st.fetches++;
-        d->st.pages_fetched += d->unit / d->page;
-        d->st.fetch_bytes += d->unit;
-        d->st.rdma_bytes += d->unit;
+        ADD(prefetches, 1);
+        ADD(fetches, 1);
+        ADD(pages_fetched, d->unit / d->page);
+        ADD(fetch_bytes, d->unit);
+        ADD(rdma_bytes, d->unit);
     }
     cvia_spin_unlock(&d->lock);
     free(reqs);
@@ -290,9 +290,9 @@ void dsm_page_landed(struct dsm *d, uint64_t imm)
         /* valid, but left inaccessible: the first touch tells whether the
          * prefetch was used, which decides whether to prefetch it again */
         x->state = U_CLEAN;
-        d->st.fetches++;
-        d->st.pages_fetched += d->unit / d->page;
-        d->st.fetch_bytes += d->unit;
+        ADD(fetches, 1);
+        ADD(pages_fetched, d->unit / d->page);
+        ADD(fetch_bytes, d->unit);
     }
     x->pf = PF_NONE;
     if (atomic_load(&d->fault.state) == F_SENT && d->fault.kind == FK_WAITPF &&

@@ -521,7 +521,7 @@ int cvia_dsm_stats(cvia_dsm_stats_t *s)
         return -CVIA_ENOINIT;
     if (!s)
         return -EINVAL;
-    *s = dsm__g.st;
+    dsm_stats_snapshot(&dsm__g, s);
     return 0;
 }
 

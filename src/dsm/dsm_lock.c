@@ -102,7 +102,7 @@ int cvia_dsm_lock(int id)
     if (L->have_token) {
         L->held = 1;
         cvia_spin_unlock(&d->lock);
-        d->st.lock_local++;
+        ADD(lock_local, 1);
         return 0;
     }
     cvia_spin_unlock(&d->lock);
@@ -128,7 +128,7 @@ int cvia_dsm_lock(int id)
     if (rc)
         dsm_fatal(rc, "lock %d: malformed write notices from rank %d", id, m->h.src);
     dsm_mail_free(m);
-    d->st.lock_remote++;
+    ADD(lock_remote, 1);
     d->st.lock_time += dsm_now() - t0;
     return 0;
 }

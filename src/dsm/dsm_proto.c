@@ -20,7 +20,6 @@
 
 #include "dsm/dsm.h"
 
-#define ADD(field, v) __atomic_fetch_add(&d->st.field, (v), __ATOMIC_RELAXED)
 
 int dsm_buf_put(struct dsm_buf *b, const void *p, size_t n)
 {
@@ -86,7 +85,7 @@ void dsm_records_since(struct dsm *d, const uint32_t *vt, struct dsm_buf *b)
         for (uint32_t i = 0; i < L->n; i++) {
             if (L->recs[i].id > vt[o]) {
                 put_rec(b, (uint32_t)o, &L->recs[i]);
-                d->st.notices_sent += L->recs[i].n;
+                ADD(notices_sent, L->recs[i].n);
             }
         }
     }
@@ -98,7 +97,7 @@ void dsm_own_since_barrier(struct dsm *d, struct dsm_buf *b)
 
     for (uint32_t i = 0; i < L->n; i++) {
         put_rec(b, (uint32_t)d->rank, &L->recs[i]);
-        d->st.notices_sent += L->recs[i].n;
+        ADD(notices_sent, L->recs[i].n);
     }
 }
 
@@ -132,7 +131,7 @@ int dsm_records_apply(struct dsm *d, const char *p, size_t len)
         memcpy(copy, units, (size_t)h[2] * 4);
         log_append(d, (int)h[0], h[1], h[2], copy);
         d->vt[h[0]] = h[1];
-        d->st.notices_recv += h[2];
+        ADD(notices_recv, h[2]);
         for (uint32_t i = 0; i < h[2]; i++) {
             uint32_t u = copy[i];
             struct dsm_unit *x;
@@ -145,7 +144,7 @@ int dsm_records_apply(struct dsm *d, const char *p, size_t len)
                 x->state = U_INVALID;
                 x->used = 0;
                 dsm_unit_prot(d, u, P_NONE);
-                d->st.invalidations++;
+                ADD(invalidations, 1);
             }
         }
         free(copy);
@@ -323,8 +322,8 @@ static void flush_diffs(struct dsm *d, const uint64_t *keys, size_t n)
         pk_open(&k);
         for (; i < n && (int)(keys[i] >> 32) == k.home; i++) {
             size_t c = diff_unit(&k, (uint32_t)keys[i]);
-            d->st.diffs++;
-            d->st.diff_bytes += c;
+            ADD(diffs, 1);
+            ADD(diff_bytes, c);
         }
         pk_send(&k);
     }
@@ -381,7 +380,7 @@ int dsm_end_interval(struct dsm *d, int barrier)
     }
     log_append(d, d->rank, d->vt[d->rank] + 1, (uint32_t)n, units);
     d->vt[d->rank]++;
-    d->st.intervals++;
+    ADD(intervals, 1);
     cvia_spin_unlock(&d->lock);
     free(units);
     free(keys);

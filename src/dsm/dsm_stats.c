@@ -3,6 +3,7 @@
 /* The DSM's counters, printed by rank 0 at the end: a table (one column
  * per rank and the sum) or JSON. One X-macro list gives both. */
 #include <stdio.h>
+#include <string.h>
 
 #include "dsm/dsm.h"
 
@@ -45,6 +46,23 @@ static void json_one(FILE *out, const cvia_dsm_stats_t *s)
     DSM_TIMES(X)
 #undef X
     fputc('}', out);
+}
+
+/* A copy of the counters while the service thread may be adding to them:
+ * every member is 8 bytes, each loaded on its own. */
+void dsm_stats_snapshot(struct dsm *d, cvia_dsm_stats_t *s)
+{
+    _Static_assert(sizeof(*s) % sizeof(uint64_t) == 0 &&
+                   _Alignof(cvia_dsm_stats_t) == _Alignof(uint64_t),
+                   "cvia_dsm_stats_t holds 8-byte members only");
+    const unsigned char *from = (const unsigned char *)&d->st;
+    unsigned char *to = (unsigned char *)s;
+
+    for (size_t i = 0; i < sizeof(*s); i += sizeof(uint64_t)) {
+        uint64_t w;
+        __atomic_load((const uint64_t *)(const void *)(from + i), &w, __ATOMIC_RELAXED);
+        memcpy(to + i, &w, sizeof(w));
+    }
 }
 
 void dsm_stats_print(struct dsm *d, const cvia_dsm_stats_t *all, int n, FILE *out, int json)

@@ -35,7 +35,6 @@ static cvia_req_t watch_req;
 static char watch_buf[8];
 static _Atomic int svc_sleeping;
 
-#define ADD(field, v) __atomic_fetch_add(&d->st.field, (v), __ATOMIC_RELAXED)
 
 void dsm_futex_wait(_Atomic uint32_t *w, uint32_t val, double timeout)
 {
@@ -73,9 +72,9 @@ void dsm_pending_add(struct dsm *d, cvia_req_t req, void *buf)
     p->req = req;
     p->buf = buf;
     cvia_spin_lock(&d->send_lock);
-    *d->pend_tail = p;
+    CVIA_HINT_STORE(*d->pend_tail, p);
     d->pend_tail = &p->next;
-    d->npend++;
+    CVIA_HINT_STORE(d->npend, d->npend + 1);
     cvia_spin_unlock(&d->send_lock);
 }
 
@@ -103,14 +102,14 @@ static void put_slot(struct dsm *d, int dest, char *m, size_t len, char *body, s
         dsm_fatal(-ENOMEM, "out of memory");
     }
     p1->next = NULL; p1->req = r1; p1->buf = m;
-    *d->pend_tail = p1;
+    CVIA_HINT_STORE(*d->pend_tail, p1);
     d->pend_tail = &p1->next;
-    d->npend++;
+    CVIA_HINT_STORE(d->npend, d->npend + 1);
     if (p2) {
         p2->next = NULL; p2->req = r2; p2->buf = body;
-        *d->pend_tail = p2;
+        CVIA_HINT_STORE(*d->pend_tail, p2);
         d->pend_tail = &p2->next;
-        d->npend++;
+        CVIA_HINT_STORE(d->npend, d->npend + 1);
     }
 }
 
@@ -207,10 +206,10 @@ static int reap(struct dsm *d)
         if (!done)
             break;
         cvia_spin_lock(&d->send_lock);
-        d->pend = p->next;
+        CVIA_HINT_STORE(d->pend, p->next);
         if (!d->pend)
             d->pend_tail = &d->pend;
-        d->npend--;
+        CVIA_HINT_STORE(d->npend, d->npend - 1);
         cvia_spin_unlock(&d->send_lock);
         free(p->buf);
         free(p);
@@ -623,7 +622,9 @@ static void *svc_main(void *arg)
             n += drain_out(d);
         if (d->deferred)
             n += retry_deferred(d, &seen_epoch);
-        if (d->pend && (!(++loops & 127) || d->npend > 256 || atomic_load(&d->stop)))
+        /* pend and npend are under send_lock: peeked at here as hints */
+        if (CVIA_HINT_LOAD(d->pend) && (!(++loops & 127) || CVIA_HINT_LOAD(d->npend) > 256 ||
+                                        atomic_load(&d->stop)))
             reap(d);
         if (n) {
             idle = 0;
@@ -636,7 +637,7 @@ static void *svc_main(void *arg)
             }
             continue;
         }
-        if (atomic_load(&d->stop) && !d->pend && !d->nout)
+        if (atomic_load(&d->stop) && !CVIA_HINT_LOAD(d->pend) && !d->nout)
             break;
         if (atomic_load(&d->app_waiting) > 0) {
             /* the application waits on us: poll hot, for a while; then nap

@@ -12,7 +12,7 @@ LIMIT=30
 WORK=$(mktemp -d) || exit 1
 trap 'rm -rf "$WORK"' EXIT
 # a sanitizer build of the provider needs its runtime first in fi_info
-asan=$(ldd "$1"/*.so 2>/dev/null | awk '$1 ~ /^libasan/ && $3 ~ /^\// { print $3; exit }')
+asan=$(ldd "$1"/*.so 2>/dev/null | awk '$1 ~ /^lib[at]san/ && $3 ~ /^\// { print $3; exit }')
 if [ -n "$asan" ]; then
     export LD_PRELOAD=$asan ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 fi

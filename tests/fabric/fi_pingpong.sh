@@ -39,7 +39,7 @@ if [ $hosts -eq 1 ]; then
     export CVIA_NET=${CVIA_NET:-udp}
 fi
 # a sanitizer build of the provider needs its runtime first in fi_pingpong
-asan=$(ldd "$provdir"/*.so 2>/dev/null | awk '$1 ~ /^libasan/ && $3 ~ /^\// { print $3; exit }')
+asan=$(ldd "$provdir"/*.so 2>/dev/null | awk '$1 ~ /^lib[at]san/ && $3 ~ /^\// { print $3; exit }')
 cat >"$work/rank.sh" <<EOS
 #!/bin/sh
 export FI_PROVIDER_PATH='$provdir' CVIA_FI_WIREUP=first-use

@@ -160,7 +160,7 @@ if [ "$mode" = corevia ]; then
         # a provider built with -fsanitize=address (CVIA_SANITIZE) loads
         # only into a process whose first library is ASan's runtime: fi_info
         # gets it preloaded (the test program is instrumented itself)
-        asan=$(ldd "$provdir"/*.so 2>/dev/null | awk '$1 ~ /^libasan/ && $3 ~ /^\// { print $3; exit }')
+        asan=$(ldd "$provdir"/*.so 2>/dev/null | awk '$1 ~ /^lib[at]san/ && $3 ~ /^\// { print $3; exit }')
         for ns in "${places[@]}"; do
             in=(); [ -n "$ns" ] && in=(ip netns exec "$ns")
             FI_PROVIDER_PATH=$provdir FI_PROVIDER=$prov timeout -k 5 $((20 * mult)) \

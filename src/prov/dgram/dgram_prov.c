@@ -206,7 +206,7 @@ static int dg_progress(struct cvia_prov_ep *pe)
     for (int i = 0; i < ep->nremote && !pending; i++) {
         struct dg_peer *pp = &ep->peers[ep->remote[i]];
         pending = __atomic_load_n(&pp->q_head, __ATOMIC_RELAXED) || pp->cur || pp->snd_una != pp->snd_nxt || pp->ack_owed ||
-                  pp->rx_active || pp->waiting;
+                  pp->rx_active || CVIA_HINT_LOAD(pp->waiting);
     }
     /* nothing moving for a while: look at the link every 16th call, so the
      * shm traffic of the same job does not pay a system call per progress */

@@ -29,7 +29,7 @@ static struct cvia_xfer *dg_take_waiting(struct dg_ep *ep, struct dg_peer *pp, u
         ;
     x = *l;
     if (x)
-        *l = x->prov_next;
+        CVIA_HINT_STORE(*l, x->prov_next);
     cvia_spin_unlock(&ep->qlock);
     if (x)
         x->prov_next = NULL;
@@ -340,7 +340,7 @@ void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err)
     __atomic_store_n(&pp->q_head, NULL, __ATOMIC_RELAXED);
     pp->q_tail = NULL;
     w = pp->waiting;
-    pp->waiting = NULL;
+    CVIA_HINT_STORE(pp->waiting, NULL);
     cvia_spin_unlock(&ep->qlock);
     if ((x = pp->rx_x) && pp->rx_active) {
         pp->rx_x = NULL;

@@ -218,7 +218,7 @@ int cvia__dg_rma(struct dg_ep *ep, struct cvia_xfer *x, uint8_t type)
     x->flags |= DG_XFER_RMA;
     cvia_spin_lock(&ep->qlock);
     x->prov_next = pp->waiting;
-    pp->waiting = x;
+    CVIA_HINT_STORE(pp->waiting, x);
     cvia_spin_unlock(&ep->qlock);
     if ((rc = dg_post(ep, x->peer, &op->x))) {
         struct cvia_xfer **l;
@@ -226,7 +226,7 @@ int cvia__dg_rma(struct dg_ep *ep, struct cvia_xfer *x, uint8_t type)
         for (l = &pp->waiting; *l && *l != x; l = &(*l)->prov_next)
             ;
         if (*l)
-            *l = x->prov_next;
+            CVIA_HINT_STORE(*l, x->prov_next);
         cvia_spin_unlock(&ep->qlock);
         free(op);
     }
@@ -527,7 +527,7 @@ int cvia__dg_timers(struct dg_ep *ep)
                 continue;
             }
         }
-        expecting = pp->rx_active || pp->waiting;
+        expecting = pp->rx_active || CVIA_HINT_LOAD(pp->waiting);
         if (expecting && ep->now - pp->last_heard > ep->cfg.peer_timeout) {
             cvia_error(NET, "%s: rank %d fell silent for %gs in the middle of an exchange; "
                        "declaring it dead (CVIA_DGRAM_PEER_TIMEOUT)", ep->link->name, peer,
