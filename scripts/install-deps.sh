@@ -10,7 +10,8 @@
 #          iproute2, bzip2, nftables for random loss, clang with libFuzzer's
 #          runtime for tests/fuzz, Open MPI's mpirun and mpicc and
 #          libfabric's fi_info / fi_pingpong for the provider's tests,
-#          g++, man-db and file for the install test) and
+#          g++, man-db and file for the install test, dpkg-dev,
+#          debhelper, devscripts and lintian for the Debian packages) and
 #          scripts/affinity-eval.sh (iperf3)
 #   peers  test + UCX, for scripts/compare-peers.sh and compare-mpi.sh;
 #          ethtool, for scripts/repro-mvia.sh (issue 7)
@@ -20,7 +21,8 @@ profile=${1:-test}
 build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot-nox libpmix-dev
             libfabric-dev pandoc)
 test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iperf3 bzip2 nftables clang
-           libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin g++ man-db file)
+           libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin g++ man-db file
+           dpkg-dev debhelper devscripts lintian)
 peer_pkgs=(ucx-utils ethtool)
 
 case "$profile" in
@@ -28,7 +30,7 @@ case "$profile" in
     test)  want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     peers|all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${peer_pkgs[@]}") ;;
     -h|--help)
-        sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-deps.sh: unknown profile '$profile' (build|test|peers|all)" >&2; exit 2 ;;
 esac
 
