@@ -4,11 +4,14 @@
 # Idempotent: installs nothing (and does not touch the network) when all
 # is present.   install-deps.sh [build|test|peers|all]   (default: test)
 #   build  compiler, CMake, pkg-config, hwloc, libnuma, gnuplot (plots), PMIx,
-#          libfabric's headers (the provider libcorevia-fi.so)
+#          libfabric's headers (the provider libcorevia-fi.so), pandoc (the
+#          roff man pages from man/*.md)
 #   test   build + what the test suite calls (procps, python3, hwloc tools,
 #          iproute2, bzip2, nftables for random loss, clang with libFuzzer's
 #          runtime for tests/fuzz, Open MPI's mpirun and mpicc and
-#          libfabric's fi_info / fi_pingpong for the provider's tests) and
+#          libfabric's fi_info / fi_pingpong for the provider's tests,
+#          g++, man-db and file for the install test, dpkg-dev,
+#          debhelper, devscripts and lintian for the Debian packages) and
 #          scripts/affinity-eval.sh (iperf3)
 #   peers  test + UCX, for scripts/compare-peers.sh and compare-mpi.sh;
 #          ethtool, for scripts/repro-mvia.sh (issue 7)
@@ -16,9 +19,10 @@ set -euo pipefail
 
 profile=${1:-test}
 build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot-nox libpmix-dev
-            libfabric-dev)
+            libfabric-dev pandoc)
 test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iperf3 bzip2 nftables clang
-           libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin)
+           libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin g++ man-db file
+           dpkg-dev debhelper devscripts lintian)
 peer_pkgs=(ucx-utils ethtool)
 
 case "$profile" in
@@ -26,7 +30,7 @@ case "$profile" in
     test)  want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     peers|all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${peer_pkgs[@]}") ;;
     -h|--help)
-        sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-deps.sh: unknown profile '$profile' (build|test|peers|all)" >&2; exit 2 ;;
 esac
 

@@ -60,7 +60,7 @@ typedef struct cvia_status {
 } cvia_status_t;
 
 /** Version string, "0.1.0". */
-const char *cvia_version(void);
+CVIA_API const char *cvia_version(void);
 
 /**
  * Initialize corevia: read CVIA_* variables, connect to the launcher (if
@@ -68,21 +68,21 @@ const char *cvia_version(void);
  * Returns -::CVIA_ECONFIG for a malformed CVIA_* variable (the message names
  * it), -::CVIA_EBOOT when the launcher cannot be reached.
  */
-int cvia_init(int *argc, char ***argv);
+CVIA_API int cvia_init(int *argc, char ***argv);
 
 /** Synchronize with every rank, then release every resource. Outstanding
  *  requests are cancelled. Returns the first error met (resources are
  *  released all the same). */
-int cvia_finalize(void);
+CVIA_API int cvia_finalize(void);
 
 /** 1 between cvia_init() and cvia_finalize(), else 0. */
-int cvia_initialized(void);
+CVIA_API int cvia_initialized(void);
 
 /** This process's rank (0 .. size-1), or -::CVIA_ENOINIT. */
-int cvia_rank(void);
+CVIA_API int cvia_rank(void);
 
 /** Number of ranks in the job, or -::CVIA_ENOINIT. */
-int cvia_size(void);
+CVIA_API int cvia_size(void);
 
 /**
  * Start sending @p len bytes at @p buf to rank @p dest with @p tag.
@@ -94,7 +94,7 @@ int cvia_size(void);
  * matching receive can be posted.
  * Returns -EINVAL for a bad rank or tag, -::CVIA_ENOPEER if @p dest is gone.
  */
-int cvia_isend(const void *buf, size_t len, int dest, int tag,
+CVIA_API int cvia_isend(const void *buf, size_t len, int dest, int tag,
                cvia_req_t *req_p);
 
 /**
@@ -103,11 +103,11 @@ int cvia_isend(const void *buf, size_t len, int dest, int tag,
  * completes the request with -::CVIA_ETRUNC after filling @p cap bytes;
  * nothing beyond @p cap is ever written.
  */
-int cvia_irecv(void *buf, size_t cap, int source, int tag, cvia_req_t *req_p);
+CVIA_API int cvia_irecv(void *buf, size_t cap, int source, int tag, cvia_req_t *req_p);
 
 /** Blocking forms of cvia_isend() / cvia_irecv(). @p status may be NULL. */
-int cvia_send(const void *buf, size_t len, int dest, int tag);
-int cvia_recv(void *buf, size_t cap, int source, int tag,
+CVIA_API int cvia_send(const void *buf, size_t len, int dest, int tag);
+CVIA_API int cvia_recv(void *buf, size_t cap, int source, int tag,
               cvia_status_t *status);
 
 /**
@@ -115,13 +115,13 @@ int cvia_recv(void *buf, size_t cap, int source, int tag,
  * request and set @p *req to NULL. Returns the operation's result
  * (0, -::CVIA_ETRUNC, -::CVIA_ENOPEER, ...). A NULL @p *req returns 0.
  */
-int cvia_wait(cvia_req_t *req, cvia_status_t *status);
+CVIA_API int cvia_wait(cvia_req_t *req, cvia_status_t *status);
 
 /**
  * Make progress once; if @p *req is complete, set @p *done to 1 and act as
  * cvia_wait(), else set @p *done to 0 and return 0.
  */
-int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status);
+CVIA_API int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status);
 
 /**
  * Withdraw a receive that no message has matched yet: it is released and
@@ -129,7 +129,7 @@ int cvia_test(cvia_req_t *req, int *done, cvia_status_t *status);
  * withdrawn: -EBUSY, and the request must be waited for as usual. A NULL
  * @p *req returns 0. What a loop of pre-posted receives calls at its end.
  */
-int cvia_cancel(cvia_req_t *req);
+CVIA_API int cvia_cancel(cvia_req_t *req);
 
 /**
  * Take @p *req if it has completed, as cvia_test() does, but without
@@ -137,19 +137,19 @@ int cvia_cancel(cvia_req_t *req);
  * progress itself with cvia_progress() and looks at many requests per
  * round. Sets @p *done to 1 (and releases the request) or 0.
  */
-int cvia_reap(cvia_req_t *req, int *done, cvia_status_t *status);
+CVIA_API int cvia_reap(cvia_req_t *req, int *done, cvia_status_t *status);
 
 /** Wait for all @p n requests (NULL entries are skipped). @p statuses may
  *  be NULL. Returns 0 or the first error among the requests; every
  *  request is released either way. */
-int cvia_waitall(size_t n, cvia_req_t reqs[], cvia_status_t statuses[]);
+CVIA_API int cvia_waitall(size_t n, cvia_req_t reqs[], cvia_status_t statuses[]);
 
 /** Block until every rank has entered the barrier. */
-int cvia_barrier(void);
+CVIA_API int cvia_barrier(void);
 
 /** Drive communication once without blocking. Returns the number of
  *  events processed (>= 0) or a negative error. */
-int cvia_progress(void);
+CVIA_API int cvia_progress(void);
 
 /** Look for dead peers now, as waits do every CVIA_LIVENESS_INTERVAL (the
  *  launcher's notices, each peer's process or connection): for a thread
@@ -157,7 +157,7 @@ int cvia_progress(void);
  *  Requests that involve a dead peer then complete with an error. Returns
  *  how many peers are gone so far (crashed, or exited after finalizing:
  *  0 while every peer runs), or a negative error. */
-int cvia_check_peers(void);
+CVIA_API int cvia_check_peers(void);
 
 /** @name One-sided communication (the VIA model: RDMA write, with or
  *  without immediate data, and RDMA read)
@@ -189,11 +189,11 @@ typedef struct cvia_mr_desc {
 
 /** Register [@p buf, @p buf + @p len) for remote @p access. The memory must
  *  stay valid until cvia_mr_dereg(). */
-int cvia_mr_reg(void *buf, size_t len, unsigned access, cvia_mr_t *mr_p);
+CVIA_API int cvia_mr_reg(void *buf, size_t len, unsigned access, cvia_mr_t *mr_p);
 /** The descriptor to give to peers. */
-int cvia_mr_desc(cvia_mr_t mr, cvia_mr_desc_t *desc);
+CVIA_API int cvia_mr_desc(cvia_mr_t mr, cvia_mr_desc_t *desc);
 /** Withdraw the region; later accesses by peers fail with -EACCES. */
-int cvia_mr_dereg(cvia_mr_t mr);
+CVIA_API int cvia_mr_dereg(cvia_mr_t mr);
 
 /** cvia_write() flag: raise an immediate event at the target once the data
  *  is in place (the VIA "RDMA write with immediate"). */
@@ -208,12 +208,12 @@ int cvia_mr_dereg(cvia_mr_t mr);
  * region withdrawn), -CVIA_ENOPEER, -EFAULT (bad local buffer) on the call
  * or on the request.
  */
-int cvia_write(const void *local, size_t len, const cvia_mr_desc_t *remote,
+CVIA_API int cvia_write(const void *local, size_t len, const cvia_mr_desc_t *remote,
                uint64_t off, unsigned flags, uint64_t imm, cvia_req_t *req_p);
 
 /** Copy @p len bytes at offset @p off of the region @p remote into
  *  @p local. Errors as cvia_write(). */
-int cvia_read(void *local, size_t len, const cvia_mr_desc_t *remote,
+CVIA_API int cvia_read(void *local, size_t len, const cvia_mr_desc_t *remote,
               uint64_t off, cvia_req_t *req_p);
 
 /** An immediate event: a peer's write with CVIA_WRITE_IMM has landed. */
@@ -227,17 +227,17 @@ typedef struct cvia_imm_event {
 
 /** Take up to @p max pending immediate events without blocking, oldest
  *  first (per writer, in the order of its writes). Returns the count. */
-int cvia_imm_poll(cvia_imm_event_t *ev, int max);
+CVIA_API int cvia_imm_poll(cvia_imm_event_t *ev, int max);
 /** Block until an immediate event arrives and take it. Fails with
  *  -CVIA_ENOPEER if every peer is gone. */
-int cvia_imm_wait(cvia_imm_event_t *ev);
+CVIA_API int cvia_imm_wait(cvia_imm_event_t *ev);
 /** @} */
 
 /** An identifier of this job, the same on every rank and different for
  *  every job (a one-way hash of the job's key, so it may be shown and
  *  exchanged freely); 0 before cvia_init(). What layers above corevia put
  *  in the names they exchange, to refuse a name from another job. */
-uint64_t cvia_job_id(void);
+CVIA_API uint64_t cvia_job_id(void);
 
 /**
  * This process's rank, the job size and cvia_job_id(), also before
@@ -247,20 +247,20 @@ uint64_t cvia_job_id(void);
  * libfabric endpoint's name). Any pointer may be NULL. Errors as
  * cvia_init()'s launcher step.
  */
-int cvia_job_info(int *rank, int *size, uint64_t *job_id);
+CVIA_API int cvia_job_info(int *rank, int *size, uint64_t *job_id);
 
 /** 1 if @p peer runs on this host (reached through shared memory: a
  *  cvia_write() to it has landed when it completes), 0 if on another
  *  host, -EINVAL for a bad rank. */
-int cvia_peer_local(int peer);
+CVIA_API int cvia_peer_local(int peer);
 
 /** 1 while @p peer is alive, 0 once corevia knows it is gone (after a
  *  liveness check, see cvia_check_peers()), -EINVAL for a bad rank. */
-int cvia_peer_alive(int peer);
+CVIA_API int cvia_peer_alive(int peer);
 
 /** One line describing how this rank reaches @p peer (transport, copy
  *  mechanism, thresholds), for tools and logs. */
-int cvia_peer_info(int peer, char *buf, size_t cap);
+CVIA_API int cvia_peer_info(int peer, char *buf, size_t cap);
 
 /** @name Memory for communication buffers
  *
@@ -299,17 +299,17 @@ int cvia_peer_info(int peer, char *buf, size_t cap);
  * so a full machine never shows up later as a SIGBUS), -::CVIA_ECONFIG for
  * a malformed CVIA_MEM_* variable.
  */
-int cvia_mem_alloc(size_t len, const char *kind, void **ptr_p);
+CVIA_API int cvia_mem_alloc(size_t len, const char *kind, void **ptr_p);
 
 /** Free memory from cvia_mem_alloc(). NULL is a no-op (0); anything else
  *  not returned by cvia_mem_alloc(), or already freed, is -EINVAL. The
  *  memory must not be in use by an outstanding operation. */
-int cvia_mem_free(void *ptr);
+CVIA_API int cvia_mem_free(void *ptr);
 /** @} */
 
 /** Abort the whole job: tell the launcher, which ends every rank.
  *  Does not return. */
-void cvia_abort(int code, const char *why);
+CVIA_API void cvia_abort(int code, const char *why);
 
 #ifdef __cplusplus
 }

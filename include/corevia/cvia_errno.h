@@ -12,6 +12,8 @@
 #ifndef COREVIA_CVIA_ERRNO_H
 #define COREVIA_CVIA_ERRNO_H
 
+#include <corevia/cvia_api.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,10 +41,10 @@ enum {
 };
 
 /** Human-readable description of @p err (sign ignored). Never NULL. */
-const char *cvia_strerror(int err);
+CVIA_API const char *cvia_strerror(int err);
 
 /** Symbolic name of @p err ("CVIA_ETRUNC", "EINVAL"); sign ignored. Never NULL. */
-const char *cvia_err_name(int err);
+CVIA_API const char *cvia_err_name(int err);
 
 #ifdef __cplusplus
 }

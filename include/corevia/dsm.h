@@ -63,19 +63,19 @@ enum cvia_dsm_home {
  * Fails with -::CVIA_ECONFIG for a bad CVIA_DSM_* variable, -EADDRINUSE
  * when no address is free on every rank (set CVIA_DSM_ADDR), -ENOMEM.
  */
-int cvia_dsm_init(int *argc, char ***argv);
+CVIA_API int cvia_dsm_init(int *argc, char ***argv);
 
 /** Collective: wait for every rank, gather and print statistics (if
  *  asked for), stop the service thread, unmap, and cvia_finalize() if
  *  cvia_dsm_init() started corevia. */
-int cvia_dsm_finalize(void);
+CVIA_API int cvia_dsm_finalize(void);
 
 /** This rank, and the number of ranks. */
-int cvia_dsm_rank(void);
-int cvia_dsm_size(void);
+CVIA_API int cvia_dsm_rank(void);
+CVIA_API int cvia_dsm_size(void);
 
 /** Coherence unit in bytes (CVIA_DSM_UNIT). */
-size_t cvia_dsm_unit(void);
+CVIA_API size_t cvia_dsm_unit(void);
 
 /**
  * Allocate @p len bytes of shared memory, unit-aligned, at the same
@@ -83,33 +83,33 @@ size_t cvia_dsm_unit(void);
  * a rank). Every rank must make the same calls in the same order. The
  * memory reads as zeros. Returns -ENOMEM when CVIA_DSM_SIZE is exhausted.
  */
-int cvia_dsm_alloc(size_t len, int home, void **ptr_p);
+CVIA_API int cvia_dsm_alloc(size_t len, int home, void **ptr_p);
 
 /** cvia_dsm_alloc() with the default placement; NULL on failure. */
-void *cvia_dsm_malloc(size_t len);
+CVIA_API void *cvia_dsm_malloc(size_t len);
 
 /** Home rank of the unit holding @p addr (-1: not decided yet, for
  *  first touch), or a negative error for an address outside allocations. */
-int cvia_dsm_home_of(const void *addr);
+CVIA_API int cvia_dsm_home_of(const void *addr);
 
 /** @name Locks: distributed tokens, one manager per lock (id % size). */
 /** Make a lock and return its id in @p *id_p; ids are handed out in call
  *  order, so every rank making the same calls gets the same ids. */
-int cvia_dsm_lock_create(int *id_p);
+CVIA_API int cvia_dsm_lock_create(int *id_p);
 /** Acquire: blocks until the token arrives with its write notices.
  *  -EDEADLK if this rank already holds it, -EINVAL for a bad id. */
-int cvia_dsm_lock(int id);
+CVIA_API int cvia_dsm_lock(int id);
 /** Release. -EPERM (and an error message naming the lock) if this rank
  *  does not hold it: unlock without lock, or a second unlock. */
-int cvia_dsm_unlock(int id);
+CVIA_API int cvia_dsm_unlock(int id);
 
 /** Global barrier: every write before it, by any rank, is seen after it
  *  by every rank. */
-int cvia_dsm_barrier(void);
+CVIA_API int cvia_dsm_barrier(void);
 
 /** Make [@p addr, @p addr + @p len) readable (or writable with @p write)
  *  now, so that it can be handed to a system call. */
-int cvia_dsm_touch(const void *addr, size_t len, int write);
+CVIA_API int cvia_dsm_touch(const void *addr, size_t len, int write);
 
 /** What this rank counted since cvia_dsm_init(). */
 typedef struct cvia_dsm_stats {
@@ -143,18 +143,18 @@ typedef struct cvia_dsm_stats {
 } cvia_dsm_stats_t;
 
 /** This rank's counters. */
-int cvia_dsm_stats(cvia_dsm_stats_t *s);
+CVIA_API int cvia_dsm_stats(cvia_dsm_stats_t *s);
 
 /** Ask cvia_dsm_finalize() to print every rank's counters and their sum
  *  on rank 0: @p json 0 for a table, 1 for JSON; @p out NULL for stdout.
  *  CVIA_DSM_STATS does the same from the environment. */
-int cvia_dsm_stats_at_exit(int json, FILE *out);
+CVIA_API int cvia_dsm_stats_at_exit(int json, FILE *out);
 
 /** Called once, with the error code and the message, when the DSM meets
  *  an error it cannot recover from (a peer died, the launcher tears the
  *  job down); the rank then exits with status 1. Runs on any thread. */
 typedef void (*cvia_dsm_fatal_fn)(int err, const char *msg);
-void cvia_dsm_on_fatal(cvia_dsm_fatal_fn fn);
+CVIA_API void cvia_dsm_on_fatal(cvia_dsm_fatal_fn fn);
 
 #ifdef __cplusplus
 }

@@ -45,11 +45,19 @@
 extern "C" {
 #endif
 
-/* Microseconds on a monotonic clock: SPLASH's CLOCK unit. */
+/* Microseconds: SPLASH's CLOCK unit. On the monotonic clock where the
+ * program is compiled with POSIX visible (the usual case); under a strict
+ * ISO C mode (-std=c11 without _POSIX_C_SOURCE or _GNU_SOURCE) time.h
+ * declares neither clock_gettime nor CLOCK_MONOTONIC, and C11's
+ * timespec_get (the realtime clock) stands in. */
 static inline unsigned long cvia_parmacs_clock(void)
 {
     struct timespec ts;
+#if defined(CLOCK_MONOTONIC)
     clock_gettime(CLOCK_MONOTONIC, &ts);
+#else
+    timespec_get(&ts, TIME_UTC);
+#endif
     return (unsigned long)ts.tv_sec * 1000000ul + (unsigned long)ts.tv_nsec / 1000ul;
 }
 
@@ -61,12 +69,14 @@ typedef struct { int base, n; } cvia_parmacs_alock_t;
 typedef struct { int sub, count; } cvia_parmacs_gs_t;
 typedef struct { int flag; } cvia_parmacs_pause_t;
 
+/* Page-aligned and zeroed, as the DSM's memory; aligned_alloc (C11)
+ * wants a multiple of the alignment. */
 static inline void *cvia_parmacs_null_malloc(size_t n)
 {
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, n ? n : 1))
-        return NULL;
-    memset(p, 0, n);
+    size_t len = (n + 4095) / 4096 * 4096;
+    void *p = aligned_alloc(4096, len ? len : 4096);
+    if (p)
+        memset(p, 0, len ? len : 4096);
     return p;
 }
 
@@ -133,25 +143,25 @@ typedef struct { int base, n; } cvia_parmacs_alock_t;
 typedef struct { cvia_parmacs_lock_t lock; int sub, count; } cvia_parmacs_gs_t;
 typedef struct { cvia_parmacs_lock_t lock; volatile int flag; } cvia_parmacs_pause_t;
 
-void  cvia_parmacs_init(void);
-void  cvia_parmacs_main_end(void) __attribute__((noreturn));
-void *cvia_parmacs_malloc(size_t size, int home);
-void  cvia_parmacs_lock_init(cvia_parmacs_lock_t *l);
-void  cvia_parmacs_lock(int id);
-void  cvia_parmacs_unlock(int id);
-void  cvia_parmacs_alock_init(cvia_parmacs_alock_t *a, int n);
-void  cvia_parmacs_barrier(int n);
-void  cvia_parmacs_gs_init(cvia_parmacs_gs_t *g);
-int   cvia_parmacs_getsub(cvia_parmacs_gs_t *g, int last, int nprocs);
-void  cvia_parmacs_pause_init(cvia_parmacs_pause_t *p);
-void  cvia_parmacs_pause_set(cvia_parmacs_pause_t *p, int v);
-void  cvia_parmacs_pause_wait(cvia_parmacs_pause_t *p);
-void  cvia_parmacs_create(void (*fn)(void));
-void  cvia_parmacs_wait_for_end(int n);
+CVIA_API void  cvia_parmacs_init(void);
+CVIA_API void  cvia_parmacs_main_end(void) __attribute__((noreturn));
+CVIA_API void *cvia_parmacs_malloc(size_t size, int home);
+CVIA_API void  cvia_parmacs_lock_init(cvia_parmacs_lock_t *l);
+CVIA_API void  cvia_parmacs_lock(int id);
+CVIA_API void  cvia_parmacs_unlock(int id);
+CVIA_API void  cvia_parmacs_alock_init(cvia_parmacs_alock_t *a, int n);
+CVIA_API void  cvia_parmacs_barrier(int n);
+CVIA_API void  cvia_parmacs_gs_init(cvia_parmacs_gs_t *g);
+CVIA_API int   cvia_parmacs_getsub(cvia_parmacs_gs_t *g, int last, int nprocs);
+CVIA_API void  cvia_parmacs_pause_init(cvia_parmacs_pause_t *p);
+CVIA_API void  cvia_parmacs_pause_set(cvia_parmacs_pause_t *p, int v);
+CVIA_API void  cvia_parmacs_pause_wait(cvia_parmacs_pause_t *p);
+CVIA_API void  cvia_parmacs_create(void (*fn)(void));
+CVIA_API void  cvia_parmacs_wait_for_end(int n);
 /* Not PARMACS: the number of ranks (the processes to create is one less)
  * and this process's number, for programs that size themselves. */
-int   cvia_parmacs_nprocs(void);
-int   cvia_parmacs_me(void);
+CVIA_API int   cvia_parmacs_nprocs(void);
+CVIA_API int   cvia_parmacs_me(void);
 
 #define CVIA_PARMACS_NPROCS()   cvia_parmacs_nprocs()
 #define CVIA_PARMACS_ME()       cvia_parmacs_me()

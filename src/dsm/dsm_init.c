@@ -401,6 +401,8 @@ int dsm_init_common(int *argc, char ***argv, int replay)
         goto err;
     d->rank = cvia_rank();
     d->size = cvia_size();
+    cvia__log_from_env();   /* this library's own copy of the logger */
+    cvia__log_set_rank(d->rank);
     d->page = (size_t)sysconf(_SC_PAGESIZE);
     d->unit = d->cfg.unit;
     if (d->size > DSM_MAX_RANKS) {

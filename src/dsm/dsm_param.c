@@ -2,7 +2,8 @@
 /* Copyright (c) 2026 corevia developers */
 /* CVIA_DSM_* variables: the only place they are documented (cvia-info and
  * man/cvia-config.7.md are generated from this table). Compiled into
- * libcorevia, read by the DSM library (src/dsm/dsm_init.c). */
+ * libcorevia (the list of every table) and into the DSM library, which
+ * reads it (src/dsm/dsm_init.c). */
 #include <stddef.h>
 
 #include "dsm/dsm_cfg.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
-/* CVIA_FI_* values (table in fab_param.c, compiled into libcorevia). */
+/* CVIA_FI_* values (table in fab_param.c, compiled into libcorevia and the provider). */
 #ifndef COREVIA_FABRIC_FAB_CFG_H
 #define COREVIA_FABRIC_FAB_CFG_H
 

@@ -2,7 +2,8 @@
 /* Copyright (c) 2026 corevia developers */
 /* CVIA_FI_* variables of the libfabric provider: the only place they are
  * documented (cvia-info and man/cvia-config.7.md are generated from this
- * table). Compiled into libcorevia, read by libcorevia-fi.so. */
+ * table). Compiled into libcorevia (the list of every table) and into
+ * libcorevia-fi.so, which reads it. */
 #include <stddef.h>
 
 #include "fabric/fab_cfg.h"

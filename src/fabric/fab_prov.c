@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "fabric/fab.h"
+#include "util/log.h"
 
 struct fab_cfg fab_cfg;
 static int fab_cfg_rc = 1;     /* 1: not loaded yet */
@@ -48,6 +49,7 @@ static int fab_load_cfg(void)
 {
     pthread_mutex_lock(&fab_core_lock);
     if (fab_cfg_rc == 1) {
+        cvia__log_from_env();   /* the provider's own copy of the logger */
         fab_cfg_rc = cvia__param_load(&cvia__fab_param_table, &fab_cfg);
         if (fab_cfg.inject > fab_cfg.eager)
             fab_cfg.inject = fab_cfg.eager;

@@ -2,6 +2,7 @@
 /* Copyright (c) 2026 corevia developers */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -62,6 +63,13 @@ int cvia__log_set_subsys(const char *list)
     }
     cvia__log_mask = mask;
     return 0;
+}
+
+void cvia__log_from_env(void)
+{
+    /* either leaves the setting alone when the value does not parse */
+    (void)cvia__log_set_level(getenv("CVIA_LOG"));
+    (void)cvia__log_set_subsys(getenv("CVIA_LOG_SUBSYS"));
 }
 
 void cvia__log_set_rank(int rank)

@@ -36,6 +36,12 @@ extern unsigned cvia__log_mask;      /* enabled subsystems */
  * Returns 0 or -EINVAL (the caller names the variable). */
 int cvia__log_set_level(const char *level);
 int cvia__log_set_subsys(const char *list);
+/* Take CVIA_LOG and CVIA_LOG_SUBSYS from the environment, keeping the
+ * current setting for an unset or malformed value (cvia_init names those).
+ * For the libraries above the core (the DSM, the libfabric provider): each
+ * links its own private copy of this logger, since libcorevia.so exports
+ * nothing but the public API. */
+void cvia__log_from_env(void);
 /* Rank shown in the prefix (-1: none yet). */
 void cvia__log_set_rank(int rank);
 

@@ -13,8 +13,6 @@
 #include "util/log.h"
 #include "util/param.h"
 
-extern char **environ;
-
 int cvia__parse_long(const char *text, long *out)
 {
     char *end;
@@ -348,60 +346,4 @@ size_t cvia__edit_distance(const char *a, const char *b)
         }
     }
     return row[lb];
-}
-
-int cvia__param_check_unknown(const char *const *extra)
-{
-    char var[128], best[128];
-    int unknown = 0;
-
-    for (char **e = environ; e && *e; e++) {
-        const char *eq = strchr(*e, '=');
-        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
-        char name[128];
-        size_t best_d = (size_t)-1;
-        int known = 0;
-
-        if (strncmp(*e, "CVIA_", 5) || len >= sizeof(name))
-            continue;
-        memcpy(name, *e, len);
-        name[len] = '\0';
-        best[0] = '\0';
-        for (int ti = 0; cvia__param_tables[ti] && !known; ti++) {
-            const struct cvia_param_table *t = cvia__param_tables[ti];
-            for (const struct cvia_param *p = t->params; p->name; p++) {
-                size_t d;
-                cvia__param_varname(t, p, var, sizeof(var));
-                if (!strcmp(var, name)) {
-                    known = 1;
-                    break;
-                }
-                d = cvia__edit_distance(name, var);
-                if (d < best_d) {
-                    best_d = d;
-                    strcpy(best, var);
-                }
-            }
-        }
-        for (int i = 0; extra && extra[i] && !known; i++) {
-            size_t d;
-            if (!strcmp(extra[i], name)) {
-                known = 1;
-                break;
-            }
-            d = cvia__edit_distance(name, extra[i]);
-            if (d < best_d) {
-                best_d = d;
-                snprintf(best, sizeof(best), "%s", extra[i]);
-            }
-        }
-        if (known)
-            continue;
-        unknown++;
-        if (best[0] && best_d <= 4)
-            cvia_warn(CONF, "unknown variable %s (did you mean %s?)", name, best);
-        else
-            cvia_warn(CONF, "unknown variable %s (cvia-info -c lists them all)", name);
-    }
-    return unknown;
 }

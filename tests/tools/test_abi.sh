@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The ABI (issue 15): each shared library exports exactly the functions its
+# public headers declare, each at version CVIA_1.0, under SONAME .so.0; the
+# public headers compile alone as strict C11 and as C++17.
+#   test_abi.sh SOURCE_DIR LIBCOREVIA LIBCOREVIA_DSM [LIBCOREVIA_FI]
+set -u
+src=$1 core=$2 dsm=$3 fi=${4:-}
+inc=$src/include
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+n=0 failed=0
+ok()  { n=$((n + 1)); echo "ok $n - $1"; }
+bad() { n=$((n + 1)); echo "not ok $n - $1"; failed=1; }
+CC=${CC:-cc} CXX=${CXX:-c++}
+
+# What the headers declare, as the compiler sees it (-aux-info lists every
+# prototype with its file); static inline helpers are not part of the ABI.
+declared() {   # declared OUT HEADER FILE-REGEX [CFLAGS...]
+    local out=$1 hdr=$2 re=$3
+    shift 3
+    printf '#include <corevia/%s>\n' "$hdr" >"$tmp/decl.c"
+    if ! "$CC" -std=c11 "$@" -I"$inc" -aux-info "$tmp/aux" -fsyntax-only "$tmp/decl.c"; then
+        return 1
+    fi
+    grep -E "^/\\* [^ ]*include/corevia/($re)\\.h:" "$tmp/aux" | grep -v ' static ' |
+        sed -E 's/^.* \**([A-Za-z_][A-Za-z0-9_]*) \(.*$/\1/' | sort -u >"$out"
+}
+exported() {   # exported OUT LIB: defined dynamic symbols, without version nodes
+    nm -D --defined-only "$2" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort -u >"$1"
+}
+compare() {    # compare NAME LIB HEADER REGEX
+    local name=$1 lib=$2
+    if ! declared "$tmp/$name.decl" "$3" "$4"; then
+        bad "$name: $3 does not compile"
+        return
+    fi
+    exported "$tmp/$name.exp" "$lib"
+    local nd ne
+    nd=$(wc -l <"$tmp/$name.decl") ne=$(wc -l <"$tmp/$name.exp")
+    if [ "$nd" -gt 0 ] && cmp -s "$tmp/$name.decl" "$tmp/$name.exp"; then
+        ok "$name: exports exactly the $nd functions its headers declare"
+    else
+        bad "$name: exported ($ne) and declared ($nd) differ (< declared only, > exported only):
+$(diff "$tmp/$name.decl" "$tmp/$name.exp" | grep '^[<>]')"
+    fi
+    local unversioned
+    unversioned=$(nm -D --defined-only --with-symbol-versions "$lib" |
+                  awk '$2 != "A" && $3 !~ /@@CVIA_1\.0$/ { print $3 }')
+    if [ -z "$unversioned" ]; then
+        ok "$name: every export is at version CVIA_1.0"
+    else
+        bad "$name: exports outside CVIA_1.0: $unversioned"
+    fi
+    local soname
+    soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    if [ "$soname" = "$(basename "${lib%%.so*}").so.0" ]; then
+        ok "$name: SONAME $soname"
+    else
+        bad "$name: SONAME '$soname', expected $(basename "${lib%%.so*}").so.0"
+    fi
+}
+
+compare libcorevia "$core" corevia.h 'corevia|cvia_errno'
+compare libcorevia_dsm "$dsm" parmacs.h 'dsm|parmacs'
+
+# The DSM library's undefined corevia symbols must all be libcorevia's API.
+nm -D --undefined-only "$dsm" | awk '{ print $2 }' | grep -E '^(cvia|dsm|shm|tcp)' | sed 's/@.*//' |
+    sort -u >"$tmp/dsm.need"
+missing=$(comm -23 "$tmp/dsm.need" "$tmp/libcorevia.exp")
+if [ -z "$missing" ]; then ok "libcorevia_dsm needs nothing of libcorevia beyond its API"
+else bad "libcorevia_dsm needs non-API symbols: $missing"; fi
+
+if [ -n "$fi" ]; then
+    exp=$(nm -D --defined-only "$fi" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | tr '\n' ' ')
+    if [ "$exp" = "fi_prov_ini " ]; then ok "libcorevia-fi exports fi_prov_ini only"
+    else bad "libcorevia-fi exports: $exp"; fi
+fi
+
+# Every public header alone, strict C11 and C++17; parmacs.h in both modes.
+strict=(-Wall -Wextra -pedantic -Werror)
+for h in "$inc"/corevia/*.h; do
+    hn=$(basename "$h")
+    for mode in "" -DCVIA_PARMACS_NULL; do
+        [ -n "$mode" ] && [ "$hn" != parmacs.h ] && continue
+        printf '#include <corevia/%s>\n#include <corevia/%s>\nint main(void) { return 0; }\n' \
+            "$hn" "$hn" >"$tmp/h.c"
+        if out=$("$CC" -std=c11 "${strict[@]}" $mode -I"$inc" -c "$tmp/h.c" -o "$tmp/h.o" 2>&1); then
+            ok "$hn${mode:+ $mode}: -std=c11 ${strict[*]}"
+        else
+            bad "$hn${mode:+ $mode}: -std=c11 ${strict[*]}: $out"
+        fi
+        cp "$tmp/h.c" "$tmp/h.cc"
+        if out=$("$CXX" -std=c++17 "${strict[@]}" $mode -I"$inc" -c "$tmp/h.cc" -o "$tmp/h.o" 2>&1); then
+            ok "$hn${mode:+ $mode}: -std=c++17 ${strict[*]}"
+        else
+            bad "$hn${mode:+ $mode}: -std=c++17 ${strict[*]}: $out"
+        fi
+    done
+done
+
+# C++ sees C linkage: a declaration's symbol is the plain C name.
+printf '#include <corevia/parmacs.h>\nvoid *f(void) { return (void *)&cvia_init; }\nvoid *g(void) { return (void *)&cvia_dsm_init; }\nvoid *h(void) { return (void *)&cvia_parmacs_init; }\n' >"$tmp/l.cc"
+if "$CXX" -std=c++17 -I"$inc" -c "$tmp/l.cc" -o "$tmp/l.o" &&
+   [ "$(nm -u "$tmp/l.o" | awk '{ print $2 }' | grep -c -E '^cvia_(init|dsm_init|parmacs_init)$')" = 3 ]; then
+    ok "C++ refers to cvia_init, cvia_dsm_init, cvia_parmacs_init unmangled (extern \"C\")"
+else
+    bad "C++ mangles the API's names: $(nm -u "$tmp/l.o" 2>&1 | tr '\n' ' ')"
+fi
+echo "1..$n"
+exit $failed
