@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include <corevia/cvia_errno.h>
+#include "topo/topo_cpu.h"
 #include "topo/topo_mem.h"
 #include "topo/topo_nic.h"
 
@@ -57,15 +58,8 @@ struct tb {
 
 /* ------------------------------------------------------------ attributes */
 
-/* A node's locality: its CPU set, or where it is attached when that is
- * empty (some XML files record CPU-less nodes with an empty set). */
-static hwloc_const_cpuset_t node_locality(hwloc_obj_t n)
-{
-    for (hwloc_obj_t o = n; o; o = o->parent)
-        if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset))
-            return o->cpuset;
-    return NULL;
-}
+/* A node's locality (topo_cpu.h): the same rule as the relations use. */
+#define node_locality(n) cvia__topo_node_locality(n)
 
 /* @id's value for node @n from its best initiator among those local to it
  * (else the best of all); 0 when hwloc has none. */

@@ -222,6 +222,33 @@ static void fmt_pus_of_core(hwloc_topology_t t, int core, char *buf, size_t cap)
     aff_fmt_pus(c ? c->cpuset : NULL, buf, cap);
 }
 
+/* NUMA node @n lies in package @pk: its locality is inside the package's. */
+static int node_in(hwloc_obj_t n, hwloc_obj_t pk)
+{
+    hwloc_const_cpuset_t loc = cvia__topo_node_locality(n);
+    return loc && hwloc_bitmap_isincluded(loc, pk->cpuset);
+}
+
+/* "NUMA node OS[ subtype]: cores ... (PUs ...)[, packages ...]" */
+static void print_node(hwloc_topology_t t, hwloc_obj_t n, const char *indent,
+                       hwloc_bitmap_t cores, char *buf, size_t cap)
+{
+    hwloc_const_cpuset_t loc = cvia__topo_node_locality(n);
+    int npk = loc ? hwloc_get_nbobjs_inside_cpuset_by_type(t, loc, HWLOC_OBJ_PACKAGE) : 0;
+
+    hwloc_bitmap_zero(cores);
+    if (loc)
+        cvia__topo_cores_in(t, loc, cores);
+    aff_fmt_cores(t, cores, buf, cap);
+    printf("%sNUMA node %u%s%s: %s", indent, n->os_index, n->subtype ? " " : "",
+           n->subtype ? n->subtype : "", loc ? buf : "no CPU locality recorded");
+    if (!*indent && npk > 1)
+        printf(", spans %d packages", npk);
+    else if (!*indent && hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE) <= 0)
+        printf(", no package recorded");
+    printf("\n");
+}
+
 static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
 {
     hwloc_topology_t t = e->topo;
@@ -235,6 +262,8 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
     printf("topology  %s\n", e->topology ? e->topology : "this machine");
     printf("          %d package(s), %d cores, %d PUs, %d NUMA node(s)\n", s.packages,
            s.cores, s.pus, s.numa_nodes);
+    printf("          cores, packages and caches by hwloc logical index; PUs and NUMA "
+           "nodes by OS index\n");
     for (unsigned l = 1; l <= last; l++) {
         hwloc_obj_t c = cvia__topo_core_cache(t, 0, l);
         int n = cvia__topo_cache_sharers(t, 0, l, cores);
@@ -249,12 +278,8 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
         aff_fmt_cores(t, cores, buf, sizeof(buf));
         printf("package %u: %s\n", pk->logical_index, buf);
         while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n)))
-            if (hwloc_bitmap_isincluded(n->cpuset, pk->cpuset)) {
-                cvia__topo_cores_in(t, n->cpuset, cores);
-                aff_fmt_cores(t, cores, buf, sizeof(buf));
-                printf("  NUMA node %u%s%s: %s\n", n->logical_index, n->subtype ? " " : "",
-                       n->subtype ? n->subtype : "", buf);
-            }
+            if (node_in(n, pk))
+                print_node(t, n, "  ", cores, buf, sizeof(buf));
         if (last >= 2)
             while ((l3 = hwloc_get_next_obj_by_type(t, cvia__topo_core_cache(t, 0, last)->type,
                                                     l3)))
@@ -263,6 +288,19 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
                     aff_fmt_cores(t, cores, buf, sizeof(buf));
                     printf("  L%u #%u: %s\n", last, l3->logical_index, buf);
                 }
+    }
+    /* nodes no single package holds: one node for the machine (a package
+     * inside a NUMA node), or no package recorded at all */
+    {
+        hwloc_obj_t n = NULL;
+        while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n))) {
+            int inside = 0;
+            pk = NULL;
+            while ((pk = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PACKAGE, pk)))
+                inside |= node_in(n, pk);
+            if (!inside)
+                print_node(t, n, "", cores, buf, sizeof(buf));
+        }
     }
     if (!e->nics.n)
         printf("network interfaces: none in this topology%s\n",
@@ -282,9 +320,14 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
             printf(" (with %s)", nic->siblings);
         printf("\n");
         aff_fmt_pus(nic->cpuset, buf, sizeof(buf));
-        if (nic->local_known)
-            printf("  local: package %d, NUMA node %d, PUs %s\n", nic->package, nic->numa, buf);
-        else
+        if (nic->local_known) {
+            printf("  local:");
+            if (nic->package >= 0)
+                printf(" package %d,", nic->package);
+            if (nic->numa >= 0)
+                printf(" NUMA node %d,", nic->numa);
+            printf(" PUs %s\n", buf);
+        } else
             printf("  local: the whole machine (no narrower locality recorded)\n");
         if (!nic->nirqs) {
             printf("  interrupts: none %s\n", e->root || e->irqs ? "found"
