@@ -35,6 +35,11 @@ int cvia__topo_rel_parse(const char *name);
 int cvia__topo_open_path(const char *path, hwloc_topology_t *topo_p,
                          char *err, size_t errcap);
 
+/* Load @t (initialised, filters set) from the Linux sysfs dump in @dir
+ * (sys/, proc/), as lstopo --input DIR does. 0, or -CVIA_ETOPO with one
+ * line in @err. */
+int cvia__topo_load_fsroot(hwloc_topology_t t, const char *dir, char *err, size_t errcap);
+
 int         cvia__topo_ncores(hwloc_topology_t t);
 hwloc_obj_t cvia__topo_core(hwloc_topology_t t, int core);
 /* Logical index of the core holding PU OS index @pu; -1 if none. */
@@ -42,8 +47,15 @@ int cvia__topo_core_of_pu(hwloc_topology_t t, unsigned pu);
 /* PU OS index of the first PU of @core (where an interrupt is sent). */
 int cvia__topo_core_first_pu(hwloc_topology_t t, int core);
 
-/* The cache of @level (1, 2, 3, ...; data or unified) above @core; NULL if
- * the machine has none at that level. */
+/* A CPU cache: a cache object that is not a memory-side cache. hwloc 2.0
+ * recorded KNL's MCDRAM in cache mode as an L3 of subtype
+ * "MemorySideCache" (hwloc 2.1 and later: a MemCache object); it caches
+ * memory, not cores, so it is no shared cache of theirs. */
+int cvia__topo_cpu_cache(hwloc_obj_t o);
+/* Number of CPU caches of @level. */
+int cvia__topo_ncaches(hwloc_topology_t t, unsigned level);
+/* The CPU cache of @level (1, 2, 3, ...; data or unified) above @core;
+ * NULL if the machine has none at that level. */
 hwloc_obj_t cvia__topo_core_cache(hwloc_topology_t t, int core, unsigned level);
 /* Deepest cache level present on the machine (0 if none recorded). */
 unsigned cvia__topo_last_level(hwloc_topology_t t);
@@ -58,10 +70,13 @@ int cvia__topo_core_package(hwloc_topology_t t, int core);
 /* A NUMA node's locality: its CPU set, or (a CPU-less node recorded with
  * an empty set) that of the nearest ancestor that has one. */
 hwloc_const_cpuset_t cvia__topo_node_locality(hwloc_obj_t node);
-/* @core's own NUMA node, found by locality whatever the nesting: the node
- * with the smallest locality that covers the core, the largest of equals
- * (KNL's and Xeon Max's DDR beside their MCDRAM/HBM), else the first.
- * NULL if none. */
+/* The own NUMA node of the PUs in @set, found by locality whatever the
+ * nesting: the node with the smallest locality that covers @set; among
+ * equals, ordinary memory (no subtype, or DRAM) before MCDRAM, HBM, NVM,
+ * CXL or GPU memory (KNL's and Xeon Max's DDR beside their MCDRAM/HBM),
+ * then the largest, then the first. NULL if no node covers @set. */
+hwloc_obj_t cvia__topo_node_of(hwloc_topology_t t, hwloc_const_cpuset_t set);
+/* cvia__topo_node_of() for @core's PUs. */
 hwloc_obj_t cvia__topo_core_node(hwloc_topology_t t, int core);
 /* The OS index of that node (what numactl, /sys and mbind use); -1. */
 int cvia__topo_core_numa(hwloc_topology_t t, int core);

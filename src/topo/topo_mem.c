@@ -158,13 +158,21 @@ static void group_by_value(struct tb *b, const uint64_t *key, int higher_better)
     free(ord);
 }
 
-/* The node a core would get by default: the most local node (smallest
- * locality that contains the core), the largest of equals, then the
- * first. */
+/* The node a core would get by default (tier < 0: its own node, as
+ * cvia__topo_node_of() finds it), or its node in tier @tier: the most
+ * local node (smallest locality that contains the core), the largest of
+ * equals, then the first. */
 static int nearest_node(struct tb *b, hwloc_obj_t core, int tier)
 {
     int best = -1, bestw = 0;
 
+    if (tier < 0) {     /* the core's own node: the relations' rule */
+        hwloc_obj_t own = cvia__topo_node_of(b->t, core->cpuset);
+        for (int i = 0; i < b->T->nnodes; i++)
+            if (b->obj[i] == own)
+                return i;
+        return -1;
+    }
     for (int i = 0; i < b->T->nnodes; i++) {
         hwloc_const_cpuset_t loc = node_locality(b->obj[i]);
         int w;

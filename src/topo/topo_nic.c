@@ -64,25 +64,11 @@ void cvia__nic_set_locality(hwloc_topology_t t, struct cvia_nic *nic,
             nic->package = (int)o->logical_index;
             break;
         }
-    /* the node whose locality covers the device's most narrowly, the
-     * largest of equals (DDR beside HBM); else the first it touches */
+    /* the device's own node as a core's (topo_cpu.h); else the first it
+     * touches */
     nic->numa = -1;
     {
-        hwloc_obj_t best = NULL;
-        int bestw = 0;
-        o = NULL;
-        while ((o = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, o))) {
-            hwloc_const_cpuset_t loc = cvia__topo_node_locality(o);
-            int w;
-            if (!loc || !hwloc_bitmap_isincluded(nic->cpuset, loc))
-                continue;
-            w = hwloc_bitmap_weight(loc);
-            if (!best || w < bestw || (w == bestw && o->attr->numanode.local_memory >
-                                                     best->attr->numanode.local_memory)) {
-                best = o;
-                bestw = w;
-            }
-        }
+        hwloc_obj_t best = cvia__topo_node_of(t, nic->cpuset);
         o = NULL;
         while (!best && (o = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, o)))
             if (hwloc_bitmap_isset(nic->nodeset, o->os_index) && cvia__topo_node_locality(o) &&

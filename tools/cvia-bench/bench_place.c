@@ -95,10 +95,13 @@ static void bench_pair_text(hwloc_topology_t t, struct bench_plan *p)
         bench_size_text(sz, sizeof(sz), x->attr->cache.size);
         snprintf(p->text, sizeof(p->text), "cores L#%d and L#%d share the L%u (%s, %d cores)%s",
                  a, b, lvl, sz, ns, lvl > 2 ? ", not an L2" : "");
+    } else if (p->found == BENCH_CLASS_PACKAGE && pa >= 0 && lvl) {
+        snprintf(p->text, sizeof(p->text), "cores L#%d and L#%d are in package L#%d on %s; "
+                 "their L%u spans both nodes (sub-NUMA clustering), so it does not count",
+                 a, b, pa, nodes, lvl);
     } else if (p->found == BENCH_CLASS_PACKAGE && pa >= 0) {
         snprintf(p->text, sizeof(p->text), "cores L#%d and L#%d are in package L#%d and "
-                 "share no cache%s (%s)", a, b, pa, lvl ? " of their own NUMA node" : "",
-                 nodes);
+                 "share no cache (%s)", a, b, pa, nodes);
     } else if (p->found == BENCH_CLASS_PACKAGE) {
         snprintf(p->text, sizeof(p->text), "cores L#%d and L#%d share no cache (%s; the "
                  "topology records no package)", a, b, nodes);
@@ -144,6 +147,8 @@ static void bench_missing_text(hwloc_topology_t t, const int *core, int n,
     else if (cls == BENCH_CLASS_L3)
         snprintf(p->text, sizeof(p->text), "%s: no two share a cache of level 3 or above "
                  "without sharing an L2", head);
+    else if (cls == BENCH_CLASS_REMOTE && pk0 < 0)
+        snprintf(p->text, sizeof(p->text), "%s: the topology records no package", head);
     else if (cls == BENCH_CLASS_REMOTE && onepk)
         snprintf(p->text, sizeof(p->text), "%s: all in one package", head);
     else if (cls == BENCH_CLASS_PACKAGE)
