@@ -361,7 +361,8 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
         if (ng > 0) {
             int pc = hwloc_bitmap_first(g[0].cores);
             fmt_pus_of_core(t, pc, buf, sizeof(buf));
-            printf("  communication process core (all cores idle, this interface alone): core %d (PUs %s)\n", pc, buf);
+            printf("  communication process core (all cores idle, this interface alone): "
+                   "core %d (PUs %s)\n", pc, buf);
         }
         printf("  process cores, best first%s:\n",
                d->prof ? " (measured order)" : "");
