@@ -525,15 +525,10 @@ int cvia__tiers_build(hwloc_topology_t t, const char *override, struct cvia_tier
     }
     b.ngroups = 1;              /* all in group 0 unless a rule applies */
     T->by = CVIA_TIERS_BY_NONE;
-    if (n > 1 && have_bw) {
-        group_by_value(&b, bw, 1);
-        T->by = CVIA_TIERS_BY_BANDWIDTH;
-    }
-    if (n > 1 && b.ngroups == 1 && have_lat) {
-        group_by_value(&b, lat, 0);
-        T->by = b.ngroups > 1 ? CVIA_TIERS_BY_LATENCY : T->by;
-    }
-    if (n > 1 && b.ngroups == 1 && classes > 1) {
+    /* subtypes first: they survive every way of recording a machine (hwloc
+     * 1.x XML keeps them as "Type" infos, which hwloc 2 reads back) while
+     * memory attributes do not (v1 XML, hwloc before 2.3, no HMAT) */
+    if (n > 1 && classes > 1) {
         for (int i = 0; i < n; i++) {
             int c = subtype_class(T->node[i].subtype);
             b.group[i] = c == CLS_NONE ? CLS_DDR : c;
@@ -546,6 +541,14 @@ int cvia__tiers_build(hwloc_topology_t t, const char *override, struct cvia_tier
             b.group[i] = map[b.group[i]];
         b.ngroups = k;
         T->by = CVIA_TIERS_BY_SUBTYPE;
+    }
+    if (n > 1 && b.ngroups == 1 && have_bw) {
+        group_by_value(&b, bw, 1);
+        T->by = b.ngroups > 1 ? CVIA_TIERS_BY_BANDWIDTH : T->by;
+    }
+    if (n > 1 && b.ngroups == 1 && have_lat) {
+        group_by_value(&b, lat, 0);
+        T->by = b.ngroups > 1 ? CVIA_TIERS_BY_LATENCY : T->by;
     }
     if (n > 1 && b.ngroups == 1) {
         group_by_locality(&b, primary);
