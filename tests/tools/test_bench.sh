@@ -86,10 +86,21 @@ if [ -r "$OPT" ]; then
     bounded env CVIA_TOPOLOGY="$OPT" "$BENCH" --plan
     check "--plan without a class: one line per class (l2 l3 package remote any), exit 0" \
         "$([ "$rc" = 0 ] && [ "$(grep -cE '^(l2|l3|package|remote|any) ' "$WORK/out")" = 5 ]; echo $?)" "$(show)"
+    # running (not planning) on a recorded machine: refused before any rank
+    # starts (it used to launch them, and rank 1 failed to pin to CPU 16)
+    for cmd in latency crossover; do
+        bounded env CVIA_TOPOLOGY="$OPT" CVIA_LOG=debug "$BENCH" $cmd --placement remote
+        check "--placement remote $cmd on the recorded Opteron: exit 2, one line naming --plan, no rank started" \
+            "$([ "$rc" = 2 ] && [ "$(wc -l <"$WORK/err")" = 1 ] &&
+               grep -q 'CVIA_TOPOLOGY names a recorded machine.*--plan' "$WORK/err" &&
+               ! grep -q 'rank' "$WORK/err" && [ ! -s "$WORK/out" ]; echo $?)" "$(show)"
+    done
 else
     skip "--cpus on the Opteron ($OPT not found)"
     skip "--cpus remote on the Opteron"
     skip "--plan, every class"
+    skip "--placement latency on a recorded machine"
+    skip "--placement crossover on a recorded machine"
 fi
 
 # ----------------------------------------------------------- usage errors
