@@ -103,6 +103,16 @@ else
     skip "--placement crossover on a recorded machine"
 fi
 
+# a recording hwloc cannot load: said once, by the library, exit 1
+echo '<topology version="2.0"><object type="Machine"/>' >"$WORK/broken.xml"
+for args in "--plan" "--plan --placement l3" "mbw --plan"; do
+    # shellcheck disable=SC2086
+    bounded env CVIA_TOPOLOGY="$WORK/broken.xml" "$BENCH" $args
+    check "cvia-bench $args on a broken recording: exit 1, one line naming it" \
+        "$([ "$rc" = 1 ] && [ "$(wc -l <"$WORK/err")" = 1 ] &&
+           grep -q "broken.xml" "$WORK/err" && [ ! -s "$WORK/out" ]; echo $?)" "$(show)"
+done
+
 # ----------------------------------------------------------- usage errors
 for args in "--placement l4 latency" "crossover latency" "--cpus 0 latency" \
             "--buffers 0 bw" "--buffers many bw"; do

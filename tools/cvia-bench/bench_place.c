@@ -243,12 +243,14 @@ out:
     return rc;
 }
 
+/* On failure cvia__topo_open has said why (one line): @err is left empty
+ * so that no caller says it again. */
 static int bench_topo(hwloc_topology_t *t, char *source, size_t cap, char *err, size_t ecap)
 {
     int rc = cvia__topo_open(t, source, cap);
 
-    if (rc < 0)
-        snprintf(err, ecap, "cannot load the topology: %s", cvia_strerror(rc));
+    if (rc < 0 && ecap)
+        err[0] = '\0';
     return rc;
 }
 
@@ -285,7 +287,8 @@ int bench_plan_print(int cls, const char *cpus)
     for (int k = cls < 0 ? 1 : cls; k <= (cls < 0 ? BENCH_NCLASSES : cls); k++) {
         int c = k % BENCH_NCLASSES, r = bench_plan_make(c, cpus, &p);
         if (r < 0) {
-            fprintf(stderr, "cvia-bench: --plan: %s\n", p.text);
+            if (p.text[0])
+                fprintf(stderr, "cvia-bench: --plan: %s\n", p.text);
             return 1;
         }
         if (k == (cls < 0 ? 1 : cls))
@@ -346,7 +349,7 @@ int bench_plan_pin(int cls, const char *cpus, int rank, struct bench_plan *p)
         if (rc) {
             if (rank == 0 && rc > 0)
                 bench_plan_error(p);
-            else if (rank == 0)
+            else if (rank == 0 && p->text[0])
                 fprintf(stderr, "cvia-bench: --placement: %s\n", p->text);
             return rc > 0 ? 3 : 1;
         }
