@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ int cvia__topo_rel_parse(const char *name)
 /* A directory is a fake Linux root (sys/, proc/): hwloc's linux backend
  * reads it when HWLOC_FSROOT names it, as lstopo --input DIR does. The x86
  * backend would read this machine's CPUID instead, so it is left out. */
-static int topo_load_fsroot(hwloc_topology_t t, const char *dir, char *err, size_t errcap)
+int cvia__topo_load_fsroot(hwloc_topology_t t, const char *dir, char *err, size_t errcap)
 {
     char probe[4096];
     const char *old = getenv("HWLOC_FSROOT");
@@ -89,7 +90,7 @@ int cvia__topo_open_path(const char *path, hwloc_topology_t *topo_p, char *err,
     }
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     if (S_ISDIR(st.st_mode)) {
-        if ((rc = topo_load_fsroot(t, path, err, errcap)))
+        if ((rc = cvia__topo_load_fsroot(t, path, err, errcap)))
             goto err_destroy;
     } else {
         if (hwloc_topology_set_xml(t, path) < 0) {
@@ -146,20 +147,39 @@ static hwloc_obj_type_t cache_type(unsigned level)
     return level >= 1 && level <= 5 ? d[level - 1] : HWLOC_OBJ_TYPE_MAX;
 }
 
+int cvia__topo_cpu_cache(hwloc_obj_t o)
+{
+    return o && hwloc_obj_type_is_cache(o->type) &&
+           !(o->subtype && !strcasecmp(o->subtype, "MemorySideCache"));
+}
+
 hwloc_obj_t cvia__topo_core_cache(hwloc_topology_t t, int core, unsigned level)
 {
-    hwloc_obj_t c = cvia__topo_core(t, core);
+    hwloc_obj_t c = cvia__topo_core(t, core), x;
     hwloc_obj_type_t ty = cache_type(level);
 
     if (!c || ty == HWLOC_OBJ_TYPE_MAX)
         return NULL;
-    return hwloc_get_ancestor_obj_by_type(t, ty, c);
+    x = hwloc_get_ancestor_obj_by_type(t, ty, c);
+    return cvia__topo_cpu_cache(x) ? x : NULL;
+}
+
+int cvia__topo_ncaches(hwloc_topology_t t, unsigned level)
+{
+    hwloc_obj_t x = NULL;
+    int n = 0;
+
+    if (cache_type(level) == HWLOC_OBJ_TYPE_MAX)
+        return 0;
+    while ((x = hwloc_get_next_obj_by_type(t, cache_type(level), x)))
+        n += cvia__topo_cpu_cache(x);
+    return n;
 }
 
 unsigned cvia__topo_last_level(hwloc_topology_t t)
 {
     for (unsigned l = 5; l >= 1; l--)
-        if (hwloc_get_nbobjs_by_type(t, cache_type(l)) > 0)
+        if (cvia__topo_ncaches(t, l) > 0)
             return l;
     return 0;
 }
@@ -207,25 +227,71 @@ int cvia__topo_core_package(hwloc_topology_t t, int core)
     return p ? (int)p->logical_index : -1;
 }
 
+hwloc_const_cpuset_t cvia__topo_node_locality(hwloc_obj_t node)
+{
+    for (hwloc_obj_t o = node; o; o = o->parent)
+        if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset))
+            return o->cpuset;
+    return NULL;
+}
+
+/* Memory a subtype marks as other than ordinary: never a core's own node
+ * while an ordinary one is as local (MCDRAM, HBM, NVM, CXL, GPU memory). */
+static int node_special(hwloc_obj_t n)
+{
+    return n->subtype && *n->subtype && strcasecmp(n->subtype, "DRAM") != 0;
+}
+
+hwloc_obj_t cvia__topo_node_of(hwloc_topology_t t, hwloc_const_cpuset_t set)
+{
+    hwloc_obj_t n = NULL, best = NULL;
+    int bestw = 0;
+
+    if (!set || hwloc_bitmap_iszero(set))
+        return NULL;
+    /* by locality, not by tree position: a node may sit above the package
+     * (one node for the machine), below it (several per package), beside
+     * the cores in a group (SNC, KNL clusters) or at the root (fake KNL) */
+    while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n))) {
+        hwloc_const_cpuset_t loc = cvia__topo_node_locality(n);
+        int w;
+        if (!loc || !hwloc_bitmap_isincluded(set, loc))
+            continue;
+        w = hwloc_bitmap_weight(loc);
+        if (!best || w < bestw ||
+            (w == bestw && node_special(best) && !node_special(n)) ||
+            (w == bestw && node_special(best) == node_special(n) &&
+             n->attr->numanode.local_memory > best->attr->numanode.local_memory)) {
+            best = n;
+            bestw = w;
+        }
+    }
+    return best;
+}
+
+hwloc_obj_t cvia__topo_core_node(hwloc_topology_t t, int core)
+{
+    hwloc_obj_t c = cvia__topo_core(t, core);
+    return c ? cvia__topo_node_of(t, c->cpuset) : NULL;
+}
+
 int cvia__topo_core_numa(hwloc_topology_t t, int core)
 {
-    hwloc_obj_t c = cvia__topo_core(t, core), n = NULL;
+    hwloc_obj_t n = cvia__topo_core_node(t, core);
+    return n ? (int)n->os_index : -1;
+}
 
-    if (!c)
-        return -1;
-    /* the first NUMA node whose locality covers the core: on KNL in flat
-     * mode that is the DDR node (listed before the MCDRAM one) */
-    while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n)))
-        if (hwloc_bitmap_isincluded(c->cpuset, n->cpuset))
-            return (int)n->logical_index;
-    return -1;
+/* The deepest ancestor of @core that is a Die (AMD's CCD/Magny-Cours die,
+ * Intel's dies), or NULL. */
+static hwloc_obj_t core_die(hwloc_topology_t t, hwloc_obj_t core)
+{
+    return hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_DIE, core);
 }
 
 int cvia__topo_relation(hwloc_topology_t t, int a, int b)
 {
     unsigned last = cvia__topo_last_level(t);
-    hwloc_obj_t ca, cb;
-    int pa, pb, na, nb;
+    hwloc_obj_t ca, cb, na, nb, pa, pb, da, db;
 
     if (a == b)
         return CVIA_REL_SAME;
@@ -233,19 +299,32 @@ int cvia__topo_relation(hwloc_topology_t t, int a, int b)
     cb = cvia__topo_core(t, b);
     if (!ca || !cb)
         return CVIA_REL_REMOTE;
-    /* the deepest shared cache decides; a shared L1 (rare) counts as l2 */
+    na = cvia__topo_core_node(t, a);
+    nb = cvia__topo_core_node(t, b);
+    /* the nearest shared cache decides, named by its level (a KNL tile's
+     * L2 is "l2" though it is the last level); a shared L1 counts as l2.
+     * A cache shared across NUMA nodes (one L3 per package under sub-NUMA
+     * clustering) does not bring the cores of the other node nearer than
+     * those of the own node: such a pair is decided below. */
     for (unsigned l = 1; l <= last; l++) {
         hwloc_obj_t x = cvia__topo_core_cache(t, a, l);
-        if (x && hwloc_bitmap_isincluded(cb->cpuset, x->cpuset))
-            return l == last && last >= 2 ? CVIA_REL_L3 : CVIA_REL_L2;
+        if (!x || !hwloc_bitmap_isincluded(cb->cpuset, x->cpuset))
+            continue;
+        if (na && nb && na != nb)
+            break;
+        return l >= 3 ? CVIA_REL_L3 : CVIA_REL_L2;
     }
-    na = cvia__topo_core_numa(t, a);
-    nb = cvia__topo_core_numa(t, b);
-    pa = cvia__topo_core_package(t, a);
-    pb = cvia__topo_core_package(t, b);
-    if (na >= 0 && na == nb)
+    /* packages first: a NUMA node that spans packages (a recording without
+     * NUMA information, hwloc's single node) does not make them near */
+    pa = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, ca);
+    pb = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, cb);
+    if (pa && pb && pa != pb)
+        return CVIA_REL_REMOTE;
+    da = core_die(t, ca);
+    db = core_die(t, cb);
+    if (na && na == nb && (!da || !db || da == db))
         return CVIA_REL_NUMA;
-    if (pa >= 0 && pa == pb)
+    if (pa && pb)
         return CVIA_REL_PACKAGE;
     return CVIA_REL_REMOTE;
 }

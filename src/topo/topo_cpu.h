@@ -2,8 +2,9 @@
 /* Copyright (c) 2026 corevia developers */
 /* Cores and what they share: caches at each level, packages, NUMA nodes,
  * and the relation of two cores as a placement decision sees it. Cores are
- * named by hwloc logical index (L#), CPU sets hold PU OS indices (what
- * taskset, sched_setaffinity and smp_affinity_list take). */
+ * named by hwloc logical index (L#: cores have no OS-wide number), CPU sets
+ * hold PU OS indices (what taskset, sched_setaffinity and
+ * smp_affinity_list take), NUMA nodes their OS index (numactl, /sys). */
 #ifndef COREVIA_TOPO_TOPO_CPU_H
 #define COREVIA_TOPO_TOPO_CPU_H
 
@@ -13,9 +14,9 @@
 /* How core B stands to core A, nearest first. */
 enum cvia_topo_rel {
     CVIA_REL_SAME = 0,   /* the same core (hyperthread siblings included) */
-    CVIA_REL_L2,         /* another core sharing a cache below L3 */
-    CVIA_REL_L3,         /* shares the L3 (last-level cache), not L2 */
-    CVIA_REL_NUMA,       /* same NUMA node, no shared cache */
+    CVIA_REL_L2,         /* shares an L1 or L2 cache */
+    CVIA_REL_L3,         /* shares an L3 (or L4), no L2 */
+    CVIA_REL_NUMA,       /* same own NUMA node (and die), no shared cache */
     CVIA_REL_PACKAGE,    /* same package, another NUMA node / die */
     CVIA_REL_REMOTE,     /* another package */
     CVIA_REL_COUNT
@@ -34,6 +35,11 @@ int cvia__topo_rel_parse(const char *name);
 int cvia__topo_open_path(const char *path, hwloc_topology_t *topo_p,
                          char *err, size_t errcap);
 
+/* Load @t (initialised, filters set) from the Linux sysfs dump in @dir
+ * (sys/, proc/), as lstopo --input DIR does. 0, or -CVIA_ETOPO with one
+ * line in @err. */
+int cvia__topo_load_fsroot(hwloc_topology_t t, const char *dir, char *err, size_t errcap);
+
 int         cvia__topo_ncores(hwloc_topology_t t);
 hwloc_obj_t cvia__topo_core(hwloc_topology_t t, int core);
 /* Logical index of the core holding PU OS index @pu; -1 if none. */
@@ -41,8 +47,15 @@ int cvia__topo_core_of_pu(hwloc_topology_t t, unsigned pu);
 /* PU OS index of the first PU of @core (where an interrupt is sent). */
 int cvia__topo_core_first_pu(hwloc_topology_t t, int core);
 
-/* The cache of @level (1, 2, 3, ...; data or unified) above @core; NULL if
- * the machine has none at that level. */
+/* A CPU cache: a cache object that is not a memory-side cache. hwloc 2.0
+ * recorded KNL's MCDRAM in cache mode as an L3 of subtype
+ * "MemorySideCache" (hwloc 2.1 and later: a MemCache object); it caches
+ * memory, not cores, so it is no shared cache of theirs. */
+int cvia__topo_cpu_cache(hwloc_obj_t o);
+/* Number of CPU caches of @level. */
+int cvia__topo_ncaches(hwloc_topology_t t, unsigned level);
+/* The CPU cache of @level (1, 2, 3, ...; data or unified) above @core;
+ * NULL if the machine has none at that level. */
 hwloc_obj_t cvia__topo_core_cache(hwloc_topology_t t, int core, unsigned level);
 /* Deepest cache level present on the machine (0 if none recorded). */
 unsigned cvia__topo_last_level(hwloc_topology_t t);
@@ -52,14 +65,36 @@ unsigned cvia__topo_last_level(hwloc_topology_t t);
 int cvia__topo_cache_sharers(hwloc_topology_t t, int core, unsigned level,
                              hwloc_bitmap_t out);
 
-/* Logical index of the package / first local NUMA node of @core; -1. */
+/* Logical index of @core's package; -1 if the topology has none. */
 int cvia__topo_core_package(hwloc_topology_t t, int core);
+/* A NUMA node's locality: its CPU set, or (a CPU-less node recorded with
+ * an empty set) that of the nearest ancestor that has one. */
+hwloc_const_cpuset_t cvia__topo_node_locality(hwloc_obj_t node);
+/* The own NUMA node of the PUs in @set, found by locality whatever the
+ * nesting: the node with the smallest locality that covers @set; among
+ * equals, ordinary memory (no subtype, or DRAM) before MCDRAM, HBM, NVM,
+ * CXL or GPU memory (KNL's and Xeon Max's DDR beside their MCDRAM/HBM),
+ * then the largest, then the first. NULL if no node covers @set. */
+hwloc_obj_t cvia__topo_node_of(hwloc_topology_t t, hwloc_const_cpuset_t set);
+/* cvia__topo_node_of() for @core's PUs. */
+hwloc_obj_t cvia__topo_core_node(hwloc_topology_t t, int core);
+/* The OS index of that node (what numactl, /sys and mbind use); -1. */
 int cvia__topo_core_numa(hwloc_topology_t t, int core);
 
-/* Relation of core @b to core @a (enum cvia_topo_rel). The last-level
- * cache counts as "l3" whatever its level, caches between L1 and it as
- * "l2": a Bulldozer module (2 cores, one L2) is "l2", a Magny-Cours die
- * (6 cores, one L3) "l3". */
+/* Relation of core @b to core @a (enum cvia_topo_rel), the one function
+ * every tool asks:
+ *   same     the same core;
+ *   l2, l3   they share a cache, named by its level: a Bulldozer module
+ *            (one L2) and a KNL tile (one L2, the last level) are "l2", a
+ *            Magny-Cours die (one L3) "l3", a shared L1 counts as l2; a
+ *            cache shared by cores of different NUMA nodes (one L3 per
+ *            package under sub-NUMA clustering) is not counted;
+ *   remote   different packages, whatever the NUMA nodes say (a node that
+ *            spans packages is a recording without NUMA information);
+ *   numa     one package (or none recorded), the same own NUMA node
+ *            (cvia__topo_core_node) and, where dies are recorded, one die;
+ *   package  one package, another NUMA node or die;
+ *   remote   also: no package recorded and different NUMA nodes. */
 int cvia__topo_relation(hwloc_topology_t t, int a, int b);
 
 /* Cores (logical indices, as a bitmap) whose PUs all lie in @cpuset. */

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include <corevia/cvia_errno.h>
+#include "topo/topo_cpu.h"
 #include "topo/topo_mem.h"
 #include "topo/topo_nic.h"
 
@@ -57,15 +58,8 @@ struct tb {
 
 /* ------------------------------------------------------------ attributes */
 
-/* A node's locality: its CPU set, or where it is attached when that is
- * empty (some XML files record CPU-less nodes with an empty set). */
-static hwloc_const_cpuset_t node_locality(hwloc_obj_t n)
-{
-    for (hwloc_obj_t o = n; o; o = o->parent)
-        if (o->cpuset && !hwloc_bitmap_iszero(o->cpuset))
-            return o->cpuset;
-    return NULL;
-}
+/* A node's locality (topo_cpu.h): the same rule as the relations use. */
+#define node_locality(n) cvia__topo_node_locality(n)
 
 /* @id's value for node @n from its best initiator among those local to it
  * (else the best of all); 0 when hwloc has none. */
@@ -164,13 +158,21 @@ static void group_by_value(struct tb *b, const uint64_t *key, int higher_better)
     free(ord);
 }
 
-/* The node a core would get by default: the most local node (smallest
- * locality that contains the core), the largest of equals, then the
- * first. */
+/* The node a core would get by default (tier < 0: its own node, as
+ * cvia__topo_node_of() finds it), or its node in tier @tier: the most
+ * local node (smallest locality that contains the core), the largest of
+ * equals, then the first. */
 static int nearest_node(struct tb *b, hwloc_obj_t core, int tier)
 {
     int best = -1, bestw = 0;
 
+    if (tier < 0) {     /* the core's own node: the relations' rule */
+        hwloc_obj_t own = cvia__topo_node_of(b->t, core->cpuset);
+        for (int i = 0; i < b->T->nnodes; i++)
+            if (b->obj[i] == own)
+                return i;
+        return -1;
+    }
     for (int i = 0; i < b->T->nnodes; i++) {
         hwloc_const_cpuset_t loc = node_locality(b->obj[i]);
         int w;
@@ -523,15 +525,10 @@ int cvia__tiers_build(hwloc_topology_t t, const char *override, struct cvia_tier
     }
     b.ngroups = 1;              /* all in group 0 unless a rule applies */
     T->by = CVIA_TIERS_BY_NONE;
-    if (n > 1 && have_bw) {
-        group_by_value(&b, bw, 1);
-        T->by = CVIA_TIERS_BY_BANDWIDTH;
-    }
-    if (n > 1 && b.ngroups == 1 && have_lat) {
-        group_by_value(&b, lat, 0);
-        T->by = b.ngroups > 1 ? CVIA_TIERS_BY_LATENCY : T->by;
-    }
-    if (n > 1 && b.ngroups == 1 && classes > 1) {
+    /* subtypes first: they survive every way of recording a machine (hwloc
+     * 1.x XML keeps them as "Type" infos, which hwloc 2 reads back) while
+     * memory attributes do not (v1 XML, hwloc before 2.3, no HMAT) */
+    if (n > 1 && classes > 1) {
         for (int i = 0; i < n; i++) {
             int c = subtype_class(T->node[i].subtype);
             b.group[i] = c == CLS_NONE ? CLS_DDR : c;
@@ -544,6 +541,14 @@ int cvia__tiers_build(hwloc_topology_t t, const char *override, struct cvia_tier
             b.group[i] = map[b.group[i]];
         b.ngroups = k;
         T->by = CVIA_TIERS_BY_SUBTYPE;
+    }
+    if (n > 1 && b.ngroups == 1 && have_bw) {
+        group_by_value(&b, bw, 1);
+        T->by = b.ngroups > 1 ? CVIA_TIERS_BY_BANDWIDTH : T->by;
+    }
+    if (n > 1 && b.ngroups == 1 && have_lat) {
+        group_by_value(&b, lat, 0);
+        T->by = b.ngroups > 1 ? CVIA_TIERS_BY_LATENCY : T->by;
     }
     if (n > 1 && b.ngroups == 1) {
         group_by_locality(&b, primary);

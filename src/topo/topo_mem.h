@@ -9,16 +9,20 @@
  * Ranking, the first rule that tells the nodes apart wins:
  *   1. the override (CVIA_MEM_TIERS, "hbw:4-7;ddr:0-3": tiers fastest
  *      first, nodes by OS index);
- *   2. hwloc's Bandwidth memory attribute (HMAT), for each node its best
+ *   2. NUMA subtypes: "MCDRAM"/"HBM" above plain memory ("DRAM" or none),
+ *      "NVM"/"SPM"/"CXL-*" and "GPUMemory" below it (hwloc 3 dropped its
+ *      KNL-only detection, so no KNL info key is read). First because
+ *      they survive every way of recording a machine: hwloc 1.x XML keeps
+ *      them, memory attributes it drops;
+ *   3. hwloc's Bandwidth memory attribute (HMAT), for each node its best
  *      initiator among those local to it; then the Latency attribute;
  *      nodes within 25% of each other share a tier;
- *   3. NUMA subtypes: "MCDRAM"/"HBM" above plain memory ("DRAM" or none),
- *      "NVM"/"SPM"/"CXL-*" and "GPUMemory" below it (hwloc 3 dropped its
- *      KNL-only detection, so no KNL info key is read);
- *   4. locality and distances: each core's nearest node is ordinary
- *      memory ("ddr"); the others form tiers after it ("far"), ordered by
- *      their distance to it. Such a node is never assumed to be
- *      high-bandwidth: without an attribute or a subtype nothing says so.
+ *   4. locality and distances: each core's own node (topo_cpu.h) is
+ *      ordinary memory ("ddr"); the others form tiers after it ("far"),
+ *      ordered by their distance to it. Such a node is never assumed to
+ *      be high-bandwidth: distances are latencies (KNL's MCDRAM is
+ *      farther than the other clusters' DDR), and a CPU-less node beside
+ *      the DDR may as well be a CXL expander.
  * Names: a subtype names its tier (MCDRAM/HBM: hbw; DRAM: ddr); else the
  * untyped tier of most capacity is "ddr", tiers faster than it "hbw",
  * slower ones "slow" (numbered from the second: hbw2, slow2). Memory that

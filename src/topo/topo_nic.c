@@ -64,14 +64,19 @@ void cvia__nic_set_locality(hwloc_topology_t t, struct cvia_nic *nic,
             nic->package = (int)o->logical_index;
             break;
         }
+    /* the device's own node as a core's (topo_cpu.h); else the first it
+     * touches */
     nic->numa = -1;
-    o = NULL;
-    while ((o = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, o)))
-        if (hwloc_bitmap_isset(nic->nodeset, o->os_index) &&
-            hwloc_bitmap_intersects(o->cpuset, nic->cpuset)) {
-            nic->numa = (int)o->logical_index;
-            break;
-        }
+    {
+        hwloc_obj_t best = cvia__topo_node_of(t, nic->cpuset);
+        o = NULL;
+        while (!best && (o = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, o)))
+            if (hwloc_bitmap_isset(nic->nodeset, o->os_index) && cvia__topo_node_locality(o) &&
+                hwloc_bitmap_intersects(cvia__topo_node_locality(o), nic->cpuset))
+                best = o;
+        if (best)
+            nic->numa = (int)best->os_index;
+    }
 }
 
 int cvia__nic_list(hwloc_topology_t t, struct cvia_nic_list *l)

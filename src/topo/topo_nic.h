@@ -29,8 +29,8 @@ struct cvia_nic {
     hwloc_bitmap_t cpuset;          /* PUs local to the device */
     hwloc_bitmap_t nodeset;         /* NUMA nodes local to the device */
     int  local_known;               /* locality narrower than the machine */
-    int  package;                   /* package holding all local PUs, or -1 */
-    int  numa;                      /* first local NUMA node (logical), or -1 */
+    int  package;                   /* package holding all local PUs (logical), or -1 */
+    int  numa;                      /* its NUMA node (OS index), or -1 */
     int  from_topology;             /* 1: an hwloc OS device; 0: added by name */
     int  nirqs;
     struct cvia_nic_irq *irqs;

@@ -137,6 +137,19 @@ bounded "$INFO" --mem --pid 999999999
 check "cvia-info --mem --pid of no process: exit 2 or 1, one line" \
     "$([ "$rc" = 1 -o "$rc" = 2 ] && [ "$(wc -l <"$WORK/err")" = 1 ]; echo $?)" "$(show)"
 
+# --mem is about this machine, even with a recorded one in CVIA_TOPOLOGY:
+# its own nodes (not KNL's 0-7) with their own sizes (MemTotal of the node,
+# not its free memory, which the column printed before)
+live_nodes=$(cd /sys/devices/system/node 2>/dev/null && ls -d node[0-9]* | sed 's/node//' | sort -n | tr '\n' ' ')
+size0=$(awk '/MemTotal/ { printf "%.1f", $4 / 1048576 }' /sys/devices/system/node/node0/meminfo 2>/dev/null)
+CVIA_TOPOLOGY=$TOPOS/knl.xml bounded "$INFO" --mem
+got_nodes=$(awk '/^[0-9]+ / { print $1 }' "$WORK/out" | tr '\n' ' ')
+check "cvia-info --mem with CVIA_TOPOLOGY=knl.xml: this machine's nodes ($live_nodes) and node 0's own size ($size0 GiB), said once" \
+    "$([ "$rc" = 0 ] && [ "$got_nodes" = "$live_nodes" ] &&
+       awk -v s="$size0" '/^0 / { exit !($(NF-1) == s && $NF == "GiB") }' "$WORK/out" &&
+       [ "$(grep -c 'CVIA_TOPOLOGY (.*knl.xml) names a recorded machine' "$WORK/out")" = 1 ]; echo $?)" \
+    "$(show)" "nodes: $got_nodes"
+
 # cvia-bench mbw, live
 bounded "$BENCH" mbw --pairs 1 --sizes 1-64k:x8 --iters 3 --warmup 1 --check \
     --footprint "$WORK/foot.csv" -q

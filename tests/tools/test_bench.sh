@@ -86,11 +86,32 @@ if [ -r "$OPT" ]; then
     bounded env CVIA_TOPOLOGY="$OPT" "$BENCH" --plan
     check "--plan without a class: one line per class (l2 l3 package remote any), exit 0" \
         "$([ "$rc" = 0 ] && [ "$(grep -cE '^(l2|l3|package|remote|any) ' "$WORK/out")" = 5 ]; echo $?)" "$(show)"
+    # running (not planning) on a recorded machine: refused before any rank
+    # starts (it used to launch them, and rank 1 failed to pin to CPU 16)
+    for cmd in latency crossover; do
+        bounded env CVIA_TOPOLOGY="$OPT" CVIA_LOG=debug "$BENCH" $cmd --placement remote
+        check "--placement remote $cmd on the recorded Opteron: exit 2, one line naming --plan, no rank started" \
+            "$([ "$rc" = 2 ] && [ "$(wc -l <"$WORK/err")" = 1 ] &&
+               grep -q 'CVIA_TOPOLOGY names a recorded machine.*--plan' "$WORK/err" &&
+               ! grep -q 'rank' "$WORK/err" && [ ! -s "$WORK/out" ]; echo $?)" "$(show)"
+    done
 else
     skip "--cpus on the Opteron ($OPT not found)"
     skip "--cpus remote on the Opteron"
     skip "--plan, every class"
+    skip "--placement latency on a recorded machine"
+    skip "--placement crossover on a recorded machine"
 fi
+
+# a recording hwloc cannot load: said once, by the library, exit 1
+echo '<topology version="2.0"><object type="Machine"/>' >"$WORK/broken.xml"
+for args in "--plan" "--plan --placement l3" "mbw --plan"; do
+    # shellcheck disable=SC2086
+    bounded env CVIA_TOPOLOGY="$WORK/broken.xml" "$BENCH" $args
+    check "cvia-bench $args on a broken recording: exit 1, one line naming it" \
+        "$([ "$rc" = 1 ] && [ "$(wc -l <"$WORK/err")" = 1 ] &&
+           grep -q "broken.xml" "$WORK/err" && [ ! -s "$WORK/out" ]; echo $?)" "$(show)"
+done
 
 # ----------------------------------------------------------- usage errors
 for args in "--placement l4 latency" "crossover latency" "--cpus 0 latency" \

@@ -213,6 +213,8 @@ static void topo_usage(FILE *f)
 "                     /run/cvia-affinity/irq-state.json under --proc-root)\n"
 "  -n, --dry-run      with --apply/--restore: say what would change, change nothing\n"
 "  -j, --json         JSON output\n"
+"  -R, --relations    also list, for every core, the others by relation (same,\n"
+"                     l2, l3, numa, package, remote): what every decision uses\n"
 "  -h, --help         this help\n");
 }
 
@@ -220,6 +222,33 @@ static void fmt_pus_of_core(hwloc_topology_t t, int core, char *buf, size_t cap)
 {
     hwloc_obj_t c = cvia__topo_core(t, core);
     aff_fmt_pus(c ? c->cpuset : NULL, buf, cap);
+}
+
+/* NUMA node @n lies in package @pk: its locality is inside the package's. */
+static int node_in(hwloc_obj_t n, hwloc_obj_t pk)
+{
+    hwloc_const_cpuset_t loc = cvia__topo_node_locality(n);
+    return loc && hwloc_bitmap_isincluded(loc, pk->cpuset);
+}
+
+/* "NUMA node OS[ subtype]: cores ... (PUs ...)[, packages ...]" */
+static void print_node(hwloc_topology_t t, hwloc_obj_t n, const char *indent,
+                       hwloc_bitmap_t cores, char *buf, size_t cap)
+{
+    hwloc_const_cpuset_t loc = cvia__topo_node_locality(n);
+    int npk = loc ? hwloc_get_nbobjs_inside_cpuset_by_type(t, loc, HWLOC_OBJ_PACKAGE) : 0;
+
+    hwloc_bitmap_zero(cores);
+    if (loc)
+        cvia__topo_cores_in(t, loc, cores);
+    aff_fmt_cores(t, cores, buf, cap);
+    printf("%sNUMA node %u%s%s: %s", indent, n->os_index, n->subtype ? " " : "",
+           n->subtype ? n->subtype : "", loc ? buf : "no CPU locality recorded");
+    if (!*indent && npk > 1)
+        printf(", spans %d packages", npk);
+    else if (!*indent && hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE) <= 0)
+        printf(", no package recorded");
+    printf("\n");
 }
 
 static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
@@ -235,12 +264,14 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
     printf("topology  %s\n", e->topology ? e->topology : "this machine");
     printf("          %d package(s), %d cores, %d PUs, %d NUMA node(s)\n", s.packages,
            s.cores, s.pus, s.numa_nodes);
+    printf("          cores, packages and caches by hwloc logical index; PUs and NUMA "
+           "nodes by OS index\n");
     for (unsigned l = 1; l <= last; l++) {
         hwloc_obj_t c = cvia__topo_core_cache(t, 0, l);
         int n = cvia__topo_cache_sharers(t, 0, l, cores);
         if (c)
             printf("          L%u: %d x %llu KiB, %d core(s) each\n", l,
-                   hwloc_get_nbobjs_by_type(t, c->type),
+                   cvia__topo_ncaches(t, l),
                    (unsigned long long)(c->attr->cache.size >> 10), n);
     }
     while ((pk = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PACKAGE, pk))) {
@@ -249,20 +280,29 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
         aff_fmt_cores(t, cores, buf, sizeof(buf));
         printf("package %u: %s\n", pk->logical_index, buf);
         while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n)))
-            if (hwloc_bitmap_isincluded(n->cpuset, pk->cpuset)) {
-                cvia__topo_cores_in(t, n->cpuset, cores);
-                aff_fmt_cores(t, cores, buf, sizeof(buf));
-                printf("  NUMA node %u%s%s: %s\n", n->logical_index, n->subtype ? " " : "",
-                       n->subtype ? n->subtype : "", buf);
-            }
-        if (last >= 2)
+            if (node_in(n, pk))
+                print_node(t, n, "  ", cores, buf, sizeof(buf));
+        if (last >= 2 && cvia__topo_core_cache(t, 0, last))
             while ((l3 = hwloc_get_next_obj_by_type(t, cvia__topo_core_cache(t, 0, last)->type,
                                                     l3)))
-                if (hwloc_bitmap_isincluded(l3->cpuset, pk->cpuset)) {
+                if (cvia__topo_cpu_cache(l3) && hwloc_bitmap_isincluded(l3->cpuset, pk->cpuset)) {
                     cvia__topo_cores_in(t, l3->cpuset, cores);
                     aff_fmt_cores(t, cores, buf, sizeof(buf));
                     printf("  L%u #%u: %s\n", last, l3->logical_index, buf);
                 }
+    }
+    /* nodes no single package holds: one node for the machine (a package
+     * inside a NUMA node), or no package recorded at all */
+    {
+        hwloc_obj_t n = NULL;
+        while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n))) {
+            int inside = 0;
+            pk = NULL;
+            while ((pk = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PACKAGE, pk)))
+                inside |= node_in(n, pk);
+            if (!inside)
+                print_node(t, n, "", cores, buf, sizeof(buf));
+        }
     }
     if (!e->nics.n)
         printf("network interfaces: none in this topology%s\n",
@@ -282,9 +322,14 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
             printf(" (with %s)", nic->siblings);
         printf("\n");
         aff_fmt_pus(nic->cpuset, buf, sizeof(buf));
-        if (nic->local_known)
-            printf("  local: package %d, NUMA node %d, PUs %s\n", nic->package, nic->numa, buf);
-        else
+        if (nic->local_known) {
+            printf("  local:");
+            if (nic->package >= 0)
+                printf(" package %d,", nic->package);
+            if (nic->numa >= 0)
+                printf(" NUMA node %d,", nic->numa);
+            printf(" PUs %s\n", buf);
+        } else
             printf("  local: the whole machine (no narrower locality recorded)\n");
         if (!nic->nirqs) {
             printf("  interrupts: none %s\n", e->root || e->irqs ? "found"
@@ -313,6 +358,12 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
         if (d->anchor >= 0 && d->anchor != e->proposed[i])
             printf("  interrupts are now handled by core %d (%s)\n", d->anchor, d->anchor_why);
         ng = aff_groups(m, d, g);
+        if (ng > 0) {
+            int pc = hwloc_bitmap_first(g[0].cores);
+            fmt_pus_of_core(t, pc, buf, sizeof(buf));
+            printf("  communication process core (all cores idle, this interface alone): "
+                   "core %d (PUs %s)\n", pc, buf);
+        }
         printf("  process cores, best first%s:\n",
                d->prof ? " (measured order)" : "");
         for (int k = 0; k < ng; k++) {
@@ -325,6 +376,38 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
         printf("irqbalance is running (pid %d): it moves interrupts on its own; ban the "
                "lines above from it (IRQBALANCE_BANNED_CPUS / --banirq) or stop it\n", irqb);
     hwloc_bitmap_free(cores);
+}
+
+/* Every core's relation to every other: the table every decision reads. */
+static void report_relations(hwloc_topology_t t)
+{
+    int n = cvia__topo_ncores(t);
+    hwloc_bitmap_t cls[CVIA_REL_COUNT];
+    char buf[1024];
+
+    for (int r = 0; r < CVIA_REL_COUNT; r++)
+        if (!(cls[r] = hwloc_bitmap_alloc())) {
+            while (r--)
+                hwloc_bitmap_free(cls[r]);
+            return;
+        }
+    printf("relations (cores by logical index): from each core, the other cores by class\n");
+    for (int a = 0; a < n; a++) {
+        for (int r = 0; r < CVIA_REL_COUNT; r++)
+            hwloc_bitmap_zero(cls[r]);
+        for (int b = 0; b < n; b++)
+            if (b != a)
+                hwloc_bitmap_set(cls[cvia__topo_relation(t, a, b)], (unsigned)b);
+        printf("core %d:", a);
+        for (int r = CVIA_REL_SAME + 1; r < CVIA_REL_COUNT; r++)
+            if (!hwloc_bitmap_iszero(cls[r])) {
+                hwloc_bitmap_list_snprintf(buf, sizeof(buf), cls[r]);
+                printf(" %s %s;", cvia__topo_rel_name(r), buf);
+            }
+        printf("\n");
+    }
+    for (int r = 0; r < CVIA_REL_COUNT; r++)
+        hwloc_bitmap_free(cls[r]);
 }
 
 static void report_json(struct aff_env *e, const struct aff_model *m, int irqb, struct jw *w)
@@ -817,6 +900,7 @@ int aff_topo_main(int argc, char **argv)
         { "state", required_argument, NULL, 's' },
         { "dry-run", no_argument, NULL, 'n' },
         { "json", no_argument, NULL, 'j' },
+        { "relations", no_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -824,11 +908,11 @@ int aff_topo_main(int argc, char **argv)
     struct aff_model m;
     const char *state = NULL;
     char state_buf[4096];
-    int apply = 0, restore = 0, dry = 0, json = 0, c, rc, irqb;
+    int apply = 0, restore = 0, dry = 0, json = 0, rels = 0, c, rc, irqb;
 
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":t:i:p:ars:njh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":t:i:p:ars:njRh", opts, NULL)) != -1) {
         switch (c) {
         case 't': e.topology = optarg; break;
         case 'i': e.irqs = optarg; break;
@@ -839,6 +923,7 @@ int aff_topo_main(int argc, char **argv)
         case 's': state = optarg; break;
         case 'n': dry = 1; break;
         case 'j': json = 1; break;
+        case 'R': rels = 1; break;
         case 'h': topo_usage(stdout); return 0;
         default: aff_getopt_fail(SUB, c, argv);
         }
@@ -847,6 +932,9 @@ int aff_topo_main(int argc, char **argv)
         aff_usage_error(SUB, "unexpected argument %s", argv[optind]);
     if (apply && restore)
         aff_usage_error(SUB, "--apply and --restore exclude each other");
+    if (rels && (json || apply || restore))
+        aff_usage_error(SUB, "--relations is a text report: not with --json, --apply or "
+                        "--restore");
     if (!e.topology && getenv("CVIA_TOPOLOGY") && *getenv("CVIA_TOPOLOGY"))
         e.topology = getenv("CVIA_TOPOLOGY");
     if ((apply || restore) && e.topology && !e.proc_root)
@@ -887,6 +975,8 @@ int aff_topo_main(int argc, char **argv)
             jw_end_obj(&w);
         } else {
             report_text(&e, &m, irqb);
+            if (rels)
+                report_relations(e.topo);
         }
     }
     aff_model_free(&m);

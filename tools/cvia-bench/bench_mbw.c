@@ -638,8 +638,10 @@ int bench_mbw_main(int argc, char **argv)
         }
         if (o.plan) {
             if (mbw_rank0()) {
-                printf("# mbw plan on %s: %d pair(s), %s, %d usable core(s)\n", source,
-                       plan.pairs, mbw_pairing_names[o.pairing], plan.usable);
+                printf("# mbw plan on %s: %d pair(s), %s, %d usable core(s); sender and "
+                       "receiver as rank:cCORE/pPU (hwloc logical core, OS PU), memory "
+                       "nodes by OS index\n", source, plan.pairs, mbw_pairing_names[o.pairing],
+                       plan.usable);
                 mbw_plan_print(stdout, t, T, &plan, o.pairing, "");
             }
             mbw_plan_free(&plan);

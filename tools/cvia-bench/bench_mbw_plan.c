@@ -243,11 +243,7 @@ void mbw_plan_print(FILE *f, hwloc_topology_t t, const struct cvia_tiers *T,
         int s = k, r = k + p->pairs, rel = -1;
         char a[32], b[32], mem[32] = "";
         if (p->core[s] >= 0 && p->core[r] >= 0) {
-            /* an L2 that is also the last level (KNL) is still the tile's */
             rel = cvia__topo_relation(t, p->core[s], p->core[r]);
-            if (rel != CVIA_REL_SAME && cvia__topo_core_cache(t, p->core[s], 2) &&
-                mbw_l2(t, p->core[s]) == mbw_l2(t, p->core[r]))
-                rel = CVIA_REL_L2;
             counts[rel]++;
         }
         snprintf(a, sizeof(a), "%d:c%d/p%d", s, p->core[s], p->pu[s]);

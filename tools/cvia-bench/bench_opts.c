@@ -244,6 +244,12 @@ void bench_parse(int argc, char **argv, struct bench_opts *o)
     }
     if (o->cpus && o->placement < 0 && !o->plan)
         bench_usage_error("--cpus: only with --placement or --plan");
+    /* before any topology is read or rank started: a recorded machine's
+     * CPUs are not this one's (mbw says the same for its pairings) */
+    if (o->placement >= 0 && !o->plan && getenv("CVIA_TOPOLOGY") && *getenv("CVIA_TOPOLOGY"))
+        bench_usage_error("--placement: CVIA_TOPOLOGY names a recorded machine (%s): its "
+                          "placement can be printed (--plan), not run here",
+                          getenv("CVIA_TOPOLOGY"));
     if (optind >= argc && !o->plan)
         bench_usage_error("no benchmark given (latency, bw, bibw, all, memcpy or crossover)");
     for (; optind < argc; optind++) {

@@ -43,9 +43,7 @@ static void bench_size_text(char *out, size_t cap, hwloc_uint64_t b)
         snprintf(out, cap, "%llu KiB", (unsigned long long)(b >> 10));
 }
 
-/* The level of the nearest cache that cores @a and @b share, 0 if none.
- * By level, as the paper names it: a KNL tile's L2 is "l2" even though
- * it is the last level (cvia__topo_relation() would call it l3). */
+/* The level of the nearest cache that cores @a and @b share, 0 if none. */
 static unsigned bench_shared_level(hwloc_topology_t t, int a, int b)
 {
     unsigned last = cvia__topo_last_level(t);
@@ -60,34 +58,36 @@ static unsigned bench_shared_level(hwloc_topology_t t, int a, int b)
 }
 
 /* Class of the pair of distinct cores (a, b): BENCH_CLASS_L2 ... REMOTE,
- * or -1 for the same core. */
+ * or -1 for the same core. The relation (topo_cpu.h) decides; the paper's
+ * classes have no "numa": a NUMA node without a shared cache is the
+ * package class. */
 static int bench_pair_class(hwloc_topology_t t, int a, int b)
 {
-    int rel = cvia__topo_relation(t, a, b), pa, pb;
-    unsigned lvl;
-
-    if (rel == CVIA_REL_SAME)
-        return -1;
-    lvl = bench_shared_level(t, a, b);
-    if (lvl && lvl <= 2)
-        return BENCH_CLASS_L2;
-    if (lvl)
-        return BENCH_CLASS_L3;
-    pa = cvia__topo_core_package(t, a);
-    pb = cvia__topo_core_package(t, b);
-    if (pa >= 0 && pb >= 0)     /* a NUMA node may span packages: ask the packages */
-        return pa == pb ? BENCH_CLASS_PACKAGE : BENCH_CLASS_REMOTE;
-    return rel == CVIA_REL_REMOTE ? BENCH_CLASS_REMOTE : BENCH_CLASS_PACKAGE;
+    switch (cvia__topo_relation(t, a, b)) {
+    case CVIA_REL_SAME:    return -1;
+    case CVIA_REL_L2:      return BENCH_CLASS_L2;
+    case CVIA_REL_L3:      return BENCH_CLASS_L3;
+    case CVIA_REL_NUMA:
+    case CVIA_REL_PACKAGE: return BENCH_CLASS_PACKAGE;
+    default:               return BENCH_CLASS_REMOTE;
+    }
 }
 
-/* What the chosen pair shares, in words. */
+/* What the chosen pair shares, in words: cores by logical index (L#),
+ * NUMA nodes by OS index (P#, as numactl names them). */
 static void bench_pair_text(hwloc_topology_t t, struct bench_plan *p)
 {
     int a = p->core[0], b = p->core[1];
+    int pa = cvia__topo_core_package(t, a), pb = cvia__topo_core_package(t, b);
+    int na = cvia__topo_core_numa(t, a), nb = cvia__topo_core_numa(t, b);
     unsigned lvl = bench_shared_level(t, a, b);
-    char sz[32];
+    char sz[32], nodes[64];
 
-    if (lvl) {
+    if (na == nb)
+        snprintf(nodes, sizeof(nodes), "NUMA node P#%d", na);
+    else
+        snprintf(nodes, sizeof(nodes), "NUMA nodes P#%d and P#%d", na, nb);
+    if (lvl && (p->found == BENCH_CLASS_L2 || p->found == BENCH_CLASS_L3)) {
         hwloc_obj_t x = cvia__topo_core_cache(t, a, lvl);
         hwloc_bitmap_t sh = hwloc_bitmap_alloc();
         int ns = sh ? cvia__topo_cache_sharers(t, a, lvl, sh) : 0;
@@ -95,14 +95,22 @@ static void bench_pair_text(hwloc_topology_t t, struct bench_plan *p)
         bench_size_text(sz, sizeof(sz), x->attr->cache.size);
         snprintf(p->text, sizeof(p->text), "cores L#%d and L#%d share the L%u (%s, %d cores)%s",
                  a, b, lvl, sz, ns, lvl > 2 ? ", not an L2" : "");
-    } else if (p->found == BENCH_CLASS_PACKAGE) {
+    } else if (p->found == BENCH_CLASS_PACKAGE && pa >= 0 && lvl) {
+        snprintf(p->text, sizeof(p->text), "cores L#%d and L#%d are in package L#%d on %s; "
+                 "their L%u spans both nodes (sub-NUMA clustering), so it does not count",
+                 a, b, pa, nodes, lvl);
+    } else if (p->found == BENCH_CLASS_PACKAGE && pa >= 0) {
         snprintf(p->text, sizeof(p->text), "cores L#%d and L#%d are in package L#%d and "
-                 "share no cache (NUMA nodes L#%d and L#%d)", a, b,
-                 cvia__topo_core_package(t, a), cvia__topo_core_numa(t, a),
-                 cvia__topo_core_numa(t, b));
-    } else {
+                 "share no cache (%s)", a, b, pa, nodes);
+    } else if (p->found == BENCH_CLASS_PACKAGE) {
+        snprintf(p->text, sizeof(p->text), "cores L#%d and L#%d share no cache (%s; the "
+                 "topology records no package)", a, b, nodes);
+    } else if (pa >= 0 && pb >= 0) {
         snprintf(p->text, sizeof(p->text), "cores L#%d and L#%d are in packages L#%d and L#%d",
-                 a, b, cvia__topo_core_package(t, a), cvia__topo_core_package(t, b));
+                 a, b, pa, pb);
+    } else {
+        snprintf(p->text, sizeof(p->text), "cores L#%d and L#%d are on %s (the topology "
+                 "records no package)", a, b, nodes);
     }
 }
 
@@ -139,6 +147,8 @@ static void bench_missing_text(hwloc_topology_t t, const int *core, int n,
     else if (cls == BENCH_CLASS_L3)
         snprintf(p->text, sizeof(p->text), "%s: no two share a cache of level 3 or above "
                  "without sharing an L2", head);
+    else if (cls == BENCH_CLASS_REMOTE && pk0 < 0)
+        snprintf(p->text, sizeof(p->text), "%s: the topology records no package", head);
     else if (cls == BENCH_CLASS_REMOTE && onepk)
         snprintf(p->text, sizeof(p->text), "%s: all in one package", head);
     else if (cls == BENCH_CLASS_PACKAGE)
@@ -233,12 +243,14 @@ out:
     return rc;
 }
 
+/* On failure cvia__topo_open has said why (one line): @err is left empty
+ * so that no caller says it again. */
 static int bench_topo(hwloc_topology_t *t, char *source, size_t cap, char *err, size_t ecap)
 {
     int rc = cvia__topo_open(t, source, cap);
 
-    if (rc < 0)
-        snprintf(err, ecap, "cannot load the topology: %s", cvia_strerror(rc));
+    if (rc < 0 && ecap)
+        err[0] = '\0';
     return rc;
 }
 
@@ -275,7 +287,8 @@ int bench_plan_print(int cls, const char *cpus)
     for (int k = cls < 0 ? 1 : cls; k <= (cls < 0 ? BENCH_NCLASSES : cls); k++) {
         int c = k % BENCH_NCLASSES, r = bench_plan_make(c, cpus, &p);
         if (r < 0) {
-            fprintf(stderr, "cvia-bench: --plan: %s\n", p.text);
+            if (p.text[0])
+                fprintf(stderr, "cvia-bench: --plan: %s\n", p.text);
             return 1;
         }
         if (k == (cls < 0 ? 1 : cls))
@@ -336,7 +349,7 @@ int bench_plan_pin(int cls, const char *cpus, int rank, struct bench_plan *p)
         if (rc) {
             if (rank == 0 && rc > 0)
                 bench_plan_error(p);
-            else if (rank == 0)
+            else if (rank == 0 && p->text[0])
                 fprintf(stderr, "cvia-bench: --placement: %s\n", p->text);
             return rc > 0 ? 3 : 1;
         }

@@ -613,7 +613,8 @@ static int bench_launch(int argc, char **argv, struct bench_opts *o)
 
     if (o->placement >= 0) {
         if ((rc = bench_plan_make(o->placement, o->cpus, &plan)) < 0) {
-            fprintf(stderr, "cvia-bench: --placement: %s\n", plan.text);
+            if (plan.text[0])
+                fprintf(stderr, "cvia-bench: --placement: %s\n", plan.text);
             return 1;
         }
         if (rc > 0) {

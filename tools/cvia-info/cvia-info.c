@@ -50,7 +50,7 @@ static void info_usage(FILE *f)
 "      --kind KIND    with --tiers: where memory of KIND goes (default, hbw,\n"
 "                     hbw-preferred, ddr, node:N, near-nic:IFNAME); repeatable\n"
 "      --cpus LIST    with --kind: for a process on these PUs (default: the\n"
-"                     CPUs cvia-info may run on)\n"
+"                     CPUs cvia-info may run on; required with CVIA_TOPOLOGY)\n"
 "      --mem          per NUMA node: bytes corevia placed there (move_pages) and\n"
 "                     the process's total (numa_maps, as numastat -p), node free\n"
 "      --pid PID      with --mem: that process instead of cvia-info itself\n"
@@ -380,6 +380,10 @@ int main(int argc, char **argv)
             tiers = 1;
         if (pid && !mem)
             info_fail_usage("--pid needs --mem", NULL);
+        /* this process's CPUs are this machine's, not the recording's */
+        if (nkinds && !cpus && getenv("CVIA_TOPOLOGY") && *getenv("CVIA_TOPOLOGY"))
+            info_fail_usage("--kind on a recorded machine (CVIA_TOPOLOGY): say for which "
+                            "of its CPUs with --cpus", NULL);
         if (tiers && (c = info_tiers(cpus, kinds, nkinds)))
             rc = c;
         if (mem && info_mem((pid_t)pid))

@@ -157,26 +157,55 @@ int info_tiers(const char *cpus, char *const *kinds, int nkinds)
     return rc;
 }
 
+/* This machine's tiers, whatever CVIA_TOPOLOGY says: a process's memory
+ * is here, and a recorded machine's nodes and sizes are not its own. 0,
+ * or -1 (said why; the table is then printed without tiers). */
+static int info_live_tiers(hwloc_topology_t *t_p, struct cvia_tiers *T)
+{
+    const char *ov = getenv("CVIA_MEM_TIERS");
+    char err[256];
+    int rc;
+
+    if (hwloc_topology_init(t_p) < 0)
+        return -1;
+    if (hwloc_topology_load(*t_p) < 0) {
+        fprintf(stderr, "cvia-info: --mem: hwloc cannot load this machine's topology: %s\n",
+                strerror(errno));
+        hwloc_topology_destroy(*t_p);
+        return -1;
+    }
+    if ((rc = cvia__tiers_build(*t_p, ov, T, err, sizeof(err))) < 0) {
+        fprintf(stderr, "cvia-info: --mem: memory tiers of this machine: %s\n", err);
+        hwloc_topology_destroy(*t_p);
+        return -1;
+    }
+    return 0;
+}
+
 int info_mem(pid_t pid)
 {
     const struct cvia_tiers *T = NULL;
+    struct cvia_tiers live;
     struct cvia_mem_stat *s = calloc(1, sizeof(*s));
-    hwloc_topology_t t;
+    hwloc_topology_t t = NULL;
+    const char *xml = getenv("CVIA_TOPOLOGY");
     uint64_t sum[4] = { 0 };
-    char b[5][32];
+    char b[6][32];
     int rc, maxnode;
 
     if (!s)
         return 1;
-    if (cvia__mem_tiers(&t, &T) < 0)
-        T = NULL;
+    if (info_live_tiers(&t, &live) == 0)
+        T = &live;
     rc = cvia__mem_stat(pid, 0, s);
     if (rc < 0) {
         fprintf(stderr, "cvia-info: --mem: process %d: %s\n", (int)(pid ? pid : getpid()),
                 cvia_strerror(rc));
-        free(s);
-        return 1;
+        goto err;
     }
+    if (xml && *xml)
+        printf("# this machine's NUMA nodes, tiers and sizes: CVIA_TOPOLOGY (%s) names a "
+               "recorded machine, and a process's memory is here\n", xml);
     printf("# memory of process %d per NUMA node: what corevia placed (its own shm "
            "segments and cvia_mem_alloc arena, page by page with move_pages), and all "
            "it maps (numa_maps, as numastat -p counts it)\n", (int)(pid ? pid : getpid()));
@@ -202,7 +231,7 @@ int info_mem(pid_t pid)
                fmt_bytes(s->shm[n] + s->arena[n], b[2], 32),
                fmt_bytes(s->total[n], b[3], 32),
                fr < 0 ? "-" : fmt_bytes((uint64_t)fr, b[4], 32),
-               known ? fmt_bytes(size, b[4], 32) : "-");
+               known ? fmt_bytes(size, b[5], 32) : "-");
         sum[0] += s->shm[n];
         sum[1] += s->arena[n];
         sum[2] += s->total[n];
@@ -220,5 +249,16 @@ int info_mem(pid_t pid)
                fmt_bytes(s->absent, b[1], 32), fmt_bytes(peer, b[2], 32));
     }
     free(s);
+    if (T) {
+        cvia__tiers_free(&live);
+        hwloc_topology_destroy(t);
+    }
     return 0;
+err:
+    free(s);
+    if (T) {
+        cvia__tiers_free(&live);
+        hwloc_topology_destroy(t);
+    }
+    return 1;
 }
