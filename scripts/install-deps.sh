@@ -8,8 +8,14 @@
 #   test   build + what the test suite calls (procps, python3, hwloc tools,
 #          iproute2, bzip2, nftables for random loss, clang with libFuzzer's
 #          runtime for tests/fuzz, Open MPI's mpirun and mpicc and
-#          libfabric's fi_info / fi_pingpong for the provider's tests) and
-#          scripts/affinity-eval.sh (iperf3)
+#          libfabric's fi_info / fi_pingpong for the provider's tests,
+#          Slurm (slurmctld, slurmd, srun/sbatch, munge; mpi_pmix.so is in
+#          slurm-wlm-basic-plugins) for scripts/slurmlab.sh and tests.slurm)
+#          and scripts/affinity-eval.sh (iperf3)
+#   Installing Slurm and munge must not leave system daemons behind: a
+#   policy-rc.d forbids starting services during the install, and the
+#   packages' services are then stopped and disabled (slurmlab.sh runs
+#   its own daemons, with a private key, sockets and ports).
 #   peers  test + UCX, for scripts/compare-peers.sh and compare-mpi.sh;
 #          ethtool, for scripts/repro-mvia.sh (issue 7)
 set -euo pipefail
@@ -18,7 +24,9 @@ profile=${1:-test}
 build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot-nox libpmix-dev
             libfabric-dev)
 test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iperf3 bzip2 nftables clang
-           libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin)
+           libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin
+           slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge)
+daemon_services=(slurmctld slurmd munge)
 peer_pkgs=(ucx-utils ethtool)
 
 case "$profile" in
@@ -26,7 +34,7 @@ case "$profile" in
     test)  want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     peers|all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${peer_pkgs[@]}") ;;
     -h|--help)
-        sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-deps.sh: unknown profile '$profile' (build|test|peers|all)" >&2; exit 2 ;;
 esac
 
@@ -46,5 +54,28 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# No service may start while packages are installed (Debian starts slurmd,
+# slurmctld and munge at install): keep an existing policy-rc.d, else put
+# a refusing one in place for the install only.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# install-deps.sh: no service starts during the install\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    own_policy=1
+    trap 'rm -f "$policy"' EXIT
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+[ $own_policy -eq 1 ] && { rm -f "$policy"; trap - EXIT; }
+# ...and none stays enabled for the next boot (with systemd), or running
+# if something started it anyway
+for svc in "${daemon_services[@]}"; do
+    if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+        systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    else
+        command -v update-rc.d >/dev/null && [ -e "/etc/init.d/$svc" ] &&
+            update-rc.d "$svc" disable >/dev/null 2>&1 || true
+        [ -e "/etc/init.d/$svc" ] && "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+    fi
+done
