@@ -118,7 +118,10 @@ check "every tool reports the same version" \
 
 bounded "$INFO" --version
 want_pmix=-; nm -D --undefined-only "$BUILD/libcorevia.so" 2>/dev/null | grep -qw PMIx_Init && want_pmix=+
-want_fab=-; [ -e "$BUILD/fabric/libcorevia-fi.so" ] && want_fab=+
+# the provider is built when CMake found libfabric-dev and was not told not to
+want_fab=-
+grep -qx 'CVIA_WITH_FABRIC:BOOL=ON' "$BUILD/CMakeCache.txt" &&
+    grep -qx 'LIBFABRIC_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" && want_fab=+
 check "cvia-info --version: features line matches the build (${want_pmix}pmix ${want_fab}libfabric)" \
     "$([ "$rc" = 0 ] &&
        sed -n 2p "$WORK/out" | grep -qxE "features: [+-]pmix \+hwloc [+-]numa [+-]libfabric [+-]userfaultfd" &&
