@@ -43,9 +43,10 @@ fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/test_slurm.XXXXXX") || exit 1
 DIR=$WORK/lab
 # what the lab must not leave behind: names of Slurm, munge and PMIx files
-# in the places their defaults would use
+# in the places their defaults would use (prefixes, not substrings: another
+# run of this test at the same time has a test_slurm.* directory in /tmp)
 trace() {
-    ls -d /tmp/*slurm* /tmp/*pmix* /tmp/*munge* /dev/shm/*pmix* /dev/shm/*slurm* \
+    ls -d /tmp/slurm* /tmp/spmix* /tmp/pmix* /tmp/munge* /dev/shm/*pmix* /dev/shm/slurm* \
           /run/munge /run/slurm* /var/run/munge /var/spool/slurm*/* /var/log/slurm*/* \
           /var/lib/slurm*/*/* /var/log/munge/* /var/lib/munge/* 2>/dev/null | sort
 }
