@@ -26,7 +26,7 @@ build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot
 test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iperf3 bzip2 nftables clang
            libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin
            slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge)
-daemon_services=(slurmctld slurmd munge)
+daemon_services=(slurmctld slurmd munge)   # each is also the name of its package
 peer_pkgs=(ucx-utils ethtool)
 
 case "$profile" in
@@ -65,12 +65,20 @@ if [ ! -e "$policy" ]; then
     own_policy=1
     trap 'rm -f "$policy"' EXIT
 fi
+# the services whose packages this run brings (munge also as slurmd's dependency)
+new_services=()
+for svc in "${daemon_services[@]}"; do
+    dpkg-query -W -f='${Status}' "$svc" 2>/dev/null | grep -q 'install ok installed' ||
+        new_services+=("$svc")
+done
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 [ $own_policy -eq 1 ] && { rm -f "$policy"; trap - EXIT; }
-# ...and none stays enabled for the next boot (with systemd), or running
-# if something started it anyway
-for svc in "${daemon_services[@]}"; do
+# ...and none that this run installed stays enabled for the next boot, or
+# running if something started it anyway. A service whose package was
+# already there is the machine's own (a cluster's munge): left alone.
+for svc in ${new_services[@]+"${new_services[@]}"}; do
+    dpkg-query -W -f='${Status}' "$svc" 2>/dev/null | grep -q 'install ok installed' || continue
     if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
         systemctl disable --now "$svc" >/dev/null 2>&1 || true
     else
