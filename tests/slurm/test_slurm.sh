@@ -8,10 +8,11 @@
 #     (PMIx wire-up, no cvia-run), each checked as tests/func/mpirun.sh
 #     checks: success, one "ok CASE (4 ranks)", no process or segment left;
 #     a rank dying in a step (death-kill) fails the step, every survivor
-#     reporting the lost peer;
+#     reporting the lost peer unless srun killed it first (srun terminates
+#     a step whose task died of a signal; the race is the machine's);
 #   - one rank of a running step is killed from outside with SIGKILL: the
 #     step must end with an error within a bounded time, the survivors
-#     reporting the lost peer, no /dev/shm/cvia-* segment left;
+#     accounted for as above, no /dev/shm/cvia-* segment left;
 #   - sbatch of a script that runs cvia-bench twice: alone (it launches its
 #     own cvia-run job inside the allocation) and as an srun --mpi=pmix
 #     step of 2 tasks (it joins that step: one result, not two);
@@ -81,6 +82,28 @@ step() {
     rc=$?
 }
 
+# survivors_accounted FILE VICTIM: each of the other 3 tasks either reported
+# the lost peer itself (corevia's detection) or is one srun says it killed
+# when it terminated the step (srun ends a step whose task died of a
+# signal, and may be faster than a survivor on a loaded machine). Sets
+# reported (how many reported themselves) and, failing, why.
+survivors_accounted() {
+    local file=$1 victim=$2 killed t
+    killed=$(sed -n 's/^srun: error: [^:]*: tasks\{0,1\} \([0-9,-]*\): Killed$/\1/p' "$file" |
+             tr ',' '\n' | awk -F- '{ for (i = $1; i <= ($2 == "" ? $1 : $2); i++) print i }')
+    reported=0 missing=""
+    for t in 0 1 2 3; do
+        [ "$t" = "$victim" ] && continue
+        if grep -q "^rank $t: expected-error" "$file"; then
+            reported=$((reported + 1))
+        elif ! echo "$killed" | grep -qx "$t"; then
+            missing="$missing $t"
+        fi
+    done
+    why="task(s)$missing neither reported the lost peer nor were killed by srun"
+    [ -z "$missing" ]
+}
+
 # ---------------------------------------- functional tests, 4-rank steps
 for spec in "$P2P sizes" "$P2P order" "$P2P wildcard" "$P2P many" "$P2P trunc" \
             "$P2P barrier" "$P2P unexpected" "$P2P cancel" "$COPY paths" "$COPY rma" \
@@ -96,15 +119,14 @@ for spec in "$P2P sizes" "$P2P order" "$P2P wildcard" "$P2P many" "$P2P trunc" \
         "$problems" "$(tail -n 20 "$WORK/out")"
 done
 
-# a rank kills itself in the middle of a large send: the step fails, the
-# three survivors each report the lost peer
+# a rank (the last) kills itself in the middle of a large send: the step
+# fails, every survivor reports the lost peer (or srun killed it first)
 CVIA_SHM_RNDV_THRESHOLD=1t step 4 "$P2P" death-kill
 problems=""
 { [ $rc -ne 0 ] && [ $rc -ne 124 ]; } || problems="srun exited $rc (expected a failure, not 0 or a timeout)"
-[ "$(grep -c 'expected-error' "$WORK/out")" -eq 3 ] ||
-    problems="$problems; $(grep -c 'expected-error' "$WORK/out") of 3 survivors reported the dead peer"
+survivors_accounted "$WORK/out" 3 || problems="$problems; $why"
 leftovers "$token" >"$WORK/left" || problems="$problems; $(tr '\n' ' ' <"$WORK/left")"
-check "srun --mpi=pmix -n 4 func_p2p death-kill: the step fails, 3 survivors report it" \
+check "srun --mpi=pmix -n 4 func_p2p death-kill: the step fails; survivors reporting it: $reported of 3" \
     "$([ -z "$problems" ]; echo $?)" "$problems" "$(tail -n 20 "$WORK/out")"
 
 # --------------------------------- SIGKILL of one rank of a running step
@@ -131,8 +153,7 @@ else
         wait $srun_pid
         rc=$?
         [ $rc -ne 0 ] || problems="srun exited 0 after a rank was killed"
-        [ "$(grep -c 'expected-error' "$WORK/hold")" -eq 3 ] ||
-            problems="$problems; $(grep -c 'expected-error' "$WORK/hold") of 3 survivors reported the dead peer"
+        survivors_accounted "$WORK/hold" 2 || problems="$problems; $why"
         took=$((SECONDS - t0))
     fi
 fi
@@ -140,7 +161,7 @@ kill -KILL $srun_pid 2>/dev/null
 wait $srun_pid 2>/dev/null
 leftovers "$token" >"$WORK/left" || problems="$problems; $(tr '\n' ' ' <"$WORK/left")"
 ls /dev/shm/cvia-*-"$victim"-* >/dev/null 2>&1 && problems="$problems; rank 2's segment is still in /dev/shm"
-check "kill -KILL of rank 2 of a 4-task step: the step fails${took:+ (after ${took} s)}, no segment left" \
+check "kill -KILL of rank 2 of a 4-task step: the step fails${took:+ (after ${took} s)}, survivors reporting it: $reported of 3, no segment left" \
     "$([ -z "$problems" ]; echo $?)" "$problems" "$(tail -n 20 "$WORK/hold")"
 
 # ------------------------------------------- sbatch of a cvia-bench script
