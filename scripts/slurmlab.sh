@@ -126,7 +126,7 @@ do_up() {
     d_port=$(free_port "$ctld_port")
     # CPUs=.. Boards=.. SocketsPerBoard=.. CoresPerSocket=.. ThreadsPerCore=..
     hw=$(slurmd -C | head -n 1 | tr ' ' '\n' |
-         grep -E '^(CPUs|Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore)=' | tr '\n' ' ')
+         grep -E '^(CPUs|Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore)=' | paste -sd ' ')
     case "$hw" in *CPUs=[1-9]*) ;; *) die "slurmd -C did not report the CPUs" ;; esac
     cat >"$conf" <<EOF
 # written by corevia's scripts/slurmlab.sh; removed by "slurmlab.sh down"

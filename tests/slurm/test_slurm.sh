@@ -68,7 +68,14 @@ if ! timeout -k 5 $((180 * MULT)) bash "$LAB" --dir "$DIR" up >"$WORK/up.log" 2>
     exit 1
 fi
 ok "slurmlab.sh up: $(head -n 1 "$WORK/up.log" | sed 's/^slurmlab: //')"
-export SLURM_CONF=$DIR/slurm.conf
+bash "$LAB" --dir "$DIR" status >"$WORK/status" 2>&1
+rc=$?
+check "slurmlab.sh status: exit 0, the three daemons running, the node idle" \
+    "$([ $rc -eq 0 ] && [ "$(grep -c ': running (pid [0-9]*)$' "$WORK/status")" = 3 ] &&
+       grep -qE ' idle +[0-9]+$' "$WORK/status"; echo $?)" "rc=$rc" "$(cat "$WORK/status")"
+eval "$(bash "$LAB" --dir "$DIR" env)"
+check "slurmlab.sh env: SLURM_CONF names the lab's slurm.conf" \
+    "$([ "${SLURM_CONF:-}" = "$DIR/slurm.conf" ] && [ -r "$SLURM_CONF" ]; echo $?)" "SLURM_CONF=${SLURM_CONF:-}"
 # not under cvia-run: its variables must not win over PMIx
 unset CVIA_BOOT_ADDR CVIA_RANK CVIA_SIZE CVIA_LOCAL_RANK CVIA_LOCAL_SIZE CVIA_JOBID
 
@@ -206,6 +213,10 @@ new=$(comm -13 "$WORK/trace.before" "$WORK/trace.after")
 [ -z "$new" ] || problems="$problems; left behind: $new"
 check "slurmlab.sh down: no daemon, no state directory, no Slurm/munge/PMIx file left" \
     "$([ -z "$problems" ]; echo $?)" "$problems"
+bash "$LAB" --dir "$DIR" status >"$WORK/status" 2>&1
+rc=$?
+check "slurmlab.sh status after down: exit 1, nothing running" \
+    "$([ $rc -eq 1 ] && [ "$(grep -c ': not running$' "$WORK/status")" = 3 ]; echo $?)" "rc=$rc" "$(cat "$WORK/status")"
 
 echo "# the Slurm test took $((SECONDS - t_start)) s"
 echo "1..$n"
