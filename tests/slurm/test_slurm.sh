@@ -27,7 +27,17 @@ set -u
 [ $# -eq 6 ] || { echo "usage: test_slurm.sh HAVE_PMIX SOURCE_DIR FUNC_P2P FUNC_COPY FUNC_BOOT CVIA_BENCH" >&2; exit 2; }
 have_pmix=$1 SRC=$2 P2P=$3 COPY=$4 BOOT=$5 BENCH=$6
 MULT=${CVIA_TEST_TIMEOUT_MULTIPLIER:-1}
-LIMIT=$((120 * MULT))                   # one step or batch job, seconds
+STEP_LIMIT=$((120 * MULT))              # one step or batch job, seconds
+# The whole test stays well inside ctest's TIMEOUT (600 s x multiplier):
+# killed by ctest, it could not bring the lab down (its daemons run in
+# sessions of their own). Each wait gets what is left, less the time the
+# teardown needs.
+BUDGET=$((480 * MULT))
+limit() {   # sets LIMIT: the next wait's bound
+    local left=$((BUDGET - SECONDS))
+    LIMIT=$((left < STEP_LIMIT ? left : STEP_LIMIT))
+    [ "$LIMIT" -ge 1 ] || LIMIT=1
+}
 LAB=$SRC/scripts/slurmlab.sh
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -84,6 +94,7 @@ unset CVIA_BOOT_ADDR CVIA_RANK CVIA_SIZE CVIA_LOCAL_RANK CVIA_LOCAL_SIZE CVIA_JO
 step() {
     local np=$1 prog=$2 case=$3
     token="cvia-test-$$-$RANDOM"
+    limit
     timeout -k 5 "$LIMIT" srun --mpi=pmix -O -n "$np" -J "cvia-$case" \
         "$prog" "$case" "--token=$token" >"$WORK/out" 2>&1
     rc=$?
@@ -141,7 +152,8 @@ token="cvia-test-$$-$RANDOM"
 FUNC_HOLD_S=$((120 * MULT)) srun --mpi=pmix -O -n 4 -J cvia-hold "$P2P" hold "--token=$token" \
     >"$WORK/hold" 2>&1 &
 srun_pid=$!
-for _ in $(seq $((600 * MULT))); do      # every rank wired up and waiting (60 s at most)
+limit
+for _ in $(seq $((LIMIT * 10))); do     # every rank wired up and waiting
     [ "$(grep -c 'hold-ready$' "$WORK/hold")" -ge 4 ] && break
     kill -0 $srun_pid 2>/dev/null || break
     sleep 0.1
@@ -153,6 +165,7 @@ if [ "$(grep -c 'hold-ready$' "$WORK/hold")" -ne 4 ] || [ -z "$victim" ]; then
 else
     kill -KILL "$victim"
     t0=$SECONDS
+    limit
     while kill -0 $srun_pid 2>/dev/null && [ $((SECONDS - t0)) -lt "$LIMIT" ]; do sleep 0.2; done
     if kill -0 $srun_pid 2>/dev/null; then
         problems="the step was still running $LIMIT s after rank 2 was killed"
@@ -183,6 +196,7 @@ srun --mpi=pmix -n 2 "$BENCH" -s 8,4k -i 20 --csv bw
 echo batch-done
 EOF
 token=none
+limit
 timeout -k 5 "$LIMIT" sbatch --wait -O -n 2 -J cvia-bench -o "$WORK/batch.out" -e "$WORK/batch.err" \
     "$WORK/bench.sbatch" >"$WORK/out" 2>&1
 rc=$?
