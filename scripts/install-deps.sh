@@ -11,8 +11,14 @@
 #          runtime for tests/fuzz, Open MPI's mpirun and mpicc and
 #          libfabric's fi_info / fi_pingpong for the provider's tests,
 #          g++, man-db and file for the install test, dpkg-dev,
-#          debhelper, devscripts and lintian for the Debian packages) and
-#          scripts/affinity-eval.sh (iperf3)
+#          debhelper, devscripts and lintian for the Debian packages,
+#          Slurm (slurmctld, slurmd, srun/sbatch, munge; mpi_pmix.so is in
+#          slurm-wlm-basic-plugins) for scripts/slurmlab.sh and tests.slurm)
+#          and scripts/affinity-eval.sh (iperf3)
+#   Installing Slurm and munge must not leave system daemons behind: a
+#   policy-rc.d forbids starting services during the install, and the
+#   packages' services are then stopped and disabled (slurmlab.sh runs
+#   its own daemons, with a private key, sockets and ports).
 #   peers  test + UCX, for scripts/compare-peers.sh and compare-mpi.sh;
 #          ethtool, for scripts/repro-mvia.sh (issue 7)
 set -euo pipefail
@@ -22,7 +28,9 @@ build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot
             libfabric-dev pandoc)
 test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iperf3 bzip2 nftables clang
            libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin g++ man-db file
-           dpkg-dev debhelper devscripts lintian)
+           dpkg-dev debhelper devscripts lintian
+           slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge)
+daemon_services=(slurmctld slurmd munge)   # each is also the name of its package
 peer_pkgs=(ucx-utils ethtool)
 
 case "$profile" in
@@ -30,7 +38,7 @@ case "$profile" in
     test)  want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     peers|all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${peer_pkgs[@]}") ;;
     -h|--help)
-        sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-deps.sh: unknown profile '$profile' (build|test|peers|all)" >&2; exit 2 ;;
 esac
 
@@ -50,5 +58,36 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# No service may start while packages are installed (Debian starts slurmd,
+# slurmctld and munge at install): keep an existing policy-rc.d, else put
+# a refusing one in place for the install only.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# install-deps.sh: no service starts during the install\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    own_policy=1
+    trap 'rm -f "$policy"' EXIT
+fi
+# the services whose packages this run brings (munge also as slurmd's dependency)
+new_services=()
+for svc in "${daemon_services[@]}"; do
+    dpkg-query -W -f='${Status}' "$svc" 2>/dev/null | grep -q 'install ok installed' ||
+        new_services+=("$svc")
+done
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+[ $own_policy -eq 1 ] && { rm -f "$policy"; trap - EXIT; }
+# ...and none that this run installed stays enabled for the next boot, or
+# running if something started it anyway. A service whose package was
+# already there is the machine's own (a cluster's munge): left alone.
+for svc in ${new_services[@]+"${new_services[@]}"}; do
+    dpkg-query -W -f='${Status}' "$svc" 2>/dev/null | grep -q 'install ok installed' || continue
+    if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+        systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    else
+        command -v update-rc.d >/dev/null && [ -e "/etc/init.d/$svc" ] &&
+            update-rc.d "$svc" disable >/dev/null 2>&1 || true
+        [ -e "/etc/init.d/$svc" ] && "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+    fi
+done

@@ -23,6 +23,7 @@
 
 #include <corevia/cvia_errno.h>
 #include "boot/boot.h"
+#include "boot/boot_env.h"
 #include "boot/boot_proto.h"
 #ifdef CVIA_HAVE_PMIX
 #include "boot/boot_pmix.h"
@@ -166,23 +167,11 @@ static int boot_send(struct cvia_boot *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The variable that says a PMIx server started this process (mpirun,
- * prterun, srun --mpi=pmix), or NULL. */
+ * prterun, srun --mpi=pmix), or NULL: boot_env.h, shared with the tools. */
 static const char *boot_pmix_var(void)
 {
-    static const char prefix[] = "PMIX_SERVER_URI";
-    static char name[32];
-    const char *s;
-
-    if ((s = getenv("PMIX_NAMESPACE")) && *s)
-        return "PMIX_NAMESPACE";
-    if ((s = getenv("PMIX_RANK")) && *s)
-        return "PMIX_RANK";
-    for (char **e = environ; e && *e; e++)
-        if (!strncmp(*e, prefix, sizeof(prefix) - 1)) {
-            snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
-            return name;
-        }
-    return NULL;
+    struct cvia_launch_env e = cvia__launch_env();
+    return e.kind == CVIA_LAUNCHER_PMIX ? e.var : NULL;
 }
 
 static int boot_open_pmix(struct cvia_boot *b, const char *var)

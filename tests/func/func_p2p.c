@@ -448,6 +448,41 @@ static int case_death(int kill_it)
     FAIL("waiting on a dead rank returned %s", cvia_err_name(rc));
 }
 
+/* Killed from outside (tests/slurm: kill -KILL of one rank of an srun
+ * step): every rank says it is ready, with its pid, then waits on a
+ * wildcard receive that only a lost peer completes (with an error). The
+ * wait is bounded: nobody dying within FUNC_HOLD_S (default 120 s) fails. */
+static int case_hold(void)
+{
+    const char *e = getenv("FUNC_HOLD_S");
+    double limit = e ? atof(e) : 120, waited = 0;
+    cvia_status_t st;
+    cvia_req_t rr;
+    int rc, buf;
+
+    CHECK_RC(cvia_barrier());
+    printf("rank %d pid %d: hold-ready\n", rank, (int)getpid());
+    fflush(stdout);
+    CHECK_RC(cvia_irecv(&buf, sizeof(buf), CVIA_ANY_SOURCE, 99, &rr));
+    for (int done = 0;;) {
+        rc = cvia_test(&rr, &done, &st);
+        if (done || rc)
+            break;
+        struct timespec ms = { 0, 10000000 };
+        nanosleep(&ms, NULL);
+        if ((waited += 0.01) > limit)
+            FAIL("no peer died within %g s", limit);
+    }
+    if (rc == 0)
+        FAIL("a message came on tag 99 from rank %d", st.source);
+    if (rc == -CVIA_ENOPEER || rc == -CVIA_EABORT) {
+        printf("rank %d: expected-error %s\n", rank, cvia_err_name(rc));
+        fflush(stdout);
+        return 3;
+    }
+    FAIL("waiting on a lost peer returned %s", cvia_err_name(rc));
+}
+
 /* A rank that never waits in corevia (it only polls) learns that a peer
  * died from cvia_check_peers(): 0 while every peer runs, then more than 0
  * once the last rank has left without finalizing. */
@@ -557,6 +592,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "death-exit")) return case_death(0);
     else if (!strcmp(argv[1], "death-kill")) return case_death(1);
     else if (!strcmp(argv[1], "check-peers")) return case_check_peers();
+    else if (!strcmp(argv[1], "hold"))       return case_hold();
     else if (!strcmp(argv[1], "init-only"))  ;
     else {
         fprintf(stderr, "func_p2p: unknown case %s\n", argv[1]);

@@ -189,5 +189,22 @@ check "--buffers auto at 4 MiB: more than one buffer, valid CSV" \
     "$([ "$rc" = 0 ] && csv_ok "$WORK/out" 10 2 &&
        awk -F, 'NR > 1 && $10 < 2 { bad = 1 } END { exit bad }' "$WORK/out"; echo $?)" "$(show)"
 
+# Started by Open MPI's mpirun (PMIx), cvia-bench is a rank of that job:
+# one measurement between the two processes, not a cvia-run job each (two
+# CSV headers). tests/slurm does the same under srun --mpi=pmix.
+MPIRUN=$(command -v mpirun || true)
+if [ -z "$MPIRUN" ] || ! "$MPIRUN" --version 2>/dev/null | grep -q 'Open MPI'; then
+    skip "cvia-bench under mpirun joins its job (no Open MPI mpirun; Debian: openmpi-bin)"
+elif ! nm -D --undefined-only "$BUILD/libcorevia.so" 2>/dev/null | grep -qw PMIx_Init; then
+    skip "cvia-bench under mpirun joins its job (corevia built without PMIx)"
+else
+    margs=(--oversubscribe --bind-to none --mca btl self -np 2)
+    [ "$(id -u)" -eq 0 ] && margs=(--allow-run-as-root "${margs[@]}")
+    bounded env -u CVIA_BOOT_ADDR "$MPIRUN" "${margs[@]}" "$BENCH" latency --sizes 8,4k --iters 20 --csv -q
+    check "mpirun -np 2 cvia-bench: one job of the two processes (one CSV header, 2 rows)" \
+        "$([ "$rc" = 0 ] && [ "$(grep -c '^benchmark,size_bytes' "$WORK/out")" = 1 ] &&
+           [ "$(grep -cE '^latency,(8|4096),20,' "$WORK/out")" = 2 ]; echo $?)" "$(show)"
+fi
+
 echo "1..$n"
 [ "$failed" = 0 ]

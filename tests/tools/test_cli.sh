@@ -96,9 +96,55 @@ bounded "$INFO" -l
 check "cvia-info -l lists the shm provider" \
     "$([ "$rc" = 0 ] && grep -qE '^ *shm ' "$WORK/out"; echo $?)" "$(show)"
 
-bounded "$INFO" -v
-check "cvia-info -v prints 'corevia VERSION'" \
-    "$([ "$rc" = 0 ] && grep -qE '^corevia [0-9]+\.[0-9]+' "$WORK/out"; echo $?)" "$(show)"
+# ------------------------------------------------- every tool: one --version
+
+# "<tool> (corevia) X.Y.Z" on the first line, the same version everywhere,
+# from --version and -V alike; cvia-info then lists the build's features
+versions=""
+for name in cvia-run cvia-bench cvia-info cvia-strerror cvia-affinity; do
+    bin=$(tool "$name")
+    [ -n "$bin" ] || { fail "$name is built in $BUILD"; continue; }
+    for opt in --version -V; do
+        bounded "$bin" $opt
+        check "$name $opt: '$name (corevia) X.Y.Z', exit 0" \
+            "$([ "$rc" = 0 ] && [ ! -s "$WORK/err" ] &&
+               head -n 1 "$WORK/out" | grep -qxE "$name \(corevia\) [0-9]+\.[0-9]+\.[0-9]+" &&
+               { [ "$name" = cvia-info ] || [ "$(nlines "$WORK/out")" = 1 ]; }; echo $?)" "$(show)"
+        versions="$versions $(head -n 1 "$WORK/out" | awk '{print $3}')"
+    done
+done
+check "every tool reports the same version" \
+    "$([ "$(echo $versions | tr ' ' '\n' | sort -u | wc -l)" = 1 ]; echo $?)" "versions:$versions"
+
+bounded "$INFO" --version
+want_pmix=-; nm -D --undefined-only "$BUILD/libcorevia.so" 2>/dev/null | grep -qw PMIx_Init && want_pmix=+
+# the provider is built when CMake found libfabric-dev and was not told not to
+want_fab=-
+grep -qx 'CVIA_WITH_FABRIC:BOOL=ON' "$BUILD/CMakeCache.txt" &&
+    grep -qx 'LIBFABRIC_FOUND:INTERNAL=1' "$BUILD/CMakeCache.txt" && want_fab=+
+check "cvia-info --version: features line matches the build (${want_pmix}pmix ${want_fab}libfabric)" \
+    "$([ "$rc" = 0 ] &&
+       sed -n 2p "$WORK/out" | grep -qxE "features: [+-]pmix \+hwloc [+-]numa [+-]libfabric [+-]userfaultfd" &&
+       sed -n 2p "$WORK/out" | grep -qF -- "${want_pmix}pmix" &&
+       sed -n 2p "$WORK/out" | grep -qF -- "${want_fab}libfabric" &&
+       for f in pmix hwloc numa libfabric userfaultfd; do
+           grep -qE "^  $f +(yes|no)  [^ ]" "$WORK/out" || exit 1
+       done; echo $?)" "$(show)"
+
+# launcher detection: what the tools use to join a job instead of starting one
+bounded env PMIX_NAMESPACE=slurm.pmix.7.0 PMIX_RANK=1 SLURM_STEP_NUM_TASKS=4 "$INFO" -e
+check "cvia-info -e under a PMIx environment: rank 1 of 4 of a PMIx launcher" \
+    "$([ "$rc" = 0 ] && grep -q '^launcher: a PMIx launcher .*from PMIX_NAMESPACE; rank 1 of 4' "$WORK/out"; echo $?)" "$(show)"
+bounded "$INFO" -e
+check "cvia-info -e alone: no launcher" \
+    "$([ "$rc" = 0 ] && grep -q '^launcher: none' "$WORK/out"; echo $?)" "$(show)"
+# started by a PMIx launcher that is gone: cvia-bench must try to join that
+# job (and fail to reach its server), never start a cvia-run job of its own
+BENCH=$(tool cvia-bench)
+bounded env PMIX_NAMESPACE=gone.0 PMIX_RANK=0 "$BENCH" -s 8 -i 10 latency
+check "cvia-bench under a (dead) PMIx launcher joins it: init error, no nested cvia-run job" \
+    "$([ "$rc" != 0 ] && [ "$rc" -lt 124 ] && grep -q 'cvia-bench: init' "$WORK/err" &&
+       ! grep -q 'latency' "$WORK/out"; echo $?)" "$(show)"
 
 # --json: valid JSON; its variable list is the reference for -c
 bounded "$INFO" --json

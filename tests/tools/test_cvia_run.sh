@@ -26,6 +26,14 @@ bounded() {
     rc=$?
 }
 
+# bounded_in FILE CMD...: as bounded, with FILE as stdin
+bounded_in() {
+    local in=$1
+    shift
+    timeout --preserve-status -s USR1 -k 5 "$LIMIT" "$@" >"$WORK/out" 2>"$WORK/err" <"$in"
+    rc=$?
+}
+
 # wait (bounded) until no process matches the marker; 0 if none is left
 none_left() {
     for _ in $(seq 50); do
@@ -35,7 +43,7 @@ none_left() {
     return 1
 }
 
-echo "1..17"
+echo "1..23"
 
 # 1
 bounded "$RUN" -n 4 sh -c 'echo "$CVIA_RANK"'
@@ -132,9 +140,12 @@ else
 fi
 
 # 11
-bounded "$RUN" -n 1 sh -c 'wc -c'
-[ "$rc" = 0 ] && [ "$(tr -d ' ' <"$WORK/out")" = 0 ] && ok "stdin of a rank is /dev/null" ||
-    fail "stdin of a rank is /dev/null" "rc=$rc" "$(cat "$WORK/out")"
+# with data on cvia-run's stdin: rank 0 reads it (default --stdin 0), the others /dev/null
+printf 'xyz' >"$WORK/in3"
+bounded_in "$WORK/in3" "$RUN" -n 3 sh -c 'echo "$CVIA_RANK $(wc -c)"'
+got=$(sort "$WORK/out" | tr '\n' ' ')
+[ "$rc" = 0 ] && [ "$got" = "0 3 1 0 2 0 " ] && ok "stdin goes to rank 0, the others read /dev/null" ||
+    fail "stdin goes to rank 0, the others read /dev/null" "rc=$rc got='$got'" "$(cat "$WORK/err")"
 
 # 12
 bounded "$RUN" -n 2 "$WORK/no-such-program"
@@ -147,7 +158,8 @@ fi
 # 13
 bad=""
 for args in "" "-n 0 true" "-n x true" "-n 2" "-n" "--bogus -n 1 true" "-x" \
-            "--bind foo -n 1 true" "--timeout -1 -n 1 true" "--grace abc -n 1 true"; do
+            "--bind foo -n 1 true" "--timeout -1 -n 1 true" "--grace abc -n 1 true" \
+            "--stdin 2 -n 2 true" "--stdin x -n 1 true" "--stdin -1 -n 2 true"; do
     # shellcheck disable=SC2086
     bounded "$RUN" $args
     if [ "$rc" != 2 ] || [ -s "$WORK/out" ] || [ "$(wc -l <"$WORK/err")" != 1 ] ||
@@ -164,7 +176,8 @@ if [ "$rc" = 0 ] && [ ! -s "$WORK/err" ] &&
    grep -q -- '--timeout' "$WORK/out" && grep -q -- '--grace' "$WORK/out" &&
    grep -q -- '--bind' "$WORK/out" && grep -q -- '--prefix' "$WORK/out" &&
    grep -q 'CVIA_BOOT_ADDR' "$WORK/out" && grep -q 'CVIA_JOBID' "$WORK/out" &&
-   grep -q 'default' "$WORK/out"; then
+   grep -q -- '--stdin WHO' "$WORK/out" && grep -q 'default: 0, as mpirun' "$WORK/out" &&
+   grep -q 'may be given once' "$WORK/out" && grep -q 'default' "$WORK/out"; then
     ok "--help: stdout, exit 0, options with defaults and the environment"
 else
     fail "--help: stdout, exit 0, options with defaults and the environment" "rc=$rc"
@@ -180,6 +193,65 @@ bounded "$RUN" -n 3 -- sh -c 'exit 0' -n 5
 [ "$rc" = 0 ] && ok "options after PROG belong to PROG" || fail "options after PROG belong to PROG" "rc=$rc"
 
 # 17
+bad=""
+for args in "-n 2 -n 3" "--np 2 -n 2" "-n 2 --bind none --bind core" "-n 2 --prefix --prefix" \
+            "-n 2 --stdin 0 --stdin 1" "-n 2 --timeout 5 --timeout 6" "-n 2 --grace=1 --grace 2" \
+            "-n 2 --map-by block --map-by cyclic"; do
+    # shellcheck disable=SC2086
+    bounded "$RUN" $args true
+    if [ "$rc" != 2 ] || [ -s "$WORK/out" ] || [ "$(wc -l <"$WORK/err")" != 1 ] ||
+       ! grep -q '^cvia-run: option .* given more than once (try --help)$' "$WORK/err"; then
+        bad="$bad [$args: rc=$rc $(head -c 200 "$WORK/err")]"
+    fi
+done
+[ -z "$bad" ] && ok "a repeated option is a usage error, one line" ||
+    fail "a repeated option is a usage error, one line" "$bad"
+
+# 18
+head -c 1000000 /dev/urandom >"$WORK/in1m"
+want=$(cksum <"$WORK/in1m")
+bounded_in "$WORK/in1m" "$RUN" -n 3 --stdin all sh -c 'echo "$CVIA_RANK $(cksum)"'
+got=$(awk '{print $2, $3}' "$WORK/out" | sort -u)
+[ "$rc" = 0 ] && [ "$(wc -l <"$WORK/out")" = 3 ] && [ "$got" = "$want" ] &&
+    ok "--stdin all: every rank reads all of 1 MB of stdin" ||
+    fail "--stdin all: every rank reads all of 1 MB of stdin" "rc=$rc want='$want'" "$(cat "$WORK/out" "$WORK/err")"
+
+# 19
+bounded_in "$WORK/in1m" "$RUN" -n 3 --stdin 2 sh -c 'echo "$CVIA_RANK $(cksum)"'
+if [ "$rc" = 0 ] && grep -qxF "2 $want" "$WORK/out" &&
+   [ "$(grep -c '^[01] 4294967295 0$' "$WORK/out")" = 2 ]; then
+    ok "--stdin 2: rank 2 reads stdin, the others /dev/null"
+else
+    fail "--stdin 2: rank 2 reads stdin, the others /dev/null" "rc=$rc" "$(cat "$WORK/out" "$WORK/err")"
+fi
+
+# 20
+bounded_in "$WORK/in1m" "$RUN" -n 2 --stdin none sh -c 'wc -c'
+[ "$rc" = 0 ] && [ "$(tr -d ' ' <"$WORK/out" | sort -u)" = 0 ] && ok "--stdin none: every rank reads /dev/null" ||
+    fail "--stdin none: every rank reads /dev/null" "rc=$rc" "$(cat "$WORK/out")"
+
+# 21: endless stdin that nobody reads (rank 0 exits at once, or reads a little):
+# the job still ends
+timeout --preserve-status -s USR1 -k 5 "$LIMIT" sh -c 'yes | "$1" -n 2 true' sh "$RUN" \
+    >"$WORK/out" 2>"$WORK/err"
+rc1=$?
+timeout --preserve-status -s USR1 -k 5 "$LIMIT" sh -c 'yes | "$1" -n 2 head -c 100000' sh "$RUN" \
+    >"$WORK/out" 2>"$WORK/err"
+rc2=$?
+[ "$rc1" = 0 ] && [ "$rc2" = 0 ] && [ "$(wc -c <"$WORK/out")" = 100000 ] &&
+    ok "endless stdin: the job ends when its ranks do" ||
+    fail "endless stdin: the job ends when its ranks do" "rc=$rc1 $rc2 bytes=$(wc -c <"$WORK/out")"
+
+# 22
+bounded sh -c 'ulimit -n 64 && exec "$0" -n 30 true' "$RUN"
+if [ "$rc" = 1 ] && [ "$(wc -l <"$WORK/err")" = 1 ] &&
+   grep -q '^cvia-run: -n 30 needs about [0-9]* open files, the limit is 64 (ulimit -n)$' "$WORK/err"; then
+    ok "too few file descriptors: one clear line, exit 1, no crash"
+else
+    fail "too few file descriptors: one clear line, exit 1, no crash" "rc=$rc" "$(cat "$WORK/err")"
+fi
+
+# 23
 left=$(ls -A "$TMPDIR")
 [ -z "$left" ] && ok "no socket directory left behind" ||
     fail "no socket directory left behind" "$left"

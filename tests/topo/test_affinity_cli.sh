@@ -70,7 +70,7 @@ one_line_error "unknown command: exit 2, one line naming it" 2 frobnicate
 bounded "$TOOL" -Z
 one_line_error "unknown option -Z: exit 2, one line naming it" 2 -- '-Z'
 bounded "$TOOL" --version
-check "--version prints corevia's version" "$([ "$rc" = 0 ] && grep -q 'corevia [0-9]' "$WORK/out"; echo $?)" "$(show)"
+check "--version prints corevia's version" "$([ "$rc" = 0 ] && grep -qx 'cvia-affinity (corevia) [0-9.]*' "$WORK/out"; echo $?)" "$(show)"
 
 # ---------------------------------------------------------------- usage errors
 

@@ -31,6 +31,7 @@
 #include "aff_stream.h"
 #include "aff_sys.h"
 #include "util/param.h"
+#include "boot/boot_env.h"
 
 #define SUB "stream"
 #define TAG_DATA 7             /* data messages, then one struct cs_end */
@@ -219,20 +220,22 @@ static void cs_recv(const struct aff_cstream_opts *o, const char *path, int json
 
 int aff_cstream_rank(const struct aff_cstream_opts *o, int json)
 {
-    const char *rs = getenv("CVIA_RANK"), *ss = getenv("CVIA_SIZE"), *cpus;
+    struct cvia_launch_env le = cvia__launch_env();   /* cvia-run, mpirun or srun */
+    const char *cpus;
     char path[256];
     int rank, rc;
 
-    if (!getenv("CVIA_BOOT_ADDR") || !rs || !ss) {
+    if (le.kind == CVIA_LAUNCHER_NONE || le.rank < 0) {
         aff_err(SUB, "--transport corevia is a job of two ranks: start it with cvia-run -n 2 "
-                "--hosts NS_SEND,NS_RECV (rank 0 sends, rank 1 receives)");
+                "--hosts NS_SEND,NS_RECV (rank 0 sends, rank 1 receives), or with mpirun "
+                "or srun --mpi=pmix on two hosts");
         return 2;
     }
-    if (strcmp(ss, "2")) {
-        aff_err(SUB, "--transport corevia: needs a job of 2 ranks, not %s", ss);
+    if (le.size >= 0 && le.size != 2) {
+        aff_err(SUB, "--transport corevia: needs a job of 2 ranks, not %d", le.size);
         return 2;
     }
-    rank = !strcmp(rs, "1");
+    rank = le.rank == 1;
     /* pinned before cvia_init, so that its buffers are first touched there */
     cpus = rank ? o->recv_cpus : o->send_cpus;
     if (cpus && (rc = aff_pin_self_list(cpus)) < 0)
@@ -241,6 +244,8 @@ int aff_cstream_rank(const struct aff_cstream_opts *o, int json)
     alarm((unsigned)ceil(o->timeout));
     if ((rc = cvia_init(NULL, NULL)))
         cs_fail("cvia_init: %s", cvia_strerror(rc));
+    if (cvia_size() != 2)
+        cs_fail("--transport corevia: needs a job of 2 ranks, not %d", cvia_size());
     if ((rc = cvia_peer_info(1 - rank, path, sizeof(path))) < 0)
         cs_fail("cvia_peer_info: %s", cvia_strerror(rc));
     if (!strncmp(path, "shm", 3)) {

@@ -76,7 +76,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
-        printf("cvia-affinity (corevia %s)\n", cvia_version());
+        printf("cvia-affinity (corevia) %s\n", cvia_version());
         return 0;
     }
     if (!strcmp(cmd, "topo"))

@@ -41,6 +41,7 @@
 #include "bench.h"
 #include "bench_mbw.h"
 #include "bench_mbw_int.h"
+#include "boot/boot_env.h"
 
 #define MBW_LARGE      8192         /* osu's LARGE_MESSAGE_SIZE */
 #define MBW_MAX_PAIRS  4096
@@ -70,8 +71,7 @@ static int mbw_rank = -1;
 
 static int mbw_rank0(void)
 {
-    const char *r = getenv("CVIA_RANK");
-    return !r || !strcmp(r, "0");
+    return cvia__launch_env().rank <= 0;
 }
 
 void mbw_usage(const char *fmt, ...)
@@ -629,7 +629,7 @@ int bench_mbw_main(int argc, char **argv)
     int rc, size;
 
     mbw_parse(argc, argv, &o);
-    if (o.plan || !getenv("CVIA_BOOT_ADDR")) {
+    if (o.plan || cvia__launch_env().kind == CVIA_LAUNCHER_NONE) {
         if (mbw_open_topo(&t, &T, source, sizeof(source), &plan.xml) < 0)
             return 1;
         if ((rc = mbw_plan_make(t, (int)o.pairs, o.pairing, o.cpus, &plan, err, sizeof(err)))) {
@@ -660,9 +660,15 @@ int bench_mbw_main(int argc, char **argv)
 
     /* a rank: pin first, so that what it allocates is placed from there */
     {
-        const char *r = getenv("CVIA_RANK"), *sz = getenv("CVIA_SIZE");
-        int nr = sz ? atoi(sz) : 0, me = r ? atoi(r) : 0;
+        struct cvia_launch_env le = cvia__launch_env();
+        int nr = le.size, me = le.rank > 0 ? le.rank : 0;
         cpu_set_t cs;
+        if (nr < 0 || le.rank < 0) {
+            fprintf(stderr, "cvia-bench: mbw: %s says this is a rank of a job, but not "
+                    "which rank of how many (%s)\n", le.var,
+                    le.rank < 0 ? "no rank" : "no OMPI_COMM_WORLD_SIZE or SLURM_STEP_NUM_TASKS");
+            return 2;
+        }
         if (nr != 2 * o.pairs) {
             if (me == 0)
                 fprintf(stderr, "cvia-bench: mbw: --pairs %ld needs %ld ranks, the job "

@@ -11,15 +11,16 @@
 #include <corevia/corevia.h>
 #include "util/param.h"
 #include "bench.h"
+#include "boot/boot_env.h"
 
 #define BENCH_MAX_SIZE     (1ul << 30)
 #define BENCH_MAX_SIZES    4096
 
-/* Before cvia_init(): under a launcher, only rank 0 speaks. */
+/* Before cvia_init(): under a launcher (cvia-run, mpirun, srun), only
+ * rank 0 speaks. */
 int bench_rank0(void)
 {
-    const char *r = getenv("CVIA_RANK");
-    return !r || !strcmp(r, "0");
+    return cvia__launch_env().rank <= 0;
 }
 
 void bench_usage_error(const char *fmt, ...)

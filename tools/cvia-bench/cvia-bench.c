@@ -25,6 +25,7 @@
 #include "util/param.h"
 #include "bench.h"
 #include "bench_mbw.h"
+#include "boot/boot_env.h"
 
 #define BENCH_LARGE        8192     /* OSU's LARGE_MESSAGE_SIZE */
 #define BENCH_ACK_LEN      4        /* osu_bw's reply */
@@ -652,7 +653,9 @@ int main(int argc, char **argv)
         free(o.sizes);
         return bench_rank0() ? bench_plan_print(o.placement, o.cpus) : 0;
     }
-    if (!getenv("CVIA_BOOT_ADDR")) {
+    /* started by cvia-run, mpirun or srun: a rank of that job, not a
+     * launcher of a nested one */
+    if (cvia__launch_env().kind == CVIA_LAUNCHER_NONE) {
         rc = bench_launch(argc, orig, &o);
         free(orig);
         free(o.sizes);
@@ -664,8 +667,8 @@ int main(int argc, char **argv)
 
     memset(&rep, 0, sizeof(rep));
     if (o.placement >= 0 || getenv(BENCH_ENV_CPUS)) {
-        const char *r = getenv("CVIA_RANK");
-        if ((rc = bench_plan_pin(o.placement, o.cpus, r ? atoi(r) : 0, &rep.plan))) {
+        int r = cvia__launch_env().rank;
+        if ((rc = bench_plan_pin(o.placement, o.cpus, r > 0 ? r : 0, &rep.plan))) {
             free(o.sizes);
             return rc;
         }

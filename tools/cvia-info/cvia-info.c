@@ -3,13 +3,29 @@
 /* cvia-info: what corevia is built with and how it is configured: version,
  * providers and their state, every CVIA_* variable, the topology, and
  * clean-up of segments left by dead processes. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include <hwloc.h>
+#if CVIA_FEATURE_PMIX
+#include <pmix.h>
+#endif
+#if defined(__has_include)
+#if __has_include(<linux/userfaultfd.h>)
+#include <linux/userfaultfd.h>
+#define INFO_HAVE_UFFD 1
+#endif
+#endif
 
 #include <corevia/corevia.h>
+#include "boot/boot_env.h"
 #include "prov/prov.h"
 #include "topo/topo.h"
 #include "util/log.h"
@@ -32,7 +48,8 @@ static void info_usage(FILE *f)
 "Show corevia's version, providers, configuration variables and topology.\n"
 "With no option, shows everything except the environment.\n"
 "\n"
-"  -v, --version      version only\n"
+"  -V, -v, --version  version, and the features this build has (PMIx, hwloc,\n"
+"                     numa, libfabric, userfaultfd: + or -, then one line each)\n"
 "  -l, --providers    providers and their state\n"
 "  -c, --config       every CVIA_* variable with its current value, as a\n"
 "                     config file (NAME=value lines)\n"
@@ -247,6 +264,91 @@ static void info_man(void)
     printf("# SEE ALSO\n\ncvia-info(1), cvia-run(1), cvia-bench(1)\n");
 }
 
+/* --version: the one format of every tool, then what this build can do.
+ * CVIA_FEATURE_* come from CMake (cvia-info's compile definitions). */
+#ifndef CVIA_FEATURE_PMIX
+#define CVIA_FEATURE_PMIX 0
+#endif
+#ifndef CVIA_FEATURE_FABRIC
+#define CVIA_FEATURE_FABRIC 0
+#endif
+static void info_version(void)
+{
+    char pmix[96], hw[96], numa[160], uffd[160];
+    int have_numa = 0, have_uffd = 0, nodes = 0;
+    unsigned api = hwloc_get_api_version();
+    hwloc_topology_t t;
+
+#if CVIA_FEATURE_PMIX
+    {
+        const char *v = PMIx_Get_version();    /* "OpenPMIx 4.2.2 (PMIx Standard: ...)" */
+        snprintf(pmix, sizeof(pmix), "%.*s: bootstrap under mpirun, prterun, srun --mpi=pmix",
+                 (int)strcspn(v, "("), v);
+        char *sp = strstr(pmix, " :");
+        if (sp)
+            memmove(sp, sp + 1, strlen(sp));
+    }
+#else
+    snprintf(pmix, sizeof(pmix), "built without libpmix: only cvia-run starts jobs");
+#endif
+    snprintf(hw, sizeof(hw), "hwloc %u.%u.%u at run time, built with API %u.%u.%u",
+             api >> 16, (api >> 8) & 0xff, api & 0xff, HWLOC_API_VERSION >> 16,
+             (HWLOC_API_VERSION >> 8) & 0xff, HWLOC_API_VERSION & 0xff);
+    if (hwloc_topology_init(&t) == 0) {
+        if (hwloc_topology_load(t) == 0)
+            nodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+        hwloc_topology_destroy(t);
+    }
+#if defined(SYS_mbind) && defined(SYS_move_pages)
+    have_numa = 1;
+    snprintf(numa, sizeof(numa), "memory tiers and segment placement by mbind(2), "
+             "accounting by move_pages(2); %d NUMA node(s) here", nodes);
+#else
+    snprintf(numa, sizeof(numa), "no mbind(2) on this architecture: placement is the kernel's");
+#endif
+#ifdef INFO_HAVE_UFFD
+    {
+        /* user-mode-only faults need no privilege; else the plain kind */
+        long fd = syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+        int e = errno;
+        if (fd < 0)
+            fd = syscall(SYS_userfaultfd, O_CLOEXEC), e = errno;
+        if (fd >= 0)
+            close((int)fd);
+        have_uffd = 1;
+        snprintf(uffd, sizeof(uffd), "<linux/userfaultfd.h> (bench/dsm's fault-cost "
+                 "comparison); kernel: %s%s", fd >= 0 ? "available" : "refused: ",
+                 fd >= 0 ? "" : strerror(e));
+    }
+#else
+    snprintf(uffd, sizeof(uffd), "no <linux/userfaultfd.h> at build time");
+#endif
+    printf("cvia-info (corevia) %s\n", cvia_version());
+    printf("features: %cpmix %chwloc %cnuma %clibfabric %cuserfaultfd\n",
+           CVIA_FEATURE_PMIX ? '+' : '-', '+', have_numa ? '+' : '-',
+           CVIA_FEATURE_FABRIC ? '+' : '-', have_uffd ? '+' : '-');
+    printf("  %-12s %-3s  %s\n", "pmix", CVIA_FEATURE_PMIX ? "yes" : "no", pmix);
+    printf("  %-12s %-3s  %s\n", "hwloc", "yes", hw);
+    printf("  %-12s %-3s  %s\n", "numa", have_numa ? "yes" : "no", numa);
+    printf("  %-12s %-3s  %s\n", "libfabric", CVIA_FEATURE_FABRIC ? "yes" : "no",
+           CVIA_FEATURE_FABRIC ? "the libfabric provider libcorevia-fi.so (FI_PROVIDER=corevia)" :
+           "built without libfabric-dev: no libfabric provider");
+    printf("  %-12s %-3s  %s\n", "userfaultfd", have_uffd ? "yes" : "no", uffd);
+}
+
+/* Which launcher this process is a rank of (-e and the full report). */
+static void info_launcher(void)
+{
+    struct cvia_launch_env le = cvia__launch_env();
+    static const char *const name[] = { "none (a job of one; tools start their own jobs)",
+                                        "cvia-run", "a PMIx launcher (mpirun, prterun, srun --mpi=pmix)" };
+
+    printf("launcher: %s", name[le.kind]);
+    if (le.kind != CVIA_LAUNCHER_NONE)
+        printf(", from %s; rank %d of %d (-1: known after cvia_init)", le.var, le.rank, le.size);
+    printf("\n");
+}
+
 static void info_json(void)
 {
     int bad = 0, first = 1;
@@ -316,9 +418,10 @@ int main(int argc, char **argv)
     const char *filter = NULL;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "vlcfCF:teh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "vVlcfCF:teh", opts, NULL)) != -1) {
         switch (c) {
-        case 'v': version = 1; break;
+        case 'v':
+        case 'V': version = 1; break;
         case 'l': prov = 1; break;
         case 'c': config = 1; break;
         case 'f': full = 1; break;
@@ -404,8 +507,10 @@ int main(int argc, char **argv)
         return rc;
     }
     any = version || prov || config || topo || env;
-    if (version || !any)
-        printf("%scorevia %s\n", any ? "" : "# ", cvia_version());
+    if (version)
+        info_version();
+    if (!any)
+        printf("# cvia-info (corevia) %s\n", cvia_version());
     if (prov || !any) {
         if (!any)
             printf("\n# providers\n");
@@ -425,6 +530,7 @@ int main(int argc, char **argv)
     }
     if (env) {
         printf("# environment\n");
+        info_launcher();
         info_env();
     }
     return rc;

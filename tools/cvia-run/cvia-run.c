@@ -49,7 +49,7 @@
 
 struct run_state run = {
     .bind = RUN_BIND_AUTO, .map = RUN_MAP_CYCLIC, .grace = RUN_GRACE_DFLT,
-    .lfd = -1, .sfd = -1,
+    .lfd = -1, .sfd = -1, .stdin_to = 0,
 };
 
 static double run_now(void)
@@ -159,6 +159,9 @@ static void run_help(void)
 "      --prefix      prefix every output line with \"[rank] \", or with\n"
 "                    \"[rank@host] \" under --hosts (default: off; output is\n"
 "                    still forwarded whole lines at a time)\n"
+"      --stdin WHO   which ranks read cvia-run's stdin: a rank number, all\n"
+"                    (each rank gets a copy) or none (/dev/null for every\n"
+"                    rank); the others get /dev/null (default: 0, as mpirun)\n"
 "  -h, --help        print this help and exit\n"
 "  -V, --version     print the version and exit\n"
 "\n"
@@ -170,7 +173,9 @@ static void run_help(void)
 "  CVIA_LOCAL_SIZE    ranks on its host (without --hosts: N)\n"
 "  CVIA_BOOT_ADDR     path of the launcher's unix socket\n"
 "  CVIA_JOBID         the job's random key, 16 lowercase hex digits\n"
-"Stdin of each rank is /dev/null.\n"
+"Stdin: forwarded to rank 0 (see --stdin) until it ends; a rank that exits\n"
+"or closes its stdin stops receiving it; the other ranks read /dev/null.\n"
+"Each option may be given once: a repeated one is a usage error.\n"
 "\n"
 "Environment read by cvia-run:\n"
 "  TMPDIR             where the private socket directory goes (default /tmp)\n"
@@ -193,14 +198,27 @@ static void run_parse_args(int argc, char **argv)
         { "timeout", required_argument, NULL, 't' },
         { "grace",   required_argument, NULL, 'g' },
         { "prefix",  no_argument,       NULL, 'p' },
+        { "stdin",   required_argument, NULL, 's' },
         { "help",    no_argument,       NULL, 'h' },
         { "version", no_argument,       NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
+    /* every option at most once: "-n 2 -n 3" is a mistake, not "3" */
+    static const char *const names[][2] = {
+        { "n", "-n/--np" }, { "H", "--hosts" }, { "m", "--map-by" }, { "b", "--bind" },
+        { "t", "--timeout" }, { "g", "--grace" }, { "p", "--prefix" }, { "s", "--stdin" },
+    };
+    const char *stdin_arg = NULL;
+    char seen[128] = { 0 };
     int c;
 
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:n:hV", opts, NULL)) != -1) {
+        if (c > 0 && c < (int)sizeof(seen) && c != ':' && c != '?' && seen[c]++) {
+            for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (names[i][0][0] == c)
+                    run_usage("option %s given more than once", names[i][1]);
+        }
         switch (c) {
         case 'n':
             if (!run_int_ok(optarg, 1, RUN_NP_MAX, &run.np))
@@ -235,6 +253,9 @@ static void run_parse_args(int argc, char **argv)
         case 'p':
             run.prefix = 1;
             break;
+        case 's':
+            stdin_arg = optarg;
+            break;
         case 'h':
             run_help();
             break;
@@ -254,6 +275,15 @@ static void run_parse_args(int argc, char **argv)
     if (optind >= argc)
         run_usage("no program given");
     run.argv = argv + optind;
+    if (!stdin_arg)
+        run.stdin_to = 0;
+    else if (!strcmp(stdin_arg, "none"))
+        run.stdin_to = RUN_STDIN_NONE;
+    else if (!strcmp(stdin_arg, "all"))
+        run.stdin_to = RUN_STDIN_ALL;
+    else if (!run_int_ok(stdin_arg, 0, run.np - 1, &run.stdin_to))
+        run_usage("invalid --stdin value '%s' (expected none, all or a rank 0..%d)",
+                  stdin_arg, run.np - 1);
 }
 
 /* The private directory (0700) and the listening socket inside it. */
@@ -287,6 +317,7 @@ static int run_setup(void)
     uint64_t id;
     sigset_t set;
     struct rlimit rl;
+    long need;
     int fd;
 
     /* 0, 1 and 2 open, so that no pipe we make lands there */
@@ -309,17 +340,24 @@ static int run_setup(void)
         run_msg("signalfd: %s", strerror(errno));
         return -1;
     }
-    /* each rank costs 3 descriptors here: socket and two pipes (and each
-     * host one, already open) */
+    /* each rank costs 3 descriptors here: socket and two pipes, a fourth
+     * if it reads our stdin (and each host one, already open) */
     getrlimit(RLIMIT_NOFILE, &run.nofile);
     rl = run.nofile;
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
+    need = (long)run.np * 3 + run.nhosts + 64 +
+           (run.stdin_to == RUN_STDIN_ALL ? run.np : run.stdin_to >= 0);
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        (rlim_t)run.np * 3 + (rlim_t)run.nhosts + 64 > rl.rlim_cur) {
-        run_msg("-n %d needs about %d file descriptors, the limit is %ju",
-                run.np, run.np * 3 + run.nhosts + 64, (uintmax_t)rl.rlim_cur);
+        (rlim_t)need > rl.rlim_cur) {
+        run_msg("-n %d needs about %ld open files, the limit is %ju (ulimit -n)",
+                run.np, need, (uintmax_t)rl.rlim_cur);
         return -1;
+    }
+    /* a background job reading a terminal gets EIO instead of stopping */
+    {
+        struct sigaction ign = { .sa_handler = SIG_IGN };
+        sigaction(SIGTTIN, &ign, &run.ttin);
     }
     if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id)) {
         run_msg("getrandom: %s", strerror(errno));
@@ -333,7 +371,7 @@ static int run_setup(void)
     }
     run_hosts_place();
     for (int r = 0; r < run.np; r++)
-        run.ranks[r].out.fd = run.ranks[r].err.fd = -1;
+        run.ranks[r].out.fd = run.ranks[r].err.fd = run.ranks[r].in_fd = -1;
     /* every host is a machine of its own with our CPUs (see --help) */
     run_get_cpus();
     if (run.bind == RUN_BIND_AUTO)
@@ -344,19 +382,19 @@ static int run_setup(void)
 
 /* --------------------------------------------------------------- spawning */
 
-static _Noreturn void run_child(int r, int out, int err)
+static _Noreturn void run_child(int r, int in, int out, int err)
 {
     const struct run_rank *rk = &run.ranks[r];
     char num[4][16];
     sigset_t none;
-    int fd;
 
     setpgid(0, 0);
     /* the launcher may have died before prctl: then getppid() changed */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != run.self)
         _exit(127);
-    if ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 || dup2(fd, 0) < 0 ||
-        dup2(out, 1) < 0 || dup2(err, 2) < 0)
+    if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+        _exit(127);
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
         _exit(127);
     run_host_enter(r);          /* from here on, we are on our host */
     snprintf(num[0], sizeof(num[0]), "%d", r);
@@ -381,6 +419,7 @@ static _Noreturn void run_child(int r, int out, int err)
     }
     setrlimit(RLIMIT_NOFILE, &run.nofile);
     signal(SIGPIPE, SIG_DFL);
+    sigaction(SIGTTIN, &run.ttin, NULL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     execvp(run.argv[0], run.argv);
@@ -391,23 +430,30 @@ static _Noreturn void run_child(int r, int out, int err)
 static int run_spawn(int r)
 {
     struct run_rank *rk = &run.ranks[r];
-    int out[2], err[2], e;
+    int out[2], err[2], in[2] = { -1, -1 }, e;
     pid_t pid;
 
-    if (pipe2(out, O_CLOEXEC))
+    if (run_stdin_gets(r) && pipe2(in, O_CLOEXEC))
         goto err_msg;
+    if (pipe2(out, O_CLOEXEC))
+        goto err_close_in;
     if (pipe2(err, O_CLOEXEC))
         goto err_close_out;
     pid = fork();
     if (pid < 0)
         goto err_close_err;
     if (pid == 0)
-        run_child(r, out[1], err[1]);
+        run_child(r, in[0], out[1], err[1]);
     setpgid(pid, pid);          /* also here: no window where killpg misses it */
     close(out[1]);
     close(err[1]);
     fcntl(out[0], F_SETFL, O_NONBLOCK);
     fcntl(err[0], F_SETFL, O_NONBLOCK);
+    if (in[0] >= 0) {
+        close(in[0]);
+        fcntl(in[1], F_SETFL, O_NONBLOCK);
+        rk->in_fd = in[1];
+    }
     rk->pid = pid;
     rk->alive = 1;
     rk->out = (struct run_stream){ .fd = out[0], .to = 1, .bol = 1 };
@@ -425,6 +471,13 @@ err_close_out:
     close(out[0]);
     close(out[1]);
     errno = e;
+err_close_in:
+    e = errno;
+    if (in[0] >= 0) {
+        close(in[0]);
+        close(in[1]);
+    }
+    errno = e;
 err_msg:
     run_msg("cannot start rank %d: %s", r, strerror(errno));
     return -1;
@@ -434,7 +487,8 @@ err_msg:
 
 static void run_killall(int sig)
 {
-    for (int r = 0; r < run.np; r++)
+    /* setup may have failed before the table existed (a low ulimit -n) */
+    for (int r = 0; run.ranks && r < run.np; r++)
         if (run.ranks[r].pid > 0)   /* never killpg(0): that is our own group */
             killpg(run.ranks[r].pid, sig);
 }
@@ -487,6 +541,7 @@ static void run_rank_exited(int r, const siginfo_t *si)
     if (rk->conn)
         run_conn_read(rk->conn);
     run_rank_drain(r);
+    run_stdin_close(r);
     if (!sig && si->si_status == 0) {
         if (rk->hello && !rk->fini) {
             snprintf(rk->event, sizeof(rk->event), "EXIT %d 0\n", r);
@@ -599,11 +654,12 @@ static int run_timers(void)
     return ms < 0 ? 0 : ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
-enum { RUN_PFD_SIG, RUN_PFD_LISTEN, RUN_PFD_CONN, RUN_PFD_OUT, RUN_PFD_ERR };
+enum { RUN_PFD_SIG, RUN_PFD_LISTEN, RUN_PFD_CONN, RUN_PFD_OUT, RUN_PFD_ERR, RUN_PFD_STDIN,
+       RUN_PFD_IN };
 
 static void run_loop(void)
 {
-    size_t cap = 2 + 3 * (size_t)run.np + (size_t)run.np + 32;
+    size_t cap = 3 + 4 * (size_t)run.np + (size_t)run.np + 32;
     struct pollfd *pfd = malloc(cap * sizeof(*pfd));
     struct { int kind, r; struct run_conn *c; } *tag = malloc(cap * sizeof(*tag));
     size_t n;
@@ -636,7 +692,11 @@ static void run_loop(void)
                 RUN_ADD(run.ranks[r].out.fd, POLLIN, RUN_PFD_OUT, r, NULL);
             if (run.ranks[r].err.fd >= 0)
                 RUN_ADD(run.ranks[r].err.fd, POLLIN, RUN_PFD_ERR, r, NULL);
+            if (run.ranks[r].in_fd >= 0 && run.ranks[r].in_off < run.inlen)
+                RUN_ADD(run.ranks[r].in_fd, POLLOUT, RUN_PFD_IN, r, NULL);
         }
+        if (run_stdin_want())
+            RUN_ADD(0, POLLIN, RUN_PFD_STDIN, -1, NULL);
         if (poll(pfd, (nfds_t)n, ms) < 0) {
             if (errno == EINTR)
                 continue;
@@ -651,6 +711,8 @@ static void run_loop(void)
             case RUN_PFD_LISTEN: run_accept(); break;
             case RUN_PFD_OUT:    run_stream_read(tag[i].r, &run.ranks[tag[i].r].out); break;
             case RUN_PFD_ERR:    run_stream_read(tag[i].r, &run.ranks[tag[i].r].err); break;
+            case RUN_PFD_STDIN:  run_stdin_read(); break;
+            case RUN_PFD_IN:     run_stdin_write(tag[i].r); break;
             case RUN_PFD_CONN:
                 if (pfd[i].revents & POLLOUT)
                     run_conn_flush(tag[i].c);
@@ -718,6 +780,7 @@ static void run_finish(void)
             run_stream_close(r, &rk->out);
         if (rk->err.fd >= 0)
             run_stream_close(r, &rk->err);
+        run_stdin_close(r);
     }
     if (run.ranks)
         run_cleanup_shm();
@@ -737,6 +800,7 @@ static void run_finish(void)
     run_hosts_close();
     free(run.ranks);
     free(run.cpus);
+    free(run.inbuf);
 }
 
 int main(int argc, char **argv)

@@ -11,6 +11,7 @@
 #ifndef CVIA_RUN_H
 #define CVIA_RUN_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -25,10 +26,12 @@
 #define RUN_TERM_WAIT  2.0     /* SIGTERM -> SIGKILL */
 #define RUN_KILL_WAIT  3.0     /* SIGKILL -> give up waiting */
 #define RUN_GRACE_DFLT 5.0
+#define RUN_INBUF      65536   /* stdin is forwarded a chunk of this at a time */
 
 enum { RUN_BIND_AUTO = -1, RUN_BIND_NONE, RUN_BIND_CORE };
 enum { RUN_MAP_CYCLIC, RUN_MAP_BLOCK };
 enum { RUN_RUNNING, RUN_GRACE, RUN_TERM, RUN_KILL };
+enum { RUN_STDIN_NONE = -2, RUN_STDIN_ALL = -1 };   /* else: the one rank that gets it */
 
 struct run_stream {             /* one output pipe of one rank */
     int    fd;                  /* read end; -1 once closed */
@@ -57,6 +60,8 @@ struct run_rank {
     char   event[48];           /* EXIT/KILLED line sent about it, for late HELLOs */
     struct run_conn  *conn;
     struct run_stream out, err;
+    int    in_fd;               /* write end of its stdin pipe; -1: none or closed */
+    size_t in_off;              /* bytes of run.inbuf it has been given */
 };
 
 /* A "host": a network namespace. Without --hosts there is one, the
@@ -69,6 +74,7 @@ struct run_host {
 
 struct run_state {
     int     np, bind, prefix, map;
+    int     stdin_to;           /* RUN_STDIN_NONE, RUN_STDIN_ALL or a rank */
     double  timeout, grace;
     char  **argv;
     const char *hosts_arg;      /* --hosts, until run_hosts_open() */
@@ -80,6 +86,7 @@ struct run_state {
     pid_t   self;
     char    jobid[17];
     struct rlimit nofile;       /* as inherited, restored in ranks */
+    struct sigaction ttin;      /* SIGTTIN as inherited, restored in ranks */
     int    *cpus, ncpus;
     struct run_rank *ranks;
     int     nalive, nanon;
@@ -88,6 +95,9 @@ struct run_state {
     double  job_deadline, phase_deadline;
     int     fence_count;        /* ranks in the current fence; 0 after each FENCED */
     void   *kv;
+    char   *inbuf;              /* the chunk of our stdin being handed out */
+    size_t  inlen;
+    int     in_eof;             /* stdin ended (or nobody is left to read it) */
 };
 
 extern struct run_state run;
@@ -110,6 +120,11 @@ void run_hosts_close(void);
 void run_stream_read(int r, struct run_stream *s);
 void run_stream_close(int r, struct run_stream *s);
 void run_rank_drain(int r);
+int  run_stdin_gets(int r);         /* does rank r's stdin come from ours? */
+int  run_stdin_want(void);          /* poll our stdin for reading? */
+void run_stdin_read(void);
+void run_stdin_write(int r);
+void run_stdin_close(int r);
 
 /* run_kv.c */
 void run_send(struct run_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

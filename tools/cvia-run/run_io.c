@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
-/* cvia-run: forwarding the ranks' output. Each rank's stdout and stderr
- * come through a pipe of their own; whole lines are forwarded at a time,
- * so lines of different ranks never mix mid-line. */
+/* cvia-run: forwarding the ranks' output, and our stdin to them. Each
+ * rank's stdout and stderr come through a pipe of their own; whole lines
+ * are forwarded at a time, so lines of different ranks never mix mid-line.
+ * Our stdin goes to rank 0 (--stdin: one rank, all, none) through a pipe
+ * per receiving rank, a chunk at a time: the next chunk is read only when
+ * every receiver took the last one, so a rank that does not read holds the
+ * others back once its pipe is full (as under mpirun), and a rank that
+ * exits or closes its stdin drops out. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -121,3 +126,93 @@ void run_rank_drain(int r)
     }
 }
 
+
+/* ------------------------------------------------------------------ stdin */
+
+int run_stdin_gets(int r)
+{
+    return run.stdin_to == RUN_STDIN_ALL || run.stdin_to == r;
+}
+
+static int run_stdin_pending(int r)
+{
+    const struct run_rank *rk = &run.ranks[r];
+    return rk->in_fd >= 0 && rk->in_off < run.inlen;
+}
+
+/* The chunk is handed out: the next one may be read. Nobody left to read
+ * it: stop reading stdin at all. */
+int run_stdin_want(void)
+{
+    int open = 0;
+
+    if (run.in_eof || !run.ranks)
+        return 0;
+    for (int r = 0; r < run.np; r++) {
+        if (run_stdin_pending(r))
+            return 0;
+        open |= run.ranks[r].in_fd >= 0;
+    }
+    if (!open)
+        run.in_eof = 1;         /* every receiver has gone: leave stdin alone */
+    return !run.in_eof;
+}
+
+void run_stdin_close(int r)
+{
+    struct run_rank *rk = &run.ranks[r];
+
+    if (rk->in_fd >= 0)
+        close(rk->in_fd);
+    rk->in_fd = -1;
+}
+
+/* As much of the chunk as rank r's pipe takes now; the rest at POLLOUT. */
+void run_stdin_write(int r)
+{
+    struct run_rank *rk = &run.ranks[r];
+
+    while (run_stdin_pending(r)) {
+        ssize_t w = write(rk->in_fd, run.inbuf + rk->in_off, run.inlen - rk->in_off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN)
+            return;
+        if (w < 0) {            /* EPIPE: it closed its stdin or exited */
+            run_stdin_close(r);
+            return;
+        }
+        rk->in_off += (size_t)w;
+    }
+}
+
+/* poll() said our stdin is readable: one chunk, handed to every receiver
+ * still there; end of input (or an error: EIO from a terminal we are in
+ * the background of) closes their pipes, so they see end of file. */
+void run_stdin_read(void)
+{
+    ssize_t n;
+
+    if (!run.inbuf && !(run.inbuf = malloc(RUN_INBUF))) {
+        run_msg("out of memory: stdin is not forwarded");
+        n = 0;
+    } else {
+        do
+            n = read(0, run.inbuf, RUN_INBUF);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && errno == EAGAIN)
+            return;
+    }
+    if (n <= 0) {
+        run.in_eof = 1;
+        run.inlen = 0;
+        for (int r = 0; r < run.np; r++)
+            run_stdin_close(r);
+        return;
+    }
+    run.inlen = (size_t)n;
+    for (int r = 0; r < run.np; r++) {
+        run.ranks[r].in_off = 0;
+        run_stdin_write(r);
+    }
+}

@@ -19,8 +19,13 @@ int main(int argc, char **argv)
         printf("Usage: cvia-strerror CODE...\n"
                "Print the name and meaning of corevia error codes (the sign is "
                "ignored: -257 and 257 are CVIA_ENOPEER).\n"
-               "  -l, --list   list corevia's own codes\n"
-               "  -h, --help   this help\n");
+               "  -l, --list     list corevia's own codes\n"
+               "  -h, --help     this help\n"
+               "  -V, --version  print the version and exit\n");
+        return 0;
+    }
+    if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+        printf("cvia-strerror (corevia) %s\n", cvia_version());
         return 0;
     }
     if (!strcmp(argv[1], "-l") || !strcmp(argv[1], "--list")) {
