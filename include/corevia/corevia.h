@@ -70,6 +70,28 @@ CVIA_API const char *cvia_version(void);
  */
 CVIA_API int cvia_init(int *argc, char ***argv);
 
+/** Thread levels, as MPI's (the values are ordered). */
+enum {
+    CVIA_THREAD_SINGLE = 0,     /**< one thread in the process */
+    CVIA_THREAD_FUNNELED = 1,   /**< only the initializing thread calls corevia */
+    CVIA_THREAD_SERIALIZED = 2, /**< any thread, never two at once */
+    CVIA_THREAD_MULTIPLE = 3,   /**< any thread, at any time */
+};
+
+/**
+ * cvia_init() with a thread level: @p required is one of CVIA_THREAD_*,
+ * and the level granted is stored in @p provided (may be NULL). Below
+ * CVIA_THREAD_MULTIPLE the message path takes no lock and makes no atomic
+ * read-modify-write; the application keeps its promise (CVIA_THREAD_CHECK
+ * detects a broken one). cvia_init() is cvia_init_thread() at
+ * CVIA_THREAD_MULTIPLE. Returns -EINVAL for an unknown level, else as
+ * cvia_init().
+ */
+CVIA_API int cvia_init_thread(int *argc, char ***argv, int required, int *provided);
+
+/** The level cvia_init_thread() granted, or -::CVIA_ENOINIT. */
+CVIA_API int cvia_query_thread(void);
+
 /** Synchronize with every rank, then release every resource. Outstanding
  *  requests are cancelled. Returns the first error met (resources are
  *  released all the same). */

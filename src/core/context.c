@@ -4,6 +4,7 @@
  * with its liveness checks, barrier and the public entry points. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -175,12 +176,12 @@ void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block)
     } else {
         idle_block(c);
     }
-    if ((s & 31) == 0 && cvia_spin_trylock(&c->slow_lock)) {
+    if ((s & 31) == 0 && cvia_mlock_trylock(&c->slow_lock)) {
         if (t >= c->next_check) {
             c->next_check = t + c->cfg.liveness;
             check_liveness(c);
         }
-        cvia_spin_unlock(&c->slow_lock);
+        cvia_mlock_unlock(&c->slow_lock);
     }
 }
 
@@ -255,6 +256,16 @@ static void close_providers(struct cvia_ctx *c, int clean)
 
 int cvia_init(int *argc, char ***argv)
 {
+    return cvia_init_thread(argc, argv, CVIA_THREAD_MULTIPLE, NULL);
+}
+
+int cvia_query_thread(void)
+{
+    return cvia__ctx.initialized ? cvia__ctx.thread_level : -CVIA_ENOINIT;
+}
+
+int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
+{
     struct cvia_ctx *c = &cvia__ctx;
     int rc;
 
@@ -262,11 +273,18 @@ int cvia_init(int *argc, char ***argv)
     (void)argv;
     if (c->initialized)
         return -EALREADY;
+    if (required < CVIA_THREAD_SINGLE || required > CVIA_THREAD_MULTIPLE)
+        return -EINVAL;
     memset(c, 0, sizeof(*c));
     rc = core_load_config(c);
     if (rc)
         return rc;
     cvia__param_check_unknown(NULL);
+    /* every level is granted as asked; the locks made from here on follow it */
+    c->thread_level = required;
+    cvia__mlock_set_level(required, c->cfg.thread_check);
+    if (provided)
+        *provided = required;
 
     if (pre_boot) {   /* cvia_job_info() connected already */
         c->boot = pre_boot;
@@ -288,10 +306,10 @@ int cvia_init(int *argc, char ***argv)
     }
     if ((rc = find_host_peers(c)))
         goto err_free;
-    cvia_spin_init(&c->lock);
-    cvia_spin_init(&c->slow_lock);
-    cvia_spin_init(&c->mr_lock);
-    cvia_spin_init(&c->imm_lock);
+    cvia_mlock_init(&c->lock);
+    cvia_mlock_init(&c->slow_lock);
+    cvia_mlock_init(&c->mr_lock);
+    cvia_mlock_init(&c->imm_lock);
     c->up.core = c;
     c->up.match = cvia__core_match;
     c->up.complete = cvia__core_complete;
@@ -352,6 +370,7 @@ err_free:
     free(c->same_host);
     cvia__boot_close(c->boot);
     memset(c, 0, sizeof(*c));
+    cvia__mlock_mode = CVIA_MLOCK_ON;
     return rc;
 }
 
@@ -563,9 +582,9 @@ int cvia_peer_alive(int peer)
     CHECK_INIT(c);
     if (peer < 0 || peer >= c->size)
         return -EINVAL;
-    cvia_spin_lock(&c->lock);
+    cvia_mlock_lock(&c->lock);
     lost = c->peer_lost[peer];
-    cvia_spin_unlock(&c->lock);
+    cvia_mlock_unlock(&c->lock);
     return !lost;
 }
 
@@ -611,13 +630,13 @@ int cvia_check_peers(void)
     int lost;
 
     CHECK_INIT(c);
-    cvia_spin_lock(&c->slow_lock);
+    cvia_mlock_lock(&c->slow_lock);
     c->next_check = now_s() + c->cfg.liveness;
     check_liveness(c);
-    cvia_spin_unlock(&c->slow_lock);
-    cvia_spin_lock(&c->lock);
+    cvia_mlock_unlock(&c->slow_lock);
+    cvia_mlock_lock(&c->lock);
     lost = c->nlost;
-    cvia_spin_unlock(&c->lock);
+    cvia_mlock_unlock(&c->lock);
     return lost;
 }
 
@@ -675,6 +694,7 @@ int cvia_finalize(void)
     free(c->peer_lost);
     free(c->same_host);
     memset(c, 0, sizeof(*c));
+    cvia__mlock_mode = CVIA_MLOCK_ON;
     cvia__log_set_rank(-1);
     return rc;
 }

@@ -9,7 +9,7 @@
 
 #include <corevia/corevia.h>
 #include "prov/prov.h"
-#include "util/lock.h"
+#include "util/mlock.h"
 
 #define CVIA_MAX_PROV 8
 
@@ -49,6 +49,7 @@ struct cvia_core_cfg {
     double boot_timeout;
     double liveness;
     int    net;                /* index in cvia__net_names */
+    int    thread_check;       /* CVIA_THREAD_CHECK */
 };
 
 /* CVIA_NET values: the provider for ranks on other hosts. */
@@ -64,12 +65,13 @@ struct cvia_mr {
 
 struct cvia_ctx {
     int      initialized;
+    int      thread_level;     /* CVIA_THREAD_*, as provided */
     /* Locks, in the order they may nest: provider locks, then lock, then
      * mr_lock or imm_lock. The core never calls a provider with one held. */
-    cvia_spinlock_t lock;      /* posted, unexp, free_reqs, peer_lost, nlost */
-    cvia_spinlock_t slow_lock; /* liveness checks (boot socket is not shared) */
-    cvia_spinlock_t mr_lock;   /* mrs */
-    cvia_spinlock_t imm_lock;  /* imm queue */
+    cvia_mlock_t lock;      /* posted, unexp, free_reqs, peer_lost, nlost */
+    cvia_mlock_t slow_lock; /* liveness checks (boot socket is not shared) */
+    cvia_mlock_t mr_lock;   /* mrs */
+    cvia_mlock_t imm_lock;  /* imm queue */
     int      rank, size;
     uint64_t jobid;
     struct cvia_boot *boot;

@@ -38,6 +38,13 @@ static const struct cvia_param core_params[] = {
       "Provider for ranks on other hosts (another boot, or another network "
       "namespace); ranks on this host always use shm.",
       0, 0, cvia__net_names },
+    { "THREAD_CHECK", "no", CVIA_PARAM_BOOL, offsetof(struct cvia_core_cfg, thread_check),
+      "Check the thread level given to cvia_init_thread: below "
+      "CVIA_THREAD_MULTIPLE, two threads found inside corevia at once (or, at "
+      "single and funneled, a call from a thread other than the initializing "
+      "one) print an error naming the level and abort. Costs one atomic "
+      "exchange per lock; at CVIA_THREAD_MULTIPLE it changes nothing.",
+      0, 0, NULL },
     { "LIVENESS_INTERVAL", "20ms", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, liveness),
       "How often an idle waiter checks whether its peers are still alive; a dead "
       "peer is reported within about this time.",

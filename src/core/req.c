@@ -55,9 +55,9 @@ struct cvia_req *cvia__req_alloc(struct cvia_ctx *c)
 {
     struct cvia_req *r;
 
-    cvia_spin_lock(&c->lock);
+    cvia_mlock_lock(&c->lock);
     r = req_alloc_locked(c);
-    cvia_spin_unlock(&c->lock);
+    cvia_mlock_unlock(&c->lock);
     if (!r && !(r = malloc(sizeof(*r))))
         return NULL;
     memset(r, 0, sizeof(*r));
@@ -67,10 +67,10 @@ struct cvia_req *cvia__req_alloc(struct cvia_ctx *c)
 void cvia__req_free(struct cvia_ctx *c, struct cvia_req *r)
 {
     r->kind = 0;
-    cvia_spin_lock(&c->lock);
+    cvia_mlock_lock(&c->lock);
     r->next = c->free_reqs;
     c->free_reqs = r;
-    cvia_spin_unlock(&c->lock);
+    cvia_mlock_unlock(&c->lock);
 }
 
 void cvia__req_pool_fini(struct cvia_ctx *c)
@@ -159,16 +159,16 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
     struct cvia_req *r, *u;
     void *buf = NULL;
 
-    cvia_spin_lock(&c->lock);
+    cvia_mlock_lock(&c->lock);
     for (r = c->posted.head; r; r = r->next) {
         if (match_recv(r, src, ctx, tag)) {
             q_remove(&c->posted, r);
-            cvia_spin_unlock(&c->lock);
+            cvia_mlock_unlock(&c->lock);
             return match_posted(r, src, tag, msg_len, flags, cookie);
         }
     }
     u = req_alloc_locked(c);
-    cvia_spin_unlock(&c->lock);
+    cvia_mlock_unlock(&c->lock);
     /* nobody can take an unexpected entry before it is queued: allocate
      * outside the lock, then queue (a receive posted in between checks the
      * unexpected queue after the posted one, under the lock, so it cannot
@@ -205,20 +205,20 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
         }
         u->x.buf = buf;
     }
-    cvia_spin_lock(&c->lock);
+    cvia_mlock_lock(&c->lock);
     /* a receive may have been posted while we allocated */
     for (r = c->posted.head; r; r = r->next) {
         if (match_recv(r, src, ctx, tag)) {
             q_remove(&c->posted, r);
             u->next = c->free_reqs;      /* give the entry back */
             c->free_reqs = u;
-            cvia_spin_unlock(&c->lock);
+            cvia_mlock_unlock(&c->lock);
             free(buf);
             return match_posted(r, src, tag, msg_len, flags, cookie);
         }
     }
     q_push(&c->unexp, u);
-    cvia_spin_unlock(&c->lock);
+    cvia_mlock_unlock(&c->lock);
     return (flags & CVIA_MATCH_RNDV) ? NULL : &u->x;
 }
 
@@ -233,15 +233,15 @@ void cvia__core_complete(void *core, struct cvia_xfer *x, int status)
     }
     if (r->nomem == 2)   /* the static sink */
         return;
-    cvia_spin_lock(&c->lock);
+    cvia_mlock_lock(&c->lock);
     partner = r->partner;
     if (!partner) {
         r->status = status;          /* waits in the unexpected queue */
         atomic_store_explicit(&r->complete, 1, memory_order_release);
-        cvia_spin_unlock(&c->lock);
+        cvia_mlock_unlock(&c->lock);
         return;
     }
-    cvia_spin_unlock(&c->lock);
+    cvia_mlock_unlock(&c->lock);
     unexp_deliver(c, partner, r, status);
 }
 
@@ -252,9 +252,9 @@ void cvia__core_peer_lost(void *core, int peer, int err)
 
     if (peer < 0 || peer >= c->size)
         return;
-    cvia_spin_lock(&c->lock);
+    cvia_mlock_lock(&c->lock);
     if (c->peer_lost[peer]) {
-        cvia_spin_unlock(&c->lock);
+        cvia_mlock_unlock(&c->lock);
         return;
     }
     c->peer_lost[peer] = 1;
@@ -267,7 +267,7 @@ void cvia__core_peer_lost(void *core, int peer, int err)
             failed = r;
         }
     }
-    cvia_spin_unlock(&c->lock);
+    cvia_mlock_unlock(&c->lock);
     for (r = failed; r; r = next) {
         next = r->next;
         r->next = NULL;
@@ -336,14 +336,14 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
     r->tag_want = tag;
     *req_p = r;
 
-    cvia_spin_lock(&c->lock);
+    cvia_mlock_lock(&c->lock);
     for (u = c->unexp.head; u; u = u->next)
         if (match_recv(r, u->x.peer, u->x.ctx, u->x.tag))
             break;
     if (u) {
         q_remove(&c->unexp, u);
         if (cvia__req_done(u)) {
-            cvia_spin_unlock(&c->lock);
+            cvia_mlock_unlock(&c->lock);
             unexp_deliver(c, r, u, u->status);
             return 0;
         }
@@ -357,21 +357,21 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
             u->x.buf = buf;
             u->x.len = cap;
             u->direct = 1;
-            cvia_spin_unlock(&c->lock);
+            cvia_mlock_unlock(&c->lock);
             int pi = c->peer_prov[u->x.peer];
             int rc = c->prov[pi].desc->ops->rndv_start(c->prov[pi].ep, &u->x);
             if (rc)
                 cvia__core_complete(c, &u->x, rc);
             return 0;
         }
-        cvia_spin_unlock(&c->lock);
+        cvia_mlock_unlock(&c->lock);
         return 0;
     }
     lost = (src >= 0 && c->peer_lost[src]) ||
            (src == CVIA_ANY_SOURCE && c->nlost);
     if (!lost)
         q_push(&c->posted, r);
-    cvia_spin_unlock(&c->lock);
+    cvia_mlock_unlock(&c->lock);
     if (lost)
         req_done(r, c->aborted ? -CVIA_EABORT : -CVIA_ENOPEER);
     return 0;
@@ -396,12 +396,12 @@ int cvia__cancel(struct cvia_ctx *c, struct cvia_req *r)
 
     if (r->kind != CVIA_REQ_RECV)
         return -EBUSY;
-    cvia_spin_lock(&c->lock);
+    cvia_mlock_lock(&c->lock);
     for (p = c->posted.head; p && p != r; p = p->next)
         ;
     if (p)   /* not matched: nobody else will touch it */
         q_remove(&c->posted, r);
-    cvia_spin_unlock(&c->lock);
+    cvia_mlock_unlock(&c->lock);
     if (!p)
         return -EBUSY;
     cvia__req_free(c, r);

@@ -28,14 +28,14 @@ int cvia__core_mr_check(void *core, uint64_t key, uint64_t addr, size_t len,
 
     if (!idx)
         return -EACCES;
-    cvia_spin_lock(&c->mr_lock);
+    cvia_mlock_lock(&c->mr_lock);
     if (idx <= c->mr_cap && c->mrs[idx - 1]) {
         const struct cvia_mr *m = c->mrs[idx - 1];
         if (m->key == key && (m->access & access) == access &&
             range_inside(addr, len, m->addr, m->len))
             rc = 0;
     }
-    cvia_spin_unlock(&c->mr_lock);
+    cvia_mlock_unlock(&c->mr_lock);
     return rc;
 }
 
@@ -45,20 +45,20 @@ void cvia__core_imm(void *core, int src, uint64_t imm, uint64_t key,
     struct cvia_ctx *c = core;
     cvia_imm_event_t ev = { .source = src, .imm = imm, .key = key, .len = len };
 
-    cvia_spin_lock(&c->mr_lock);
+    cvia_mlock_lock(&c->mr_lock);
     {
         uint32_t idx = (uint32_t)(key & 0xffffffffu);
         if (idx && idx <= c->mr_cap && c->mrs[idx - 1] && c->mrs[idx - 1]->key == key)
             ev.off = addr - c->mrs[idx - 1]->addr;
     }
-    cvia_spin_unlock(&c->mr_lock);
+    cvia_mlock_unlock(&c->mr_lock);
 
-    cvia_spin_lock(&c->imm_lock);
+    cvia_mlock_lock(&c->imm_lock);
     if (c->imm_len == c->imm_cap) {
         size_t cap = c->imm_cap ? c->imm_cap * 2 : 64;
         cvia_imm_event_t *q = malloc(cap * sizeof(*q));
         if (!q) {
-            cvia_spin_unlock(&c->imm_lock);
+            cvia_mlock_unlock(&c->imm_lock);
             cvia_error(CORE, "out of memory: immediate event from rank %d lost", src);
             return;
         }
@@ -71,7 +71,7 @@ void cvia__core_imm(void *core, int src, uint64_t imm, uint64_t key,
     }
     c->imm[(c->imm_head + c->imm_len) % c->imm_cap] = ev;
     c->imm_len++;
-    cvia_spin_unlock(&c->imm_lock);
+    cvia_mlock_unlock(&c->imm_lock);
 }
 
 void cvia__rma_fini(struct cvia_ctx *c)
@@ -99,14 +99,14 @@ int cvia_mr_reg(void *buf, size_t len, unsigned access, cvia_mr_t *mr_p)
         return -EINVAL;
     if (!(m = calloc(1, sizeof(*m))))
         return -ENOMEM;
-    cvia_spin_lock(&c->mr_lock);
+    cvia_mlock_lock(&c->mr_lock);
     for (idx = 0; idx < c->mr_cap && c->mrs[idx]; idx++)
         ;
     if (idx == c->mr_cap) {
         uint32_t cap = c->mr_cap ? c->mr_cap * 2 : 16;
         struct cvia_mr **t = realloc(c->mrs, cap * sizeof(*t));
         if (!t) {
-            cvia_spin_unlock(&c->mr_lock);
+            cvia_mlock_unlock(&c->mr_lock);
             free(m);
             return -ENOMEM;
         }
@@ -122,7 +122,7 @@ int cvia_mr_reg(void *buf, size_t len, unsigned access, cvia_mr_t *mr_p)
     m->access = access;
     m->index = idx;
     c->mrs[idx] = m;
-    cvia_spin_unlock(&c->mr_lock);
+    cvia_mlock_unlock(&c->mr_lock);
 
     for (int i = 0; i < c->nprov && !rc; i++)
         rc = c->prov[i].desc->ops->mr_reg(c->prov[i].ep, m->key, buf, len, access);
@@ -154,13 +154,13 @@ int cvia_mr_dereg(cvia_mr_t mr)
     CHECK_INIT(c);
     if (!mr)
         return -EINVAL;
-    cvia_spin_lock(&c->mr_lock);
+    cvia_mlock_lock(&c->mr_lock);
     if (mr->index >= c->mr_cap || c->mrs[mr->index] != mr) {
-        cvia_spin_unlock(&c->mr_lock);
+        cvia_mlock_unlock(&c->mr_lock);
         return -EINVAL;
     }
     c->mrs[mr->index] = NULL;
-    cvia_spin_unlock(&c->mr_lock);
+    cvia_mlock_unlock(&c->mr_lock);
     for (int i = 0; i < c->nprov; i++)
         c->prov[i].desc->ops->mr_dereg(c->prov[i].ep, mr->key);
     free(mr);
@@ -227,18 +227,18 @@ int cvia_imm_poll(cvia_imm_event_t *ev, int max)
     CHECK_INIT(c);
     if (max < 0 || (!ev && max))
         return -EINVAL;
-    cvia_spin_lock(&c->imm_lock);
+    cvia_mlock_lock(&c->imm_lock);
     int empty = c->imm_len == 0;
-    cvia_spin_unlock(&c->imm_lock);
+    cvia_mlock_unlock(&c->imm_lock);
     if (empty)
         cvia__progress(c);
-    cvia_spin_lock(&c->imm_lock);
+    cvia_mlock_lock(&c->imm_lock);
     while (n < max && c->imm_len) {
         ev[n++] = c->imm[c->imm_head];
         c->imm_head = (c->imm_head + 1) % c->imm_cap;
         c->imm_len--;
     }
-    cvia_spin_unlock(&c->imm_lock);
+    cvia_mlock_unlock(&c->imm_lock);
     return n;
 }
 

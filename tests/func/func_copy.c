@@ -6,6 +6,7 @@
  * case runs once per path; `paths` prints which path it measured. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <corevia/corevia.h>
+#include "thread_level.h"
 #include "pattern.h"
 
 static int rank, size;
@@ -189,8 +191,30 @@ static void case_efault(void)
 }
 
 /* Several threads per rank send and receive at once, each on its own tag,
- * eager and rendezvous sizes mixed. */
+ * eager and rendezvous sizes mixed. Below CVIA_THREAD_MULTIPLE the threads
+ * keep the promise of CVIA_THREAD_SERIALIZED: each call under one mutex,
+ * waits by cvia_test (FUNC_NO_MUTEX=1 breaks the promise on purpose). */
 #define NTHREADS 4
+static pthread_mutex_t ser = PTHREAD_MUTEX_INITIALIZER;
+static int serialize;
+
+#define SER(call) ({ int ser_rc_;                                   \
+        if (serialize) pthread_mutex_lock(&ser);                \
+        ser_rc_ = (call);                                           \
+        if (serialize) pthread_mutex_unlock(&ser);              \
+        ser_rc_; })
+
+static int ser_wait(cvia_req_t *req, cvia_status_t *st)
+{
+    int done = 0, rc;
+
+    if (!serialize && cvia_query_thread() == CVIA_THREAD_MULTIPLE)
+        return cvia_wait(req, st);
+    while (!(rc = SER(cvia_test(req, &done, st))) && !done)
+        sched_yield();
+    return rc;
+}
+
 static void *thread_body(void *arg)
 {
     int t = (int)(intptr_t)arg, to = (rank + 1) % size, from = (rank - 1 + size) % size;
@@ -203,10 +227,10 @@ static void *thread_body(void *arg)
         cvia_req_t rr, sr;
         cvia_status_t st;
         fill(s, len, seed_of(rank * 16 + t, len, it));
-        CHECK_RC(cvia_irecv(r, max, from, 100 + t, &rr));
-        CHECK_RC(cvia_isend(s, len, to, 100 + t, &sr));
-        CHECK_RC(cvia_wait(&sr, NULL));
-        CHECK_RC(cvia_wait(&rr, &st));
+        CHECK_RC(SER(cvia_irecv(r, max, from, 100 + t, &rr)));
+        CHECK_RC(SER(cvia_isend(s, len, to, 100 + t, &sr)));
+        CHECK_RC(ser_wait(&sr, NULL));
+        CHECK_RC(ser_wait(&rr, &st));
         if (st.len != len || verify(r, len, seed_of(from * 16 + t, len, it)) != (size_t)-1)
             FAIL("thread %d iteration %u: %zu bytes corrupted", t, it, len);
     }
@@ -218,6 +242,8 @@ static void *thread_body(void *arg)
 static void case_threads(void)
 {
     pthread_t th[NTHREADS];
+
+    serialize = cvia_query_thread() < CVIA_THREAD_MULTIPLE && !getenv("FUNC_NO_MUTEX");
     for (int t = 0; t < NTHREADS; t++)
         pthread_create(&th[t], NULL, thread_body, (void *)(intptr_t)t);
     for (int t = 0; t < NTHREADS; t++)
@@ -373,7 +399,7 @@ int main(int argc, char **argv)
          * reached by a tracer with CAP_SYS_PTRACE; run.sh drops it) */
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
-    if ((rc = cvia_init(&argc, &argv))) {
+    if ((rc = func_init(&argc, &argv))) {
         fprintf(stderr, "func_copy: cvia_init: %s\n", cvia_strerror(rc));
         return 1;
     }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <corevia/corevia.h>
+#include "thread_level.h"
 
 static int rank, size;
 
@@ -575,7 +576,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "api"))
         return case_api();
-    if ((rc = cvia_init(&argc, &argv))) {
+    if ((rc = func_init(&argc, &argv))) {
         fprintf(stderr, "func_p2p: cvia_init: %s\n", cvia_strerror(rc));
         return 1;
     }

@@ -245,8 +245,8 @@ static void ep_setup(struct dg_ep *ep, uint8_t conf)
                                      &ep->faults), "fault spec");
         ep->has_faults = 1;
     }
-    cvia_spin_init(&ep->qlock);
-    cvia_spin_init(&ep->busy);
+    cvia_mlock_init(&ep->qlock);
+    cvia_mlock_init(&ep->busy);
     CHECK(!cvia__dg_ep_alloc(ep) && !cvia__dg_ep_segment(ep, segs[(conf >> 2) & 3]),
           "out of memory");
     ep->now = fz_clock;
@@ -283,13 +283,13 @@ static void invariants(const struct dg_ep *ep)
 
 static void run_engine(struct dg_ep *ep)
 {
-    if (!cvia_spin_trylock(&ep->busy))
+    if (!cvia_mlock_trylock(&ep->busy))
         return;
     ep->now = fz_clock;
     cvia__dg_tx(ep);
     cvia__dg_timers(ep);
     cvia__dg_flush(ep);
-    cvia_spin_unlock(&ep->busy);
+    cvia_mlock_unlock(&ep->busy);
 }
 
 /* ---- requests of this rank --------------------------------------------------- */
@@ -525,17 +525,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(d, data + pos, n);
         pos += n;
         n = fixup(&ep, ctl, d, n);
-        cvia_spin_lock(&ep.busy);   /* input runs with the engine held, as cvia__dg_rx does */
+        cvia_mlock_lock(&ep.busy);   /* input runs with the engine held, as cvia__dg_rx does */
         ep.now = fz_clock;
         cvia__dg_input(&ep, d, n, NULL);
-        cvia_spin_unlock(&ep.busy);
+        cvia_mlock_unlock(&ep.busy);
         if (ctl & FZ_RUN) {
             fz_clock += (double)(ctl >> 6) * 2e-3;
             run_engine(&ep);
         } else if (ep.nout) {   /* acknowledgements queued by input go out */
-            cvia_spin_lock(&ep.busy);
+            cvia_mlock_lock(&ep.busy);
             cvia__dg_flush(&ep);
-            cvia_spin_unlock(&ep.busy);
+            cvia_mlock_unlock(&ep.busy);
         }
         invariants(&ep);
     }

@@ -38,6 +38,7 @@ struct bench_opts {
     long   repeat;
     long   buffers;                       /* per side; 0: auto */
     int    check, quiet, csv, json, arena;
+    int    thread;                        /* CVIA_THREAD_* given to cvia_init_thread */
     int    crossover, plan;
     int    sizes_given, repeat_given;
     int    placement;                     /* BENCH_CLASS_*, -1: not asked */

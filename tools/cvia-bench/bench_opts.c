@@ -142,7 +142,7 @@ static void bench_add_kind(struct bench_opts *o, enum bench_kind k)
 void bench_parse(int argc, char **argv, struct bench_opts *o)
 {
     enum { OPT_CSV = 256, OPT_JSON, OPT_PLACEMENT, OPT_PLAN, OPT_CPUS, OPT_BUFFERS,
-           OPT_ARENA };
+           OPT_ARENA, OPT_THREAD };
     static const struct option lopts[] = {
         { "sizes",   required_argument, NULL, 's' },
         { "iters",   required_argument, NULL, 'i' },
@@ -161,6 +161,7 @@ void bench_parse(int argc, char **argv, struct bench_opts *o)
         { "cpus",    required_argument, NULL, OPT_CPUS },
         { "buffers", required_argument, NULL, OPT_BUFFERS },
         { "arena",   no_argument,       NULL, OPT_ARENA },
+        { "thread",  required_argument, NULL, OPT_THREAD },
         { "help",    no_argument,       NULL, 'h' },
         { "version", no_argument,       NULL, 'V' },
         { NULL, 0, NULL, 0 }
@@ -174,6 +175,7 @@ void bench_parse(int argc, char **argv, struct bench_opts *o)
     o->buffers = 1;
     o->placement = -1;
     o->bind = "core";
+    o->thread = CVIA_THREAD_SINGLE;   /* one thread, as an MPI_Init benchmark */
     bench_parse_sizes("1-4m", o);
 
     opterr = 0;
@@ -214,6 +216,18 @@ void bench_parse(int argc, char **argv, struct bench_opts *o)
                                   optarg, 1 << 20);
             break;
         case OPT_ARENA: o->arena = 1; break;
+        case OPT_THREAD: {
+            static const char *const names[] = { "single", "funneled", "serialized",
+                                                 "multiple" };
+            o->thread = -1;
+            for (int i = 0; i < 4; i++)
+                if (!strcmp(optarg, names[i]))
+                    o->thread = i;
+            if (o->thread < 0)
+                bench_usage_error("--thread: '%s' is not single, funneled, serialized "
+                                  "or multiple", optarg);
+            break;
+        }
         case 'h':
             if (bench_rank0())
                 bench_help();

@@ -512,6 +512,11 @@ int bench_crossover(const struct bench_opts *o, const struct bench_plan *plan)
     args[k++] = num[3];
     if (o->arena)
         args[k++] = "--arena";
+    {
+        static const char *const names[] = { "single", "funneled", "serialized", "multiple" };
+        args[k++] = "--thread";
+        args[k++] = (char *)names[o->thread];
+    }
     if (o->check)
         args[k++] = "--check";
     args[k] = NULL;

@@ -673,7 +673,7 @@ int main(int argc, char **argv)
             return rc;
         }
     }
-    if ((rc = cvia_init(NULL, NULL)) < 0) {
+    if ((rc = cvia_init_thread(NULL, NULL, o.thread, NULL)) < 0) {
         fprintf(stderr, "cvia-bench: init: %s\n", cvia_strerror(rc));
         return 1;
     }

@@ -39,7 +39,7 @@
 #include <sys/uio.h>
 
 #include "prov/prov.h"
-#include "util/lock.h"
+#include "util/mlock.h"
 #include "util/param.h"
 
 /* ---- wire ---------------------------------------------------------- */
@@ -290,8 +290,8 @@ struct dg_ep {
     struct dg_peer *peers;    /* [size] */
     int     *remote;          /* ranks on other hosts */
     int      nremote;
-    cvia_spinlock_t qlock;    /* posted-send queues */
-    cvia_spinlock_t busy;     /* one thread runs the engine */
+    cvia_mlock_t qlock;    /* posted-send queues */
+    cvia_mlock_t busy;     /* one thread runs the engine */
     _Atomic unsigned idle;   /* progress calls without an event (a hint:
                               * stored by the liveness check unlocked) */
     double   now;             /* this progress call's clock */

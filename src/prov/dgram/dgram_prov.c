@@ -47,8 +47,8 @@ int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *l
     ep->args = *args;
     ep->link = link;
     ep->key = cvia__dg_job_key(args->jobid);
-    cvia_spin_init(&ep->qlock);
-    cvia_spin_init(&ep->busy);
+    cvia_mlock_init(&ep->qlock);
+    cvia_mlock_init(&ep->busy);
     if ((rc = cvia__param_load(&cvia__dgram_param_table, &ep->cfg)))
         goto err;
     if (ep->cfg.faults[0]) {
@@ -201,7 +201,7 @@ static int dg_progress(struct cvia_prov_ep *pe)
     struct dg_ep *ep = &pe->dg;
     int events = 0, pending = 0;
 
-    if (!ep->nremote || !cvia_spin_trylock(&ep->busy))
+    if (!ep->nremote || !cvia_mlock_trylock(&ep->busy))
         return 0;
     for (int i = 0; i < ep->nremote && !pending; i++) {
         struct dg_peer *pp = &ep->peers[ep->remote[i]];
@@ -214,7 +214,7 @@ static int dg_progress(struct cvia_prov_ep *pe)
         unsigned idle = atomic_load_explicit(&ep->idle, memory_order_relaxed);
         if (idle > 64 && (idle & 15)) {
             atomic_store_explicit(&ep->idle, idle + 1, memory_order_relaxed);
-            cvia_spin_unlock(&ep->busy);
+            cvia_mlock_unlock(&ep->busy);
             return 0;
         }
     }
@@ -226,7 +226,7 @@ static int dg_progress(struct cvia_prov_ep *pe)
     atomic_store_explicit(&ep->idle, events ? 0 :
                           atomic_load_explicit(&ep->idle, memory_order_relaxed) + 1,
                           memory_order_relaxed);
-    cvia_spin_unlock(&ep->busy);
+    cvia_mlock_unlock(&ep->busy);
     return events;
 }
 
@@ -242,12 +242,12 @@ static void dg_gone(struct cvia_prov_ep *pe, int peer, int err)
 {
     struct dg_ep *ep = &pe->dg;
 
-    cvia_spin_lock(&ep->busy);
+    cvia_mlock_lock(&ep->busy);
     ep->now = cvia__dg_now();
     cvia__dg_rx(ep);   /* what it sent before dying is delivered first */
     if (ep->peers[peer].remote)
         cvia__dg_peer_gone(ep, peer, err);
-    cvia_spin_unlock(&ep->busy);
+    cvia_mlock_unlock(&ep->busy);
 }
 
 static void dg_peer_info(struct cvia_prov_ep *pe, int peer, char *buf, size_t cap)

@@ -24,13 +24,13 @@ static struct cvia_xfer *dg_take_waiting(struct dg_ep *ep, struct dg_peer *pp, u
 {
     struct cvia_xfer **l, *x;
 
-    cvia_spin_lock(&ep->qlock);
+    cvia_mlock_lock(&ep->qlock);
     for (l = &pp->waiting; *l && (uint64_t)(uintptr_t)*l != cookie; l = &(*l)->prov_next)
         ;
     x = *l;
     if (x)
         CVIA_HINT_STORE(*l, x->prov_next);
-    cvia_spin_unlock(&ep->qlock);
+    cvia_mlock_unlock(&ep->qlock);
     if (x)
         x->prov_next = NULL;
     return x;
@@ -330,9 +330,9 @@ void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err)
     const struct cvia_prov_upcalls *up = ep->args.up;
     struct cvia_xfer *q, *w, *x;
 
-    cvia_spin_lock(&ep->qlock);
+    cvia_mlock_lock(&ep->qlock);
     if (pp->gone) {
-        cvia_spin_unlock(&ep->qlock);
+        cvia_mlock_unlock(&ep->qlock);
         return;
     }
     pp->gone = 1;
@@ -341,7 +341,7 @@ void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err)
     pp->q_tail = NULL;
     w = pp->waiting;
     CVIA_HINT_STORE(pp->waiting, NULL);
-    cvia_spin_unlock(&ep->qlock);
+    cvia_mlock_unlock(&ep->qlock);
     if ((x = pp->rx_x) && pp->rx_active) {
         pp->rx_x = NULL;
         if (x == &pp->rx_sink)

@@ -149,9 +149,9 @@ static int dg_post(struct dg_ep *ep, int peer, struct cvia_xfer *x)
 
     x->prov_next = NULL;
     x->done = 0;
-    cvia_spin_lock(&ep->qlock);
+    cvia_mlock_lock(&ep->qlock);
     if (pp->gone) {
-        cvia_spin_unlock(&ep->qlock);
+        cvia_mlock_unlock(&ep->qlock);
         return -CVIA_ENOPEER;
     }
     if (pp->q_tail)
@@ -159,12 +159,12 @@ static int dg_post(struct dg_ep *ep, int peer, struct cvia_xfer *x)
     else
         __atomic_store_n(&pp->q_head, x, __ATOMIC_RELAXED);
     pp->q_tail = x;
-    cvia_spin_unlock(&ep->qlock);
-    if (cvia_spin_trylock(&ep->busy)) {   /* out now if nobody runs the engine */
+    cvia_mlock_unlock(&ep->qlock);
+    if (cvia_mlock_trylock(&ep->busy)) {   /* out now if nobody runs the engine */
         ep->now = cvia__dg_now();
         cvia__dg_tx(ep);
         cvia__dg_flush(ep);
-        cvia_spin_unlock(&ep->busy);
+        cvia_mlock_unlock(&ep->busy);
     }
     return 0;
 }
@@ -216,18 +216,18 @@ int cvia__dg_rma(struct dg_ep *ep, struct cvia_xfer *x, uint8_t type)
         op->ext.aux = x->len;
     }
     x->flags |= DG_XFER_RMA;
-    cvia_spin_lock(&ep->qlock);
+    cvia_mlock_lock(&ep->qlock);
     x->prov_next = pp->waiting;
     CVIA_HINT_STORE(pp->waiting, x);
-    cvia_spin_unlock(&ep->qlock);
+    cvia_mlock_unlock(&ep->qlock);
     if ((rc = dg_post(ep, x->peer, &op->x))) {
         struct cvia_xfer **l;
-        cvia_spin_lock(&ep->qlock);
+        cvia_mlock_lock(&ep->qlock);
         for (l = &pp->waiting; *l && *l != x; l = &(*l)->prov_next)
             ;
         if (*l)
             CVIA_HINT_STORE(*l, x->prov_next);
-        cvia_spin_unlock(&ep->qlock);
+        cvia_mlock_unlock(&ep->qlock);
         free(op);
     }
     return rc;
@@ -358,14 +358,14 @@ int cvia__dg_tx(struct dg_ep *ep)
             continue;
         while (pp->snd_nxt - pp->snd_una < ep->win) {
             if (!pp->cur) {
-                cvia_spin_lock(&ep->qlock);
+                cvia_mlock_lock(&ep->qlock);
                 pp->cur = pp->q_head;
                 if (pp->cur) {
                     __atomic_store_n(&pp->q_head, pp->cur->prov_next, __ATOMIC_RELAXED);
                     if (!pp->q_head)
                         pp->q_tail = NULL;
                 }
-                cvia_spin_unlock(&ep->qlock);
+                cvia_mlock_unlock(&ep->qlock);
                 if (!pp->cur)
                     break;
                 pp->cur->prov_next = NULL;
@@ -695,7 +695,7 @@ int cvia__dg_send_bye(struct dg_ep *ep)
     deadline = cvia__dg_now() + (ep->cfg.peer_timeout < 2 ? ep->cfg.peer_timeout : 2);
     while (cvia__dg_now() < deadline) {
         int left = 0;
-        cvia_spin_lock(&ep->busy);
+        cvia_mlock_lock(&ep->busy);
         ep->now = cvia__dg_now();
         cvia__dg_rx(ep);
         cvia__dg_tx(ep);
@@ -710,7 +710,7 @@ int cvia__dg_send_bye(struct dg_ep *ep)
         }
         cvia__dg_timers(ep);
         cvia__dg_flush(ep);
-        cvia_spin_unlock(&ep->busy);
+        cvia_mlock_unlock(&ep->busy);
         if (!left)
             return 0;
         sched_yield();

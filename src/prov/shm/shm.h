@@ -44,7 +44,7 @@
 #include <sys/types.h>
 
 #include "prov/prov.h"
-#include "util/lock.h"
+#include "util/mlock.h"
 #include "util/ring.h"
 
 #define SHM_MAGIC       0x316d687361697663ull   /* "cviashm1" */
@@ -164,7 +164,7 @@ struct cvia_arena_view;
 /* What this rank knows about one peer. */
 struct shm_peer {
     /* as producer into the peer's segment, under tx_lock */
-    cvia_spinlock_t  tx_lock;
+    cvia_mlock_t  tx_lock;
     struct cvia_ring tx_ring;    /* my ring inside the peer's segment */
     uint64_t         tx_pos;
     int              tx_started; /* FIRST slot of the head message written */
@@ -174,7 +174,7 @@ struct shm_peer {
     uint8_t         *rv_users;   /* [rv_per_peer] threads copying for a block */
     uint64_t         rv_busy;    /* bitmap of my blocks in use (<= 64) */
     /* as consumer of my own segment, under rx_lock */
-    cvia_spinlock_t  rx_lock;
+    cvia_mlock_t  rx_lock;
     struct cvia_ring rx_ring;
     uint64_t         rx_pos;
     struct cvia_xfer *rx_cur;    /* message being received */

@@ -113,8 +113,8 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
     for (int p = 0; p < args->size; p++) {
         struct shm_peer *pp = &ep->peers[p];
         pp->pidfd = -1;
-        cvia_spin_init(&pp->tx_lock);
-        cvia_spin_init(&pp->rx_lock);
+        cvia_mlock_init(&pp->tx_lock);
+        cvia_mlock_init(&pp->rx_lock);
         if (!(pp->rv_users = calloc((size_t)ep->cfg.rv_per_peer, 1))) {
             rc = -ENOMEM;
             goto err_free_peers;

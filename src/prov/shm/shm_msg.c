@@ -59,7 +59,7 @@ static int shm_push(struct cvia_prov_ep *ep, int peer)
             CVIA_HINT_STORE(pp->txq_head, x->prov_next);
             x->prov_next = pp->rv_send;
             CVIA_HINT_STORE(pp->rv_send, x);
-            atomic_fetch_add_explicit(&pp->rv_pending, 1, memory_order_relaxed);
+            cvia_mcount_add(&pp->rv_pending, 1);
             goto next;
         }
         if (x->flags & SHM_XFER_OP) {
@@ -119,7 +119,7 @@ next:
         done++;
         if (!pp->txq_head) {
             pp->txq_tail = NULL;
-            atomic_fetch_sub_explicit(&ep->npending, 1, memory_order_relaxed);
+            cvia_mcount_add(&ep->npending, -(1));
         }
     }
     return done;
@@ -132,9 +132,9 @@ int shm_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x)
 
     x->done = 0;
     x->prov_next = NULL;
-    cvia_spin_lock(&pp->tx_lock);
+    cvia_mlock_lock(&pp->tx_lock);
     if (atomic_load_explicit(&pp->gone, memory_order_relaxed)) {
-        cvia_spin_unlock(&pp->tx_lock);
+        cvia_mlock_unlock(&pp->tx_lock);
         return -CVIA_ENOPEER;
     }
     if (pp->txq_tail) {
@@ -143,10 +143,10 @@ int shm_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x)
     } else {
         CVIA_HINT_STORE(pp->txq_head, x);
         pp->txq_tail = x;
-        atomic_fetch_add_explicit(&ep->npending, 1, memory_order_relaxed);
+        cvia_mcount_add(&ep->npending, 1);
         shm_push(ep, peer);
     }
-    cvia_spin_unlock(&pp->tx_lock);
+    cvia_mlock_unlock(&pp->tx_lock);
     return 0;
 }
 
@@ -286,11 +286,11 @@ static int shm_poll_peer(struct cvia_prov_ep *ep, int peer, int wait)
     int nstart = 0, events;
 
     if (wait)
-        cvia_spin_lock(&pp->rx_lock);
-    else if (!cvia_spin_trylock(&pp->rx_lock))
+        cvia_mlock_lock(&pp->rx_lock);
+    else if (!cvia_mlock_trylock(&pp->rx_lock))
         return 0;
     events = shm_drain(ep, peer, start, &nstart);
-    cvia_spin_unlock(&pp->rx_lock);
+    cvia_mlock_unlock(&pp->rx_lock);
     for (int i = 0; i < nstart; i++)
         shm_rndv_start(ep, start[i]);
     if (events < 0) {
@@ -308,9 +308,9 @@ int shm_progress(struct cvia_prov_ep *ep)
     if (atomic_load_explicit(&ep->npending, memory_order_relaxed)) {
         for (int p = 0; p < size; p++) {
             struct shm_peer *pp = &ep->peers[p];
-            if (pp->seg && CVIA_HINT_LOAD(pp->txq_head) && cvia_spin_trylock(&pp->tx_lock)) {
+            if (pp->seg && CVIA_HINT_LOAD(pp->txq_head) && cvia_mlock_trylock(&pp->tx_lock)) {
                 events += shm_push(ep, p);
-                cvia_spin_unlock(&pp->tx_lock);
+                cvia_mlock_unlock(&pp->tx_lock);
             }
         }
     }
@@ -347,34 +347,34 @@ void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
         int nstart, ev;
         do {
             nstart = 0;
-            cvia_spin_lock(&pp->rx_lock);
+            cvia_mlock_lock(&pp->rx_lock);
             ev = shm_drain(ep, peer, start, &nstart);
-            cvia_spin_unlock(&pp->rx_lock);
+            cvia_mlock_unlock(&pp->rx_lock);
             for (int i = 0; i < nstart; i++)
                 shm_rndv_start(ep, start[i]);
         } while (ev > 0);
     }
-    cvia_spin_lock(&pp->rx_lock);
+    cvia_mlock_lock(&pp->rx_lock);
     x = pp->rx_cur;
     pp->rx_cur = NULL;
-    cvia_spin_unlock(&pp->rx_lock);
+    cvia_mlock_unlock(&pp->rx_lock);
     if (x) {
         if (pp->rx_op.slot_flags)
             shm_rma_end(ep, peer, pp->rx_op.slot_flags, x, err);
         else
             up->complete(up->core, x, err);
     }
-    cvia_spin_lock(&pp->tx_lock);
+    cvia_mlock_lock(&pp->tx_lock);
     q = pp->txq_head;
     CVIA_HINT_STORE(pp->txq_head, NULL);
     if (pp->txq_tail) {
         pp->txq_tail = NULL;
-        atomic_fetch_sub_explicit(&ep->npending, 1, memory_order_relaxed);
+        cvia_mcount_add(&ep->npending, -(1));
     }
     pp->tx_started = 0;
     reads = pp->reads;
     pp->reads = NULL;
-    cvia_spin_unlock(&pp->tx_lock);
+    cvia_mlock_unlock(&pp->tx_lock);
     while ((x = q)) {
         q = x->prov_next;
         x->prov_next = NULL;

@@ -179,19 +179,19 @@ int shm_read(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     op->hdr.addr = x->rma_addr;
     op->hdr.a = x->len;
     op->hdr.b = (uint64_t)(uintptr_t)x;
-    cvia_spin_lock(&pp->tx_lock);
+    cvia_mlock_lock(&pp->tx_lock);
     x->prov_next = pp->reads;
     pp->reads = x;
-    cvia_spin_unlock(&pp->tx_lock);
+    cvia_mlock_unlock(&pp->tx_lock);
     rc = shm_enqueue(ep, x->peer, &op->x);
     if (rc) {
         struct cvia_xfer **l;
-        cvia_spin_lock(&pp->tx_lock);
+        cvia_mlock_lock(&pp->tx_lock);
         for (l = &pp->reads; *l && *l != x; l = &(*l)->prov_next)
             ;
         if (*l)
             *l = x->prov_next;
-        cvia_spin_unlock(&pp->tx_lock);
+        cvia_mlock_unlock(&pp->tx_lock);
         free(op);
     }
     return rc;
@@ -242,14 +242,14 @@ struct cvia_xfer *shm_rma_begin(struct cvia_prov_ep *ep, int peer, uint16_t flag
         return NULL;
     }
     /* RRESP: the answer to one of my reads */
-    cvia_spin_lock(&pp->tx_lock);
+    cvia_mlock_lock(&pp->tx_lock);
     struct cvia_xfer **l;
     for (l = &pp->reads; *l && (uint64_t)(uintptr_t)*l != h->a; l = &(*l)->prov_next)
         ;
     x = *l;
     if (x)
         *l = x->prov_next;
-    cvia_spin_unlock(&pp->tx_lock);
+    cvia_mlock_unlock(&pp->tx_lock);
     if (!x) {
         cvia_warn(SHM, "rank %d answered a read nobody asked for; dropped", peer);
         return &pp->rx_op.x;   /* len 0: the bytes are dropped */

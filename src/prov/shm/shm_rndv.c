@@ -76,12 +76,12 @@ int shm_copy(struct cvia_prov_ep *ep, int peer, int pull, void *local,
             memcpy(local, near, len);
         else
             memcpy(near, local, len);
-        atomic_fetch_add_explicit(&pp->bytes_near, len, memory_order_relaxed);
+        cvia_mcount_add(&pp->bytes_near, len);
         return 0;
     }
     if (!pp->can_cma)
         return -EPERM;
-    atomic_fetch_add_explicit(&pp->bytes_cma, len, memory_order_relaxed);
+    cvia_mcount_add(&pp->bytes_cma, len);
     while (len) {
         struct iovec l = { local, len };
         struct iovec r = { (void *)(uintptr_t)remote, len };
@@ -117,15 +117,15 @@ int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     struct shm_rndv *b;
     uint32_t i, n = (uint32_t)ep->cfg.rv_per_peer;
 
-    cvia_spin_lock(&pp->tx_lock);
+    cvia_mlock_lock(&pp->tx_lock);
     for (i = 0; i < n && (pp->rv_busy >> i & 1); i++)
         ;
     if (i == n) {   /* all blocks in flight: this one goes eagerly */
-        cvia_spin_unlock(&pp->tx_lock);
+        cvia_mlock_unlock(&pp->tx_lock);
         return shm_enqueue(ep, x->peer, x);
     }
     pp->rv_busy |= 1ull << i;
-    cvia_spin_unlock(&pp->tx_lock);
+    cvia_mlock_unlock(&pp->tx_lock);
 
     b = shm_rv_block(ep->seg, x->peer, i);
     b->src = (uint64_t)(uintptr_t)x->buf;
@@ -209,11 +209,11 @@ int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
         return 0;
     }
     /* the sender's chunks are still coming */
-    cvia_spin_lock(&pp->rx_lock);
+    cvia_mlock_lock(&pp->rx_lock);
     x->prov_next = pp->rv_recv;
     CVIA_HINT_STORE(pp->rv_recv, x);
-    atomic_fetch_add_explicit(&pp->rv_pending, 1, memory_order_relaxed);
-    cvia_spin_unlock(&pp->rx_lock);
+    cvia_mcount_add(&pp->rv_pending, 1);
+    cvia_mlock_unlock(&pp->rx_lock);
     return 0;
 }
 
@@ -226,7 +226,7 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
     int nhelp = 0, events = 0, unlinked = 0;
 
     /* sender side: help copy where the receiver asked, finish what is DONE */
-    if (CVIA_HINT_LOAD(pp->rv_send) && cvia_spin_trylock(&pp->tx_lock)) {
+    if (CVIA_HINT_LOAD(pp->rv_send) && cvia_mlock_trylock(&pp->tx_lock)) {
         for (link = &pp->rv_send; (x = *link);) {
             uint32_t i = (uint32_t)x->prov_cookie;
             struct shm_rndv *b = shm_rv_block(ep->seg, peer, i);
@@ -248,14 +248,14 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
             }
             link = &x->prov_next;
         }
-        cvia_spin_unlock(&pp->tx_lock);
+        cvia_mlock_unlock(&pp->tx_lock);
     }
     for (int h = 0; h < nhelp; h++) {
         struct shm_rndv *b = shm_rv_block(ep->seg, peer, help[h]);
         rv_claim_loop(ep, peer, b, 0, (char *)(uintptr_t)b->src);
-        cvia_spin_lock(&pp->tx_lock);
+        cvia_mlock_lock(&pp->tx_lock);
         pp->rv_users[help[h]]--;
-        cvia_spin_unlock(&pp->tx_lock);
+        cvia_mlock_unlock(&pp->tx_lock);
         events++;
     }
     while ((x = finished)) {
@@ -267,7 +267,7 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
         events++;
     }
     /* receiver side: end the transfers whose last chunk has landed */
-    if (CVIA_HINT_LOAD(pp->rv_recv) && cvia_spin_trylock(&pp->rx_lock)) {
+    if (CVIA_HINT_LOAD(pp->rv_recv) && cvia_mlock_trylock(&pp->rx_lock)) {
         for (link = &pp->rv_recv; (x = *link);) {
             struct shm_rndv *b = shm_rv_block(pp->seg, ep->args.rank,
                                               (uint32_t)x->prov_cookie);
@@ -280,7 +280,7 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
             }
             link = &x->prov_next;
         }
-        cvia_spin_unlock(&pp->rx_lock);
+        cvia_mlock_unlock(&pp->rx_lock);
     }
     while ((x = finished)) {
         struct shm_rndv *b = shm_rv_block(pp->seg, ep->args.rank, (uint32_t)x->prov_cookie);
@@ -293,7 +293,7 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
         events++;
     }
     if (unlinked)
-        atomic_fetch_sub_explicit(&pp->rv_pending, unlinked, memory_order_relaxed);
+        cvia_mcount_add(&pp->rv_pending, -(unlinked));
     return events;
 }
 
@@ -305,20 +305,20 @@ void shm_rndv_fail(struct cvia_prov_ep *ep, int peer, int err)
     struct cvia_xfer *s, *r, *x;
     int n = 0;
 
-    cvia_spin_lock(&pp->tx_lock);
+    cvia_mlock_lock(&pp->tx_lock);
     s = pp->rv_send;
     CVIA_HINT_STORE(pp->rv_send, NULL);
-    cvia_spin_unlock(&pp->tx_lock);
-    cvia_spin_lock(&pp->rx_lock);
+    cvia_mlock_unlock(&pp->tx_lock);
+    cvia_mlock_lock(&pp->rx_lock);
     r = pp->rv_recv;
     CVIA_HINT_STORE(pp->rv_recv, NULL);
-    cvia_spin_unlock(&pp->rx_lock);
+    cvia_mlock_unlock(&pp->rx_lock);
     for (x = s; x; x = x->prov_next)
         n++;
     for (x = r; x; x = x->prov_next)
         n++;
     if (n)
-        atomic_fetch_sub_explicit(&pp->rv_pending, n, memory_order_relaxed);
+        cvia_mcount_add(&pp->rv_pending, -(n));
     while ((x = s)) {
         s = x->prov_next;
         x->prov_next = NULL;

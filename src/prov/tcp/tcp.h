@@ -17,7 +17,7 @@
 #include <sys/types.h>
 
 #include "prov/prov.h"
-#include "util/lock.h"
+#include "util/mlock.h"
 
 #define TCP_MAGIC 0x3170637461697663ull   /* "cviatcp1" */
 
@@ -93,8 +93,8 @@ struct cvia_prov_ep {
     int      listen_fd;
     struct tcp_peer *peers;  /* [size] */
     int      nremote;
-    cvia_spinlock_t lock;    /* tx queues, waiting lists */
-    cvia_spinlock_t rx_busy; /* one thread polls and reads at a time */
+    cvia_mlock_t lock;    /* tx queues, waiting lists */
+    cvia_mlock_t rx_busy; /* one thread polls and reads at a time */
     unsigned idle;           /* progress calls that found nothing */
 };
 

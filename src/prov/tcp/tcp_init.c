@@ -151,8 +151,8 @@ static int tcp_open(const struct cvia_prov_args *args, struct cvia_prov_ep **ep_
         return -ENOMEM;
     ep->args = *args;
     ep->listen_fd = -1;
-    cvia_spin_init(&ep->lock);
-    cvia_spin_init(&ep->rx_busy);
+    cvia_mlock_init(&ep->lock);
+    cvia_mlock_init(&ep->rx_busy);
     if ((rc = cvia__param_load(&cvia__tcp_param_table, &ep->cfg)))
         goto err_free;
     if (!(ep->peers = calloc((size_t)args->size, sizeof(*ep->peers)))) {
@@ -315,10 +315,10 @@ static int tcp_check_peers(struct cvia_prov_ep *ep)
 
 static void tcp_gone(struct cvia_prov_ep *ep, int peer, int err)
 {
-    cvia_spin_lock(&ep->rx_busy);
+    cvia_mlock_lock(&ep->rx_busy);
     if (ep->peers[peer].fd >= 0 || !ep->peers[peer].gone)
         tcp_peer_gone(ep, peer, err);
-    cvia_spin_unlock(&ep->rx_busy);
+    cvia_mlock_unlock(&ep->rx_busy);
 }
 
 static void tcp_describe(char *buf, size_t cap)

@@ -57,9 +57,9 @@ static int tcp_flush(struct cvia_prov_ep *ep, int peer)
         struct msghdr mh = { .msg_iov = iov };
         ssize_t n;
 
-        cvia_spin_lock(&ep->lock);
+        cvia_mlock_lock(&ep->lock);
         x = pp->txq_head;
-        cvia_spin_unlock(&ep->lock);
+        cvia_mlock_unlock(&ep->lock);
         if (!x || pp->fd < 0)
             return events;
         if (x->done == 0 && pp->tx_hdr_done == 0) {
@@ -107,11 +107,11 @@ static int tcp_flush(struct cvia_prov_ep *ep, int peer)
         if (x->done < x->len)
             continue;
         /* the whole frame is out */
-        cvia_spin_lock(&ep->lock);
+        cvia_mlock_lock(&ep->lock);
         CVIA_HINT_STORE(pp->txq_head, x->prov_next);
         if (!pp->txq_head)
             pp->txq_tail = NULL;
-        cvia_spin_unlock(&ep->lock);
+        cvia_mlock_unlock(&ep->lock);
         x->prov_next = NULL;
         pp->tx_hdr_done = 0;
         if (x->flags & TCP_XFER_OP)
@@ -126,16 +126,16 @@ static int tcp_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x)
 {
     struct tcp_peer *pp = &ep->peers[peer];
 
-    cvia_spin_lock(&ep->lock);
+    cvia_mlock_lock(&ep->lock);
     if (pp->gone || pp->fd < 0) {
-        cvia_spin_unlock(&ep->lock);
+        cvia_mlock_unlock(&ep->lock);
         return -CVIA_ENOPEER;
     }
     tcp_enqueue_locked(pp, x);
-    cvia_spin_unlock(&ep->lock);
-    if (cvia_spin_trylock(&ep->rx_busy)) {   /* write now if nobody else is */
+    cvia_mlock_unlock(&ep->lock);
+    if (cvia_mlock_trylock(&ep->rx_busy)) {   /* write now if nobody else is */
         tcp_flush(ep, peer);
-        cvia_spin_unlock(&ep->rx_busy);
+        cvia_mlock_unlock(&ep->rx_busy);
     }
     return 0;
 }
@@ -167,19 +167,19 @@ static int tcp_rma(struct cvia_prov_ep *ep, struct cvia_xfer *x, uint8_t type)
     } else {
         op->hdr.aux = x->len;
     }
-    cvia_spin_lock(&ep->lock);
+    cvia_mlock_lock(&ep->lock);
     x->prov_next = pp->waiting;
     pp->waiting = x;
-    cvia_spin_unlock(&ep->lock);
+    cvia_mlock_unlock(&ep->lock);
     rc = tcp_enqueue(ep, x->peer, &op->x);
     if (rc) {
         struct cvia_xfer **l;
-        cvia_spin_lock(&ep->lock);
+        cvia_mlock_lock(&ep->lock);
         for (l = &pp->waiting; *l && *l != x; l = &(*l)->prov_next)
             ;
         if (*l)
             *l = x->prov_next;
-        cvia_spin_unlock(&ep->lock);
+        cvia_mlock_unlock(&ep->lock);
         free(op);
     }
     return rc;
@@ -201,13 +201,13 @@ static struct cvia_xfer *tcp_take_waiting(struct cvia_prov_ep *ep, struct tcp_pe
 {
     struct cvia_xfer **l, *x;
 
-    cvia_spin_lock(&ep->lock);
+    cvia_mlock_lock(&ep->lock);
     for (l = &pp->waiting; *l && (uint64_t)(uintptr_t)*l != cookie; l = &(*l)->prov_next)
         ;
     x = *l;
     if (x)
         *l = x->prov_next;
-    cvia_spin_unlock(&ep->lock);
+    cvia_mlock_unlock(&ep->lock);
     if (x)
         x->prov_next = NULL;
     return x;
@@ -228,9 +228,9 @@ static void tcp_answer(struct cvia_prov_ep *ep, int peer, uint8_t type, uint64_t
     op->hdr.aux2 = (uint64_t)(int64_t)status;
     op->x.buf = buf;
     op->x.len = len;
-    cvia_spin_lock(&ep->lock);
+    cvia_mlock_lock(&ep->lock);
     tcp_enqueue_locked(&ep->peers[peer], &op->x);
-    cvia_spin_unlock(&ep->lock);
+    cvia_mlock_unlock(&ep->lock);
 }
 
 /* A frame's header is in: decide where its payload goes. */
@@ -391,7 +391,7 @@ int tcp_progress(struct cvia_prov_ep *ep)
     int who[TCP_POLL_MAX];
     int events = 0, n = 0, pending = 0;
 
-    if (!ep->nremote || !cvia_spin_trylock(&ep->rx_busy))
+    if (!ep->nremote || !cvia_mlock_trylock(&ep->rx_busy))
         return 0;
     for (int p = 0; p < ep->args.size; p++)
         pending |= CVIA_HINT_LOAD(ep->peers[p].txq_head) != NULL;
@@ -402,7 +402,7 @@ int tcp_progress(struct cvia_prov_ep *ep)
         unsigned idle = CVIA_HINT_LOAD(ep->idle);
         if (idle > 64 && (idle & 15)) {
             CVIA_HINT_STORE(ep->idle, idle + 1);
-            cvia_spin_unlock(&ep->rx_busy);
+            cvia_mlock_unlock(&ep->rx_busy);
             return 0;
         }
     }
@@ -427,7 +427,7 @@ int tcp_progress(struct cvia_prov_ep *ep)
         }
     }
     CVIA_HINT_STORE(ep->idle, events ? 0 : ep->idle + 1);
-    cvia_spin_unlock(&ep->rx_busy);
+    cvia_mlock_unlock(&ep->rx_busy);
     return events;
 }
 
@@ -438,9 +438,9 @@ void tcp_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
     const struct cvia_prov_upcalls *up = ep->args.up;
     struct cvia_xfer *q, *w, *x;
 
-    cvia_spin_lock(&ep->lock);
+    cvia_mlock_lock(&ep->lock);
     if (pp->gone) {
-        cvia_spin_unlock(&ep->lock);
+        cvia_mlock_unlock(&ep->lock);
         return;
     }
     pp->gone = 1;
@@ -449,7 +449,7 @@ void tcp_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
     pp->txq_tail = NULL;
     w = pp->waiting;
     pp->waiting = NULL;
-    cvia_spin_unlock(&ep->lock);
+    cvia_mlock_unlock(&ep->lock);
     if (pp->fd >= 0)
         close(pp->fd);
     pp->fd = -1;
@@ -477,21 +477,21 @@ int tcp_send_bye(struct cvia_prov_ep *ep)
         struct tcp_op *op;
         if (pp->fd < 0 || !(op = tcp_op_new(p, TCP_BYE)))
             continue;
-        cvia_spin_lock(&ep->lock);
+        cvia_mlock_lock(&ep->lock);
         tcp_enqueue_locked(pp, &op->x);
-        cvia_spin_unlock(&ep->lock);
+        cvia_mlock_unlock(&ep->lock);
     }
     /* bounded: push the queues out for at most a second */
     for (int round = 0; round < 1000; round++) {
         int left = 0;
-        cvia_spin_lock(&ep->rx_busy);
+        cvia_mlock_lock(&ep->rx_busy);
         for (int p = 0; p < ep->args.size; p++) {
             if (ep->peers[p].fd >= 0 && CVIA_HINT_LOAD(ep->peers[p].txq_head)) {
                 tcp_flush(ep, p);
                 left |= CVIA_HINT_LOAD(ep->peers[p].txq_head) != NULL;
             }
         }
-        cvia_spin_unlock(&ep->rx_busy);
+        cvia_mlock_unlock(&ep->rx_busy);
         if (!left)
             return 0;
         poll(NULL, 0, 1);

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The message path's locks (core queues, provider queues and rings), which
+ * follow the thread level chosen at cvia_init_thread():
+ *   CVIA_MLOCK_ON     CVIA_THREAD_MULTIPLE: a cvia_spinlock_t.
+ *   CVIA_MLOCK_OFF    single, funneled, serialized: no lock, no atomic
+ *                     read-modify-write; one load and a predictable branch.
+ *   CVIA_MLOCK_CHECK  the same levels under CVIA_THREAD_CHECK=yes: the
+ *                     lock is taken with an exchange and a second thread
+ *                     finding it held is the application's misuse of its
+ *                     level (two threads inside corevia at once), reported
+ *                     and aborted on; at single and funneled levels the
+ *                     caller must also be the thread that initialized.
+ * Counters that only threads could race on move by cvia_mcount_add. Only
+ * libcorevia uses these (the misuse report lives in core/context.c). */
+#ifndef COREVIA_UTIL_MLOCK_H
+#define COREVIA_UTIL_MLOCK_H
+
+#include "util/lock.h"
+
+enum { CVIA_MLOCK_OFF = 0, CVIA_MLOCK_ON = 1, CVIA_MLOCK_CHECK = 2 };
+
+typedef struct {
+    cvia_spinlock_t l;
+    int mode;                 /* CVIA_MLOCK_*, set before any use */
+} cvia_mlock_t;
+
+/* The mode every message-path lock takes (util/mlock.c). */
+extern int cvia__mlock_mode;
+
+/* cvia_init_thread: locks made from now on follow @level (CVIA_THREAD_*),
+ * checked if @check; the calling thread is the initializing one. */
+void cvia__mlock_set_level(int level, int check);
+/* A CVIA_MLOCK_CHECK lock: the caller is a thread the level allows, or the
+ * report and abort(). */
+void cvia__mlock_check_owner(const cvia_mlock_t *m);
+_Noreturn void cvia__mlock_misuse(const cvia_mlock_t *m);
+
+static inline void cvia_mlock_init(cvia_mlock_t *m)
+{
+    cvia_spin_init(&m->l);
+    m->mode = cvia__mlock_mode;
+}
+
+static inline int cvia_mlock_trylock(cvia_mlock_t *m)
+{
+    if (__builtin_expect(m->mode == CVIA_MLOCK_ON, 1))
+        return cvia_spin_trylock(&m->l);
+    if (m->mode == CVIA_MLOCK_CHECK) {
+        cvia__mlock_check_owner(m);
+        if (atomic_exchange_explicit(&m->l.held, 1, memory_order_acquire))
+            cvia__mlock_misuse(m);
+    }
+    return 1;
+}
+
+static inline void cvia_mlock_lock(cvia_mlock_t *m)
+{
+    if (__builtin_expect(m->mode == CVIA_MLOCK_ON, 1))
+        cvia_spin_lock(&m->l);
+    else
+        (void)cvia_mlock_trylock(m);
+}
+
+static inline void cvia_mlock_unlock(cvia_mlock_t *m)
+{
+    if (m->mode != CVIA_MLOCK_OFF)
+        cvia_spin_unlock(&m->l);
+}
+
+/* Add @v to a counter (any _Atomic integer) that other threads read,
+ * relaxed, and that several threads move only at CVIA_THREAD_MULTIPLE.
+ * Counters shared with other processes are not for this. */
+#define cvia_mcount_add(a, v) do {                                              \
+        if (cvia__mlock_mode == CVIA_MLOCK_ON)                                  \
+            atomic_fetch_add_explicit((a), (v), memory_order_relaxed);          \
+        else                                                                    \
+            atomic_store_explicit((a), atomic_load_explicit((a),                \
+                                  memory_order_relaxed) + (v),                  \
+                                  memory_order_relaxed);                        \
+    } while (0)
+
+#endif
