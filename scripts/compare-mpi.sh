@@ -10,7 +10,7 @@
 # means"). Interleaved rounds in rotating order, per-size medians.
 #
 #   intra-node (rank 0 on CPU 0, rank 1 on CPU 1):
-#     ompi-ob1, ompi-ucx, ompi-ofi-corevia
+#     ompi-ob1, ompi-ucx, ompi-ofi-corevia, ompi-ofi-corevia-dom
 #   --hosts: two emulated hosts (scripts/netlab.sh, one veth pair) per MTU;
 #     mpirun runs in host 1, its daemon in host 2 is started by an rsh agent
 #     that does `ip netns exec`:
@@ -42,7 +42,7 @@ BUILD=${CVIA_BUILD:-build}
 FABRIC=${CVIA_FABRIC_DIR:-}
 UCX_SM_TLS=${UCX_SM_TLS:-sm,self}
 TAG=cmpmpi
-INTRA_ALL="ompi-ob1 ompi-ucx ompi-ofi-corevia"
+INTRA_ALL="ompi-ob1 ompi-ucx ompi-ofi-corevia ompi-ofi-corevia-dom"
 HOSTS_ALL="ompi-ob1-tcp ompi-ofi-tcp ompi-ofi-udp ompi-ofi-corevia-udp ompi-ofi-corevia-eth"
 
 usage() {
@@ -63,6 +63,8 @@ Configurations (rank 0 on CPU 0, rank 1 on CPU 1 in every scenario):
     ompi-ucx              pml ucx, UCX_TLS=$UCX_SM_TLS
     ompi-ofi-corevia      pml cm, mtl ofi, provider corevia (FI_PROVIDER_PATH=
                           the fabric directory, FI_PROVIDER=corevia), btl self
+    ompi-ofi-corevia-dom  the same with CVIA_FI_THREAD=domain (corevia at
+                          CVIA_THREAD_SERIALIZED: no locks on its message path)
   --hosts: two network namespaces joined by a veth pair (scripts/netlab.sh up
   --tag $TAG --hosts 2 --mtu M), one scenario per MTU (reference: the best of
   the TCP configurations, ompi-ob1-tcp and ompi-ofi-tcp, per size):
@@ -310,6 +312,7 @@ config_cmd() {
     # pml ucx refuses shared memory only unless told that any transport will do
     ompi-ucx)             CMD+=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x "UCX_TLS=$UCX_SM_TLS") ;;
     ompi-ofi-corevia)     CMD+=("${cvia[@]}") ;;
+    ompi-ofi-corevia-dom) CMD+=("${cvia[@]}" -x CVIA_FI_THREAD=domain) ;;
     ompi-ob1-tcp)         CMD+=(--mca pml ob1 --mca btl self,tcp) ;;
     ompi-ofi-tcp)         CMD+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" --mca btl self
                                 -x "FI_PROVIDER=tcp;ofi_rxm") ;;

@@ -14,7 +14,10 @@ struct fab_cfg {
     size_t inject;       /* inject_size reported */
     double liveness;     /* how often an endpoint with work looks for dead peers */
     int    wireup;       /* FAB_WIREUP_* */
+    int    thread;       /* FAB_THREAD_* */
 };
+
+enum { FAB_THREAD_SAFE, FAB_THREAD_DOMAIN };
 
 enum { FAB_WIREUP_OPEN, FAB_WIREUP_FIRST_USE };
 

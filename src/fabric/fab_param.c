@@ -9,6 +9,7 @@
 #include "fabric/fab_cfg.h"
 
 static const char *const fab_wireup_names[] = { "open", "first-use", NULL };
+static const char *const fab_thread_names[] = { "safe", "domain", NULL };
 
 static const struct cvia_param fab_params[] = {
     { "EAGER", "16k", CVIA_PARAM_SIZE, offsetof(struct fab_cfg, eager),
@@ -36,6 +37,15 @@ static const struct cvia_param fab_params[] = {
       "work before it), for programs whose processes open their endpoints at "
       "different times and exchange names themselves, such as fi_pingpong "
       "under cvia-run.", 0, 0, fab_wireup_names },
+    { "THREAD", "safe", CVIA_PARAM_ENUM, offsetof(struct fab_cfg, thread),
+      "libfabric provider: the threading it grants and the thread level it asks "
+      "of corevia. safe: FI_THREAD_SAFE, corevia at CVIA_THREAD_MULTIPLE (locks "
+      "on the message path). domain: at most FI_THREAD_DOMAIN, corevia at "
+      "CVIA_THREAD_SERIALIZED (no lock or atomic read-modify-write on corevia's "
+      "message path), for processes that open one domain, or never drive two "
+      "from two threads at once, such as MPI programs below MPI_THREAD_MULTIPLE "
+      "under mtl ofi; hints asking FI_THREAD_SAFE or FI_THREAD_FID then get no "
+      "entry and such a domain is refused.", 0, 0, fab_thread_names },
     { NULL }
 };
 

@@ -64,7 +64,8 @@ int fab_core_acquire(void)
 
     pthread_mutex_lock(&fab_core_lock);
     if (fab_core_refs == 0 && !cvia_initialized()) {
-        rc = cvia_init(NULL, NULL);
+        rc = cvia_init_thread(NULL, NULL, fab_cfg.thread == FAB_THREAD_DOMAIN ?
+                              CVIA_THREAD_SERIALIZED : CVIA_THREAD_MULTIPLE, NULL);
         fab_core_ours = rc == 0;
     }
     if (rc == 0)
@@ -170,6 +171,10 @@ static int fab_hints_ok(uint32_t version, const struct fi_info *h, int rma)
 
         if (d->name && strcmp(d->name, FAB_NAME))
             return 0;
+        /* CVIA_FI_THREAD=domain: the application serializes per domain */
+        if (fab_cfg.thread == FAB_THREAD_DOMAIN &&
+            (d->threading == FI_THREAD_SAFE || d->threading == FI_THREAD_FID))
+            return 0;
         /* no progress thread: the application's calls drive everything */
         if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
             return 0;
@@ -248,7 +253,8 @@ static struct fi_info *fab_info_make(uint32_t version, const struct fi_info *hin
     fi->domain_attr->name = strdup(FAB_NAME);
     fi->domain_attr->threading = hints && hints->domain_attr &&
         hints->domain_attr->threading != FI_THREAD_UNSPEC ?
-        hints->domain_attr->threading : FI_THREAD_SAFE;
+        hints->domain_attr->threading :
+        fab_cfg.thread == FAB_THREAD_DOMAIN ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
     fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
     fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
@@ -447,7 +453,15 @@ static int fab_domain_open(struct fid_fabric *fabric, struct fi_info *info,
     if (!(d = calloc(1, sizeof(*d))))
         return -FI_ENOMEM;
     d->fabric = fab_of(fabric, struct fab_fabric, fid);
-    d->threading = info && info->domain_attr ? info->domain_attr->threading : FI_THREAD_SAFE;
+    d->threading = info && info->domain_attr ? info->domain_attr->threading :
+                   fab_cfg.thread == FAB_THREAD_DOMAIN ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
+    if (fab_cfg.thread == FAB_THREAD_DOMAIN &&
+        (d->threading == FI_THREAD_SAFE || d->threading == FI_THREAD_FID)) {
+        cvia_error(CORE, "CVIA_FI_THREAD=domain: a domain asking FI_THREAD_SAFE or "
+                   "FI_THREAD_FID is refused (use CVIA_FI_THREAD=safe)");
+        free(d);
+        return -FI_EINVAL;
+    }
     d->fid.fid.fclass = FI_CLASS_DOMAIN;
     d->fid.fid.context = context;
     d->fid.fid.ops = &fab_domain_fi_ops;

@@ -51,9 +51,15 @@ for h in "-t FI_EP_MSG" "-t FI_EP_DGRAM" "-c FI_MULTI_RECV" "-c FI_COLLECTIVE" \
           "rc $rc" "$(head -3 "$WORK/out")"
 done
 
+# CVIA_FI_THREAD=domain: FI_THREAD_DOMAIN is what it grants
+bounded env CVIA_FI_THREAD=domain fi_info -p corevia -v
+check "CVIA_FI_THREAD=domain: threading FI_THREAD_DOMAIN in every entry" \
+      "$([ $rc -eq 0 ] && [ "$(grep -c 'threading: FI_THREAD_DOMAIN' "$WORK/out")" -eq 2 ] &&
+         ! grep -q 'threading: FI_THREAD_SAFE' "$WORK/out"; echo $?)" "$(grep threading "$WORK/out")"
+
 # garbage in a provider variable names it and lists nothing
 for v in CVIA_FI_EAGER=12q CVIA_FI_RX_DEPTH=0 CVIA_FI_RX_DEPTH=many CVIA_FI_INJECT=-1 \
-         CVIA_FI_LIVENESS=soon; do
+         CVIA_FI_LIVENESS=soon CVIA_FI_THREAD=funneled; do
     bounded env "$v" fi_info -p corevia
     check "$v is refused, naming ${v%%=*}" \
           "$([ $rc -ne 0 ] && grep -q "${v%%=*}" "$WORK/err" && ! grep -q 'provider: corevia' "$WORK/out"; echo $?)" \
