@@ -100,9 +100,10 @@ static int stat_regions(const char *procdir, pid_t real_pid, struct region **r_p
         while (isspace((unsigned char)*p))
             p++;
         if (!strncmp(p, "/dev/shm/cvia-", 14)) {
-            unsigned uid, cnt;
+            unsigned uid;
             int pid;
-            if (sscanf(p + 14, "%u-%d-%u", &uid, &pid, &cnt) == 3)
+            char hex[17];   /* the name's random part (shm_seg.c) */
+            if (sscanf(p + 14, "%u-%d-%16[0-9a-f]", &uid, &pid, hex) == 3)
                 shm = pid == real_pid ? 1 : 2;
         } else if (!strncmp(p, "/memfd:cvia-arena", 17)) {
             shm = 2;

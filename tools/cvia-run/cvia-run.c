@@ -743,7 +743,9 @@ static int run_pid_is_ours(long pid)
     return 0;
 }
 
-/* The library names its segments cvia-<uid>-<pid>-<n>. */
+/* The library names its segments cvia-<uid>-<pid>-<random hex>; only files
+ * this user owns are removed (another user's file under such a name is
+ * theirs, whatever it is called). */
 static void run_cleanup_shm(void)
 {
     DIR *d = opendir("/dev/shm");
@@ -755,9 +757,12 @@ static void run_cleanup_shm(void)
     if (!d)
         return;
     while ((de = readdir(d))) {
+        struct stat st;
         off = 0;
         if (sscanf(de->d_name, "cvia-%lu-%ld-%n", &uid, &pid, &off) == 2 && off &&
             uid == (unsigned long)getuid() && run_pid_is_ours(pid) &&
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            st.st_uid == getuid() && S_ISREG(st.st_mode) &&
             unlinkat(dirfd(d), de->d_name, 0) == 0)
             count++;
     }

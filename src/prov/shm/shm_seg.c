@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -99,18 +100,38 @@ void shm_seg_layout(struct cvia_prov_ep *ep)
     ep->seg_bytes = ep->ring_off + (size_t)ep->nlocal * ep->ring_bytes;
 }
 
+/* 64 random bits from the kernel, for a name nobody can guess ahead. */
+static int seg_random(uint64_t *r)
+{
+    ssize_t n;
+
+    do
+        n = getrandom(r, sizeof(*r), 0);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof(*r) ? 0 : -EIO;
+}
+
 int shm_seg_create(struct cvia_prov_ep *ep)
 {
-    static unsigned counter;
     struct shm_seg_hdr *hdr;
     void *addr;
-    int fd, rc;
+    int fd = -1, rc;
 
-    for (int tries = 0;; tries++) {
-        snprintf(ep->name, sizeof(ep->name), "/cvia-%u-%d-%u",
-                 (unsigned)getuid(), (int)getpid(), counter++);
+    /* /cvia-<uid>-<pid>-<64 random bits>: uid and pid let a later job
+     * remove the segment of a dead one (shm_seg_cleanup_stale); the random
+     * part means another user cannot create our names first. A name taken
+     * (EEXIST) is drawn again: 64 draws all taken cannot happen by chance. */
+    for (int tries = 0; tries < 64; tries++) {
+        uint64_t r;
+        if ((rc = seg_random(&r))) {
+            cvia_error(SHM, "getrandom for a segment name: %s", strerror(errno));
+            ep->name[0] = '\0';
+            return rc;
+        }
+        snprintf(ep->name, sizeof(ep->name), "/cvia-%u-%d-%016llx",
+                 (unsigned)getuid(), (int)getpid(), (unsigned long long)r);
         fd = shm_open(ep->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-        if (fd >= 0 || errno != EEXIST || tries > 16)
+        if (fd >= 0 || errno != EEXIST)
             break;
     }
     if (fd < 0) {
@@ -332,7 +353,9 @@ void shm_probe_cma(struct cvia_prov_ep *ep)
                        ep->cfg.cma == 1 ? "" : " (CVIA_SHM_CMA=auto)");
 }
 
-/* Remove /dev/shm/cvia-<uid>-<pid>-<n> of this user whose <pid> is gone. */
+/* Remove /dev/shm/cvia-<uid>-<pid>-<hex> of this user whose <pid> is gone:
+ * ours by name and by owner (a file another user made under our name is
+ * theirs, whatever it is called). */
 int shm_seg_cleanup_stale(void)
 {
     DIR *d = opendir("/dev/shm");
@@ -340,17 +363,22 @@ int shm_seg_cleanup_stale(void)
     int removed = 0;
     unsigned uid;
     int pid;
-    unsigned n;
+    char hex[17];
 
     if (!d)
         return -errno;
     while ((de = readdir(d))) {
         char tail;
-        if (sscanf(de->d_name, "cvia-%u-%d-%u%c", &uid, &pid, &n, &tail) != 3)
+        if (sscanf(de->d_name, "cvia-%u-%d-%16[0-9a-f]%c", &uid, &pid, hex, &tail) != 3 ||
+            strlen(hex) != 16)
             continue;
         if (uid != (unsigned)getuid() || pid <= 0)
             continue;
         if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            st.st_uid != getuid() || !S_ISREG(st.st_mode))
             continue;
         char path[300];
         snprintf(path, sizeof(path), "/%s", de->d_name);
