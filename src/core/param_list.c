@@ -47,8 +47,9 @@ static const struct cvia_param core_params[] = {
       0, 0, NULL },
     { "LIVENESS_INTERVAL", "20ms", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, liveness),
       "How often an idle waiter checks whether its peers are still alive; a dead "
-      "peer is reported within about this time.",
-      0, 0, NULL },
+      "peer is reported within about this time (at most 10 s, so that it cannot "
+      "be turned off by accident).",
+      0, 10000000, NULL },
     { NULL }
 };
 

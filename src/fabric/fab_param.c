@@ -27,8 +27,9 @@ static const struct cvia_param fab_params[] = {
     { "LIVENESS", "20ms", CVIA_PARAM_TIME, offsetof(struct fab_cfg, liveness),
       "libfabric provider: how often an endpoint with operations in flight "
       "asks corevia for dead peers while its completion queue is polled; "
-      "the operations involving a dead peer then complete with FI_EIO.",
-      0, 0, NULL },
+      "the operations involving a dead peer then complete with FI_EIO (at "
+      "most 10 s).",
+      0, 10000000, NULL },
     { "WIREUP", "open", CVIA_PARAM_ENUM, offsetof(struct fab_cfg, wireup),
       "libfabric provider: when corevia's collective wire-up runs: open (the "
       "first address vector or endpoint, as every rank of an MPI job opens "

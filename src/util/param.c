@@ -88,17 +88,34 @@ int cvia__parse_size(const char *text, size_t *out)
     return 0;
 }
 
+/* Decimal only: digits, an optional fraction, an optional unit. No sign,
+ * exponent, hex, inf or nan (strtod takes "0x10" and "1e308", and a
+ * liveness interval of 1e308 s is a dead peer never detected). */
 int cvia__parse_time(const char *text, double *out)
 {
-    char *end;
+    const char *end;
+    char num[40];
     double v, scale = 1.0;
+    int digits = 0, fdigits = 0;
 
-    if (!text || !*text || !(isdigit((unsigned char)*text) || *text == '.'))
+    if (!text)
         return -EINVAL;
-    errno = 0;
-    v = strtod(text, &end);
-    if (errno == ERANGE || !isfinite(v))
-        return -ERANGE;
+    for (end = text; isdigit((unsigned char)*end); end++)
+        if (++digits > 12)
+            return -ERANGE;   /* twelve digits of seconds: beyond any bound */
+    if (*end == '.') {
+        for (end++; isdigit((unsigned char)*end); end++)
+            fdigits++;
+        if (!fdigits)
+            return -EINVAL;
+    }
+    if (!digits && !fdigits)
+        return -EINVAL;
+    if ((size_t)(end - text) >= sizeof(num))
+        return -EINVAL;
+    memcpy(num, text, (size_t)(end - text));
+    num[end - text] = '\0';
+    v = strtod(num, NULL);   /* the checked digits, correctly rounded */
     if (!*end || !strcmp(end, "s"))
         scale = 1.0;
     else if (!strcmp(end, "ms"))
@@ -165,7 +182,9 @@ int cvia__param_parse(const struct cvia_param *p, const char *text, void *out)
     case CVIA_PARAM_TIME:
         if ((rc = cvia__parse_time(text, &t)))
             return rc;
-        if (t < 0)
+        /* bounds in microseconds when the table gives them, else an hour */
+        if (t < (p->min ? (double)p->min * 1e-6 : 0) ||
+            t > (p->max ? (double)p->max * 1e-6 : CVIA_PARAM_TIME_MAX))
             return -ERANGE;
         *(double *)out = t;
         return 0;
@@ -229,7 +248,7 @@ void cvia__param_format(const struct cvia_param *p, const void *field,
             if (!cvia__parse_time(buf, &back) && back == t)
                 break;
             if (prec == 20)   /* unit scaling cannot be exact: plain seconds */
-                snprintf(buf, cap, "%.17g", t);
+                snprintf(buf, cap, "%.20f", t);
         }
         break;
     }
@@ -267,7 +286,11 @@ const char *cvia__param_syntax(const struct cvia_param *p)
             return buf;
         }
         return "memory size with optional unit (64k, 4m)";
-    case CVIA_PARAM_TIME: return "time with optional unit (10us, 5ms, 2s; default s)";
+    case CVIA_PARAM_TIME:
+        snprintf(buf, sizeof(buf), "decimal time with optional unit (10us, 5ms, 2s; "
+                 "default s), %gs..%gs", p->min ? (double)p->min * 1e-6 : 0.0,
+                 p->max ? (double)p->max * 1e-6 : CVIA_PARAM_TIME_MAX);
+        return buf;
     case CVIA_PARAM_BOOL: return "boolean (y|n)";
     case CVIA_PARAM_TRI:  return "y|n|auto";
     case CVIA_PARAM_ENUM: {

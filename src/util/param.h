@@ -14,7 +14,9 @@ enum cvia_param_type {
     CVIA_PARAM_STRING,   /* char[CVIA_PARAM_STRLEN] */
     CVIA_PARAM_INT,      /* long; range [min, max] */
     CVIA_PARAM_SIZE,     /* size_t; "64k", "4m", "1g", plain bytes */
-    CVIA_PARAM_TIME,     /* double seconds; "10us", "5ms", "2s", "1.5" (s) */
+    CVIA_PARAM_TIME,     /* double seconds; "10us", "5ms", "2s", "1.5" (s);
+                          * decimal only, within [min, max] microseconds,
+                          * or 0..CVIA_PARAM_TIME_MAX when both are 0 */
     CVIA_PARAM_BOOL,     /* int 0/1; y/n/yes/no/1/0/on/off/true/false */
     CVIA_PARAM_TRI,      /* int -1 (auto)/0/1; as bool plus "auto" */
     CVIA_PARAM_ENUM,     /* int index into values[] */
@@ -22,13 +24,17 @@ enum cvia_param_type {
 
 #define CVIA_PARAM_STRLEN 256
 
+/* The longest time any CVIA_* time variable takes, in seconds. */
+#define CVIA_PARAM_TIME_MAX 3600.0
+
 struct cvia_param {
     const char *name;       /* without prefix: "SLOT_SIZE" */
     const char *dflt;       /* default, as the user would write it */
     enum cvia_param_type type;
     size_t      offset;     /* offset of the field in the component's struct */
     const char *desc;       /* one line */
-    long        min, max;   /* INT, SIZE: accepted range (0,0 = unlimited) */
+    long        min, max;   /* INT, SIZE: accepted range (0,0 = unlimited);
+                             * TIME: in microseconds (0,0 = 0..an hour) */
     const char *const *values; /* ENUM: NULL-terminated names */
 };
 

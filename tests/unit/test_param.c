@@ -135,11 +135,13 @@ static void test_parse_time(void)
         { "10us", 10e-6 }, { "5ms", 5e-3 }, { "2s", 2 }, { "1.5", 1.5 }, { "2m", 120 },
         { "1min", 60 }, { "1h", 3600 }, { "100ns", 100e-9 }, { "0", 0 }, { "0s", 0 },
         { ".5", 0.5 }, { "0.25ms", 0.25e-3 }, { "120s", 120 }, { "20ms", 0.02 },
-        { "1e-3", 1e-3 },
+        { "0.001", 1e-3 },
     };
     static const char *const bad[] = {
         "", "abc", "-1", "-5ms", "+1", " 1", "1 ", "5 ms", "5MS", "5S", "5msx", "5sec",
         "s", "ms", ".", "inf", "nan", "-inf", "1..5", "10 us",
+        /* decimal only: strtod would take these */
+        "0x10", "1e308", "1e-3", "1E3", "0x1p4", "infinity", "1.",
     };
     int good_ok = 1, bad_ok = 1;
 
@@ -163,8 +165,8 @@ static void test_parse_time(void)
     }
     tap_ok(bad_ok, "cvia__parse_time: -EINVAL for junk, negatives, spaces, unknown or "
            "upper-case units; output untouched");
-    tap_ok(cvia__parse_time("1e999", &(double){ 0 }) == -ERANGE,
-           "cvia__parse_time(\"1e999\") is -ERANGE");
+    tap_ok(cvia__parse_time("1000000000000", &(double){ 0 }) == -ERANGE,
+           "cvia__parse_time(\"1000000000000\") (13 digits) is -ERANGE");
     tap_ok(cvia__parse_time(NULL, &(double){ 0 }) == -EINVAL, "cvia__parse_time(NULL) is -EINVAL");
 }
 
@@ -303,7 +305,22 @@ static void test_param_parse(void)
     good = cvia__param_parse(&tparams[P_TIME], "10us", &c.t) == 0 && near(c.t, 10e-6);
     good &= cvia__param_parse(&tparams[P_TIME], "-1", &c.t) == -EINVAL;
     good &= cvia__param_parse(&tparams[P_TIME], "soon", &c.t) == -EINVAL;
-    tap_ok(good && near(c.t, 10e-6), "param_parse TIME: 10us; negative and junk refused");
+    good &= cvia__param_parse(&tparams[P_TIME], "1e308", &c.t) == -EINVAL;
+    good &= cvia__param_parse(&tparams[P_TIME], "0x10", &c.t) == -EINVAL;
+    good &= cvia__param_parse(&tparams[P_TIME], "61m", &c.t) == -ERANGE;
+    tap_ok(good && near(c.t, 10e-6), "param_parse TIME: 10us; negative, junk, exponent, "
+           "hex refused; beyond an hour -ERANGE");
+    {   /* a table's own bounds, in microseconds: LIVENESS_INTERVAL-like */
+        struct cvia_param lt = tparams[P_TIME];
+        lt.min = 1000;         /* 1 ms */
+        lt.max = 10000000;     /* 10 s */
+        good = cvia__param_parse(&lt, "10s", &c.t) == 0 && near(c.t, 10);
+        good &= cvia__param_parse(&lt, "1ms", &c.t) == 0 && near(c.t, 1e-3);
+        good &= cvia__param_parse(&lt, "11s", &c.t) == -ERANGE;
+        good &= cvia__param_parse(&lt, "999us", &c.t) == -ERANGE;
+        tap_ok(good && near(c.t, 1e-3), "param_parse TIME with bounds [1ms, 10s]: bounds "
+               "accepted, 11s and 999us -ERANGE");
+    }
 
     c.b = 5;
     good = cvia__param_parse(&tparams[P_BOOL], "yes", &c.b) == 0 && c.b == 1;
@@ -457,8 +474,8 @@ static void test_format(void)
     tap_ok(good, "format/parse round trip of BOOL, TRI, ENUM and STRING values");
 
     /* times print with as many digits as they need; sizes are exact */
-    tap_ok(round_trip(&tparams[P_TIME], "1234567", "TIME"),
-           "format/parse round trip of time 1234567 s (7 significant digits)");
+    tap_ok(round_trip(&tparams[P_TIME], "1234.567", "TIME"),
+           "format/parse round trip of time 1234.567 s (7 significant digits)");
     {
         size_t v1 = (1ull << 53) + 1, v2 = 0;
         int rc;
@@ -785,7 +802,7 @@ static void test_check_unknown(void)
     clear_cvia_env();
 }
 
-#define NTESTS 61
+#define NTESTS 62
 
 int main(void)
 {
@@ -795,7 +812,7 @@ int main(void)
     test_parse_time();      /* 4 */
     test_parse_bool();      /* 4 */
     test_parse_long();      /* 2 */
-    test_param_parse();     /* 9 */
+    test_param_parse();     /* 10 */
     test_format();          /* 7 */
     test_tables();          /* 9 */
     test_load();            /* 10 */
