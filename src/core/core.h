@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <corevia/corevia.h>
+#include <corevia/cvia_errno.h>
 #include "prov/prov.h"
 #include "util/mlock.h"
 
@@ -82,7 +83,8 @@ struct cvia_ctx {
     } prov[CVIA_MAX_PROV];
     int      nprov;
     uint8_t *peer_prov;        /* provider index per peer */
-    uint8_t *peer_lost;        /* 1 once a peer is gone */
+    uint8_t *peer_lost;        /* once a peer is gone: 1 (CVIA_ENOPEER), 2 (CVIA_EABORT) */
+    int      lost_err;         /* the error the first lost peer was failed with */
     uint8_t *same_host;        /* 1 for ranks on this host */
     int      nremote;          /* ranks elsewhere */
     int      nlost;
@@ -118,6 +120,12 @@ int  cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
 int  cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
                      int tag, uint16_t ctx, struct cvia_req **req_p);
 int  cvia__wait_req(struct cvia_ctx *c, struct cvia_req *r);
+
+/* The error for an operation with a lost @peer: what it was failed with. */
+static inline int cvia__peer_err(const struct cvia_ctx *c, int peer)
+{
+    return c->peer_lost[peer] == 2 ? -CVIA_EABORT : -CVIA_ENOPEER;
+}
 
 /* rma.c */
 int  cvia__core_mr_check(void *core, uint64_t key, uint64_t addr, size_t len,

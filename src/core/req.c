@@ -257,7 +257,9 @@ void cvia__core_peer_lost(void *core, int peer, int err)
         cvia_mlock_unlock(&c->lock);
         return;
     }
-    c->peer_lost[peer] = 1;
+    c->peer_lost[peer] = err == -CVIA_EABORT ? 2 : 1;
+    if (!c->lost_err)
+        c->lost_err = err == -CVIA_EABORT ? -CVIA_EABORT : -CVIA_ENOPEER;
     c->nlost++;
     for (r = c->posted.head; r; r = next) {
         next = r->next;
@@ -294,7 +296,7 @@ int cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
     if (check_peer_arg(c, dest, 0) || tag < 0 || (!buf && len))
         return -EINVAL;
     if (c->peer_lost[dest])
-        return c->aborted ? -CVIA_EABORT : -CVIA_ENOPEER;
+        return cvia__peer_err(c, dest);
     r = cvia__req_alloc(c);
     if (!r)
         return -ENOMEM;
@@ -373,7 +375,7 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
         q_push(&c->posted, r);
     cvia_mlock_unlock(&c->lock);
     if (lost)
-        req_done(r, c->aborted ? -CVIA_EABORT : -CVIA_ENOPEER);
+        req_done(r, src >= 0 ? cvia__peer_err(c, src) : c->lost_err);
     return 0;
 }
 

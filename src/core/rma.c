@@ -183,7 +183,7 @@ static int rma_start(int kind, void *local, size_t len, const cvia_mr_desc_t *re
     if (off > remote->len || len > remote->len - off)
         return -EACCES;
     if (c->peer_lost[peer])
-        return c->aborted ? -CVIA_EABORT : -CVIA_ENOPEER;
+        return cvia__peer_err(c, peer);
     if (!(r = cvia__req_alloc(c)))
         return -ENOMEM;
     r->kind = (uint8_t)kind;
@@ -253,7 +253,7 @@ int cvia_imm_wait(cvia_imm_event_t *ev)
         return -EINVAL;
     while ((n = cvia_imm_poll(ev, 1)) == 0) {
         if (c->size > 1 && c->nlost >= c->size - 1)
-            return c->aborted ? -CVIA_EABORT : -CVIA_ENOPEER;
+            return c->lost_err ? c->lost_err : -CVIA_ENOPEER;
         cvia__idle(c, &w, 1);
     }
     return n < 0 ? n : 0;

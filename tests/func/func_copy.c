@@ -386,6 +386,25 @@ static int case_death(void)
     return 3;
 }
 
+/* The last rank dies while the others wait for an immediate event: the
+ * wait ends with CVIA_ENOPEER, the cause, even once the launcher tears the
+ * job down behind it (which used to turn it into CVIA_EABORT). */
+static int case_imm_death(void)
+{
+    cvia_imm_event_t ev;
+    int rc;
+
+    CHECK_RC(cvia_barrier());
+    if (rank == size - 1)
+        raise(SIGKILL);
+    rc = cvia_imm_wait(&ev);
+    if (rc != -CVIA_ENOPEER)
+        FAIL("cvia_imm_wait with a dead peer: %s, expected CVIA_ENOPEER", cvia_err_name(rc));
+    printf("rank %d: expected-error %s\n", rank, cvia_err_name(rc));
+    fflush(stdout);
+    return 3;
+}
+
 int main(int argc, char **argv)
 {
     int rc;
@@ -417,6 +436,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "threads")) case_threads();
     else if (!strcmp(argv[1], "rma"))     case_rma();
     else if (!strcmp(argv[1], "death"))   return case_death();
+    else if (!strcmp(argv[1], "imm-death")) return case_imm_death();
     else {
         fprintf(stderr, "func_copy: unknown case %s\n", argv[1]);
         return 2;
