@@ -675,6 +675,7 @@ int main(int argc, char **argv)
     }
     if ((rc = cvia_init_thread(NULL, NULL, o.thread, NULL)) < 0) {
         fprintf(stderr, "cvia-bench: init: %s\n", cvia_strerror(rc));
+        free(o.sizes);
         return 1;
     }
     bench_rank = cvia_rank();
