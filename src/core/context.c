@@ -104,8 +104,9 @@ static void check_liveness(struct cvia_ctx *c)
         c->prov[i].desc->ops->check_peers(c->prov[i].ep);
 }
 
-/* Block until a network provider has input, or 50 us at most when ranks
- * of this host may write to our rings meanwhile (1 ms otherwise). */
+/* Block until a network provider has input (1 ms at most) when every peer
+ * is on another host; until a peer writes into our rings (a liveness
+ * interval at most) when every peer is on this host; else nap 50 us. */
 static void idle_block(struct cvia_ctx *c)
 {
     struct pollfd fds[CVIA_MAX_PROV];
@@ -122,10 +123,19 @@ static void idle_block(struct cvia_ctx *c)
     }
     if (n && c->nremote == c->size - 1) {
         (void)poll(fds, (nfds_t)n, 1);
-    } else {
-        struct timespec nap = { 0, 50000 };   /* 50 us */
-        nanosleep(&nap, NULL);
+        return;
     }
+    if (!c->nremote) {   /* every peer on this host: sleep until one writes */
+        for (int i = 0; i < c->nprov; i++) {
+            const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
+            if (ops->block) {   /* at most a liveness interval: then look */
+                ops->block(c->prov[i].ep, c->cfg.liveness);
+                return;
+            }
+        }
+    }
+    struct timespec nap = { 0, 50000 };   /* 50 us */
+    nanosleep(&nap, NULL);
 }
 
 static long thread_nivcsw(void)
@@ -175,6 +185,8 @@ void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block)
         t = t1;
     } else {
         idle_block(c);
+        t = now_s();
+        s = 0;   /* a blocked wait looks for dead peers after every sleep */
     }
     if ((s & 31) == 0 && cvia_mlock_trylock(&c->slow_lock)) {
         if (t >= c->next_check) {

@@ -28,8 +28,10 @@ static const struct cvia_param core_params[] = {
       0, 0, NULL },
     { "YIELD_TIME", "10ms", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, yield_time),
       "How long a waiting rank yields at every poll before it blocks: in poll() on the "
-      "network provider's socket (woken by the next datagram), else in 50 us sleeps. "
-      "cvia_test never blocks.",
+      "network provider's socket (woken by the next datagram) when every peer is on "
+      "another host, asleep until a peer writes to it (a futex in its shm segment, "
+      "CVIA_LIVENESS_INTERVAL at most) when every peer is on this host, else in 50 us "
+      "sleeps. cvia_test never blocks.",
       0, 0, NULL },
     { "BOOT_TIMEOUT", "120s", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, boot_timeout),
       "Longest wait for the launcher during wire-up (fence, get) before cvia_init fails.",

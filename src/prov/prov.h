@@ -147,6 +147,10 @@ struct cvia_prov_ops {
     /* A descriptor that polls readable when input may be waiting, for a
      * waiter that blocks; -1 (or a NULL slot) if there is none. */
     int  (*wait_fd)(struct cvia_prov_ep *ep);
+    /* Sleep until input may be waiting for @ep or @max_s seconds have
+     * passed: 1 if it slept, 0 if there was something to do at once. NULL
+     * where the provider cannot (the core then naps). */
+    int  (*block)(struct cvia_prov_ep *ep, double max_s);
 };
 
 /* What a provider reaches: the ranks on this host, or those elsewhere. */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -302,6 +303,55 @@ static void case_trunc(void)
     free(r);
 }
 
+/* Every rank but 0 waits in a blocking receive while rank 0 sleeps
+ * FUNC_IDLE_SECONDS (default 0.5), then sends each its send time. Each
+ * waiter reports the CPU it used while it waited (getrusage: share of one
+ * core) and how long after the send it woke (CLOCK_MONOTONIC, one host).
+ * Checked here: the message; the figures are for scripts/idle-cost.sh. */
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_now(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+static void case_idle(void)
+{
+    const char *e = getenv("FUNC_IDLE_SECONDS");
+    double secs = e ? atof(e) : 0.5, sent;
+
+    if (secs <= 0 || secs > 60)
+        FAIL("FUNC_IDLE_SECONDS: '%s' is not in (0, 60]", e);
+    CHECK_RC(cvia_barrier());
+    if (rank == 0) {
+        struct timespec nap = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
+        nanosleep(&nap, NULL);
+        for (int p = 1; p < size; p++) {
+            sent = mono_now();
+            CHECK_RC(cvia_send(&sent, sizeof(sent), p, 9));
+        }
+    } else {
+        double t0 = mono_now(), c0 = cpu_now(), t1, c1;
+        cvia_status_t st;
+        CHECK_RC(cvia_recv(&sent, sizeof(sent), 0, 9, &st));
+        t1 = mono_now();
+        c1 = cpu_now();
+        if (st.len != sizeof(sent) || sent < t0 || sent > t1)
+            FAIL("idle: the message (%zu bytes, sent at %.6f) is not rank 0's", st.len, sent);
+        printf("idle rank %d: waited %.3f s, cpu %.3f %% of a core, woke %.1f us after the send\n",
+               rank, t1 - t0, 100.0 * (c1 - c0) / (t1 - t0), (t1 - sent) * 1e6);
+    }
+    CHECK_RC(cvia_barrier());
+}
+
 static void case_barrier(void)
 {
     for (int i = 0; i < 300; i++) {
@@ -588,6 +638,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "many"))       case_many();
     else if (!strcmp(argv[1], "trunc"))      case_trunc();
     else if (!strcmp(argv[1], "barrier"))    case_barrier();
+    else if (!strcmp(argv[1], "idle"))       case_idle();
     else if (!strcmp(argv[1], "unexpected")) case_unexpected();
     else if (!strcmp(argv[1], "cancel"))     case_cancel();
     else if (!strcmp(argv[1], "death-exit")) return case_death(0);

@@ -82,6 +82,10 @@ struct shm_seg_hdr {
     int32_t  pid;
     _Atomic int32_t arena_fd;     /* owner's arena index memfd number, -1 none */
     _Atomic uint32_t finalized;   /* owner finished cleanly */
+    /* blocking waits (shm_block): the owner's threads asleep on @wake, and
+     * the word itself, bumped by a sender that finds sleepers */
+    _Alignas(64) _Atomic uint32_t sleepers;
+    _Atomic uint32_t wake;
 };
 
 /* 32 bytes. A payload of up to 32 bytes follows in the same cache line. */
@@ -211,6 +215,8 @@ struct cvia_prov_ep {
     int              *lidx;                /* [size]: ring index, -1 elsewhere */
     int               nlocal;
     _Atomic int       npending;            /* peers with queued sends */
+    int               membarrier;          /* registered for the global expedited
+                                            * membarrier (shm_block) */
     _Atomic int       poll_start;          /* round-robin fairness */
     int               rndv_any;            /* rendezvous possible with someone */
 };
@@ -245,6 +251,7 @@ void shm_probe_cma(struct cvia_prov_ep *ep);
 int  shm_send(struct cvia_prov_ep *ep, struct cvia_xfer *x);
 int  shm_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x);
 int  shm_progress(struct cvia_prov_ep *ep);
+int  shm_block(struct cvia_prov_ep *ep, double max_s);
 int  shm_check_peers(struct cvia_prov_ep *ep);
 void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err);
 

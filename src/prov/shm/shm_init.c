@@ -2,6 +2,9 @@
 /* Copyright (c) 2026 corevia developers */
 /* shm provider: descriptor, parameters, wire-up and teardown. */
 #include <errno.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +99,9 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
         rc = -CVIA_ECONFIG;
         goto err_free;
     }
+    /* every rank registers, so that a sleeper's membarrier reaches the
+     * CPUs running its senders (shm_block) */
+    ep->membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
     ep->nslots = (uint32_t)ep->cfg.nslots;
     ep->slot_size = (uint32_t)ep->cfg.slot_size;
     if (!(ep->lidx = malloc((size_t)args->size * sizeof(int)))) {
@@ -343,6 +349,7 @@ static const struct cvia_prov_ops shm_ops = {
     .send        = shm_send,
     .progress    = shm_progress,
     .check_peers = shm_check_peers,
+    .block       = shm_block,
     .peer_gone   = shm_peer_gone,
     .describe    = shm_describe,
     .cleanup     = shm_cleanup,

@@ -4,7 +4,13 @@
  * No system call here; the locks are per peer and direction, taken with
  * trylock by progress so threads spread over peers instead of queueing. */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <poll.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <corevia/cvia_errno.h>
@@ -38,9 +44,33 @@ static int shm_push_rts(struct cvia_prov_ep *ep, struct shm_peer *pp,
     return 1;
 }
 
-/* Push as much of @peer's send queue as its ring takes (tx_lock held).
- * Returns the number of messages fully written. */
+/* A thread of the segment's owner may sleep in shm_block: wake it. The
+ * load of sleepers needs no fence here; the sleeper's membarrier orders
+ * it against the slot just published (see shm_block). */
+static void shm_wake(struct shm_seg_hdr *h)
+{
+    if (!atomic_load_explicit(&h->sleepers, memory_order_relaxed))
+        return;
+    atomic_fetch_add_explicit(&h->wake, 1, memory_order_release);
+    syscall(SYS_futex, &h->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static int shm_push_ring(struct cvia_prov_ep *ep, int peer);
+
+/* Push as much of @peer's send queue as its ring takes (tx_lock held),
+ * then wake the peer if it sleeps. Returns the messages fully written. */
 static int shm_push(struct cvia_prov_ep *ep, int peer)
+{
+    struct shm_peer *pp = &ep->peers[peer];
+    uint64_t before = pp->tx_pos;
+    int done = shm_push_ring(ep, peer);
+
+    if (pp->tx_pos != before)
+        shm_wake(pp->seg);
+    return done;
+}
+
+static int shm_push_ring(struct cvia_prov_ep *ep, int peer)
 {
     struct shm_peer *pp = &ep->peers[peer];
     const size_t cap = ep->slot_size - SHM_SLOT_HDR;
@@ -217,7 +247,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                     up->imm(up->core, peer, h.a, h.key, h.addr, (size_t)h.b);
                 }
                 cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
-                pp->rx_pos++;
+                CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
                 events++;
                 continue;
             }
@@ -235,7 +265,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                         return shm_proto_error(ep, peer);
                     pp->rx_op.slot_flags = 0;
                     cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
-                    pp->rx_pos++;
+                    CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
                     events++;
                     continue;
                 }
@@ -261,7 +291,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
         }
         x->done += n;
         cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
-        pp->rx_pos++;
+        CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
         if (flags & SHM_SLOT_LAST) {
             int st = x->msg_len > x->len ? -CVIA_ETRUNC : 0;
             pp->rx_cur = NULL;
@@ -293,6 +323,8 @@ static int shm_poll_peer(struct cvia_prov_ep *ep, int peer, int wait)
     cvia_mlock_unlock(&pp->rx_lock);
     for (int i = 0; i < nstart; i++)
         shm_rndv_start(ep, start[i]);
+    if (events > 0)   /* slots freed: a sender asleep on a full ring may go on */
+        shm_wake(pp->seg);
     if (events < 0) {
         shm_peer_gone(ep, peer, events);
         return 1;
@@ -331,6 +363,59 @@ int shm_progress(struct cvia_prov_ep *ep)
     atomic_store_explicit(&ep->poll_start, first + 1 >= size ? 0 : first + 1,
                           memory_order_relaxed);
     return events;
+}
+
+/* Anything for this endpoint to do without waiting for a peer: a slot in
+ * one of my rings, sends still queued, a rendezvous in flight. */
+static int shm_busy(struct cvia_prov_ep *ep)
+{
+    if (atomic_load_explicit(&ep->npending, memory_order_relaxed))
+        return 1;
+    for (int p = 0; p < ep->args.size; p++) {
+        struct shm_peer *pp = &ep->peers[p];
+        if (!pp->seg || atomic_load_explicit(&pp->gone, memory_order_relaxed))
+            continue;
+        if (atomic_load_explicit(&pp->rv_pending, memory_order_relaxed) ||
+            cvia_ring_peek(&pp->rx_ring, CVIA_HINT_LOAD(pp->rx_pos)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Sleep until a peer publishes into one of my rings (it finds sleepers in
+ * my segment and bumps wake), or @max_s passes. The announcement and the
+ * senders' publication are a store-then-load pair on each side; instead of
+ * a fence on every send, the sleeper issues one membarrier (global,
+ * expedited: every CPU running a rank executes a full barrier), after which
+ * either the sender's slot is visible here or its later load of sleepers
+ * sees us. Without membarrier the sleep is cut to 1 ms, bounding what a
+ * lost wake-up could cost. A rendezvous in flight moves by polling: nap. */
+int shm_block(struct cvia_prov_ep *ep, double max_s)
+{
+    struct shm_seg_hdr *h = ep->seg;
+    struct timespec ts;
+    uint32_t w;
+    int slept = 0;
+
+    if (!h || shm_busy(ep))
+        return 0;
+    w = atomic_load_explicit(&h->wake, memory_order_acquire);
+    atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
+    if (!ep->membarrier && max_s > 1e-3)
+        max_s = 1e-3;
+    if (ep->membarrier && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) < 0 &&
+        max_s > 1e-3)
+        max_s = 1e-3;
+    if (!shm_busy(ep)) {
+        if (max_s < 1e-6)
+            max_s = 1e-6;
+        ts.tv_sec = (time_t)max_s;
+        ts.tv_nsec = (long)((max_s - (double)ts.tv_sec) * 1e9);
+        syscall(SYS_futex, &h->wake, FUTEX_WAIT, w, &ts, NULL, 0);
+        slept = 1;
+    }
+    atomic_fetch_sub_explicit(&h->sleepers, 1, memory_order_relaxed);
+    return slept;
 }
 
 void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
