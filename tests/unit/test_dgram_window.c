@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The datagram engine's window (sequence numbers, acknowledgements,
+ * retransmission, reordering) between two real engines over a simulated
+ * link that drops, duplicates, delays (so reorders) and corrupts
+ * datagrams, on a virtual clock. Rank 0 sends a stream of messages of
+ * random sizes (one segment to many) to rank 1; every message must arrive
+ * exactly once, in order, with every byte, and every send must complete.
+ * The engines are dgram_wire.c, dgram_tx.c and dgram_rx.c as built into
+ * the library (compiled here beside this file, which owns the clock).
+ *
+ *   test_dgram_window [SCENARIOS [SEED]]   (default 12 scenarios, seed 1)
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <corevia/corevia.h>
+#include <corevia/cvia_errno.h>
+#include "prov/dgram/dgram.h"
+#include "tap.h"
+
+#define JOBID   0x0123456789abcdefull
+#define NMSG    120
+#define MAXLEN  (24u << 10)
+#define MAXPKT  8192      /* datagrams in the simulated network */
+#define STEPS   400000    /* virtual-time steps before the scenario fails */
+#define STEP_S  20e-6     /* one step of the virtual clock */
+
+/* ---- the virtual clock ------------------------------------------------ */
+
+static double clk;
+
+double cvia__dg_now(void)
+{
+    return clk;
+}
+
+static uint64_t rng_s;
+static double urand(void)
+{
+    rng_s ^= rng_s << 13;
+    rng_s ^= rng_s >> 7;
+    rng_s ^= rng_s << 17;
+    return (double)(rng_s >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- the simulated network ---------------------------------------------- */
+
+struct pkt {
+    int used, dst;
+    double at;            /* deliverable from then */
+    size_t len;
+    uint8_t data[9216];
+};
+static struct pkt net[MAXPKT];
+static double p_drop, p_dup, p_corrupt, max_delay;
+static unsigned long n_sent, n_dropped, n_dup, n_corrupt, n_full;
+
+static void net_put(int dst, const uint8_t *d, size_t len, double at)
+{
+    for (int i = 0; i < MAXPKT; i++)
+        if (!net[i].used) {
+            net[i].used = 1;
+            net[i].dst = dst;
+            net[i].at = at;
+            net[i].len = len;
+            memcpy(net[i].data, d, len);
+            return;
+        }
+    n_full++;   /* a full network drops, as a full queue would */
+}
+
+static int sim_send(struct dg_ep *ep, struct dg_out *out, int n)
+{
+    static uint8_t buf[9216];
+
+    for (int i = 0; i < n; i++) {
+        size_t len = 0;
+        for (int k = 0; k < out[i].iovcnt; k++) {
+            if (len + out[i].iov[k].iov_len > sizeof(buf)) {
+                fprintf(stderr, "test_dgram_window: a datagram over %zu bytes\n", sizeof(buf));
+                exit(1);
+            }
+            memcpy(buf + len, out[i].iov[k].iov_base, out[i].iov[k].iov_len);
+            len += out[i].iov[k].iov_len;
+        }
+        n_sent++;
+        if (urand() < p_drop) {
+            n_dropped++;
+            continue;
+        }
+        if (urand() < p_corrupt) {   /* one byte anywhere, header included */
+            buf[(size_t)(urand() * (double)len)] ^= (uint8_t)(1 + urand() * 254);
+            n_corrupt++;
+        }
+        net_put(out[i].peer, buf, len, clk + urand() * max_delay);
+        if (urand() < p_dup) {
+            net_put(out[i].peer, buf, len, clk + urand() * max_delay);
+            n_dup++;
+        }
+    }
+    (void)ep;
+    return n;
+}
+
+static int sim_recv(struct dg_ep *ep, struct dg_in *in, int max)
+{
+    int n = 0;
+
+    for (int i = 0; i < MAXPKT && n < max; i++)
+        if (net[i].used == 1 && net[i].dst == ep->args.rank && net[i].at <= clk) {
+            net[i].used = 2;   /* handed out until released */
+            memset(&in[n], 0, sizeof(in[n]));
+            in[n].data = net[i].data;
+            in[n].len = net[i].len;
+            n++;
+        }
+    return n;
+}
+
+static void sim_release(struct dg_ep *ep, struct dg_in *in, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct pkt *p = (struct pkt *)(void *)((uint8_t *)in[i].data - offsetof(struct pkt, data));
+        p->used = 0;
+    }
+    (void)ep;
+}
+
+static int sim_from_peer(struct dg_ep *ep, int peer, const struct dg_in *in)
+{
+    (void)ep, (void)peer, (void)in;
+    return 1;
+}
+
+static int sim_fd(struct dg_ep *ep)
+{
+    (void)ep;
+    return -1;
+}
+
+static void sim_describe(struct dg_ep *ep, char *buf, size_t cap)
+{
+    (void)ep;
+    snprintf(buf, cap, "simulated link");
+}
+
+static void sim_close(struct dg_ep *ep)
+{
+    (void)ep;
+}
+
+static const struct dg_link_ops sim_link = {
+    .name = "sim", .send = sim_send, .recv = sim_recv, .release = sim_release,
+    .from_peer = sim_from_peer, .fd = sim_fd, .describe = sim_describe, .close = sim_close,
+};
+
+/* ---- stub cores: rank 0 sends, rank 1 receives ---------------------------- */
+
+static unsigned char pat(int m, size_t i)
+{
+    return (unsigned char)(m * 131 + i * 7 + (i >> 8));
+}
+
+static struct cvia_xfer sends[NMSG];
+static unsigned char *sbuf[NMSG];
+static size_t lens[NMSG];
+static int send_done[NMSG], nposted;
+static struct cvia_xfer rx[NMSG + 1];
+static unsigned char *rbuf[NMSG + 1];
+static int nmatched, ndelivered, failed, nlost;
+static const char *fail_why = "";
+
+static void fail(const char *why)
+{
+    if (!failed)
+        fail_why = why;
+    failed = 1;
+}
+
+static struct cvia_xfer *rx_match(void *core, int src, uint16_t ctx, int32_t tag,
+                                  size_t msg_len, unsigned flags, uint64_t cookie)
+{
+    struct cvia_xfer *x;
+
+    (void)core, (void)flags, (void)cookie;
+    if (src != 0 || nmatched >= NMSG) {
+        fail(src != 0 ? "a message from a rank that sent none" : "more messages than were sent");
+        x = &rx[NMSG];   /* a sink, so the engine goes on */
+    } else {
+        if (tag != nmatched || msg_len != lens[nmatched])
+            fail("a message out of order (tag or length of another)");
+        x = &rx[nmatched++];
+    }
+    x->buf = rbuf[x - rx];
+    x->len = MAXLEN;
+    x->peer = src;
+    x->tag = tag;
+    x->ctx = ctx;
+    x->msg_len = msg_len;
+    x->done = 0;
+    x->flags = CVIA_XFER_UNEXP;
+    return x;
+}
+
+static void rx_complete(void *core, struct cvia_xfer *x, int status)
+{
+    int m = (int)(x - rx);
+
+    (void)core;
+    if (m < 0 || m >= NMSG) {
+        fail("a completion of the sink");
+        return;
+    }
+    if (status) {
+        fail("a receive completed with an error");
+        return;
+    }
+    if (m != ndelivered)
+        fail("receives completed out of order");
+    for (size_t i = 0; i < lens[m]; i++)
+        if (rbuf[m][i] != pat(m, i)) {
+            fail("a corrupted byte was delivered");
+            break;
+        }
+    ndelivered++;
+}
+
+static void tx_complete(void *core, struct cvia_xfer *x, int status)
+{
+    int m = (int)(x - sends);
+
+    (void)core;
+    if (m < 0 || m >= NMSG || status || send_done[m]++)
+        fail(m < 0 || m >= NMSG ? "completion of an unknown send" :
+             status ? "a send failed" : "a send completed twice");
+}
+
+static void any_lost(void *core, int peer, int err)
+{
+    (void)core, (void)peer, (void)err;
+    nlost++;
+    fail("the engine gave the peer up");
+}
+
+static int no_mr(void *core, uint64_t key, uint64_t addr, size_t len, unsigned access)
+{
+    (void)core, (void)key, (void)addr, (void)len, (void)access;
+    return -EACCES;
+}
+
+static void no_imm(void *core, int src, uint64_t imm, uint64_t key, uint64_t addr, size_t len)
+{
+    (void)core, (void)src, (void)imm, (void)key, (void)addr, (void)len;
+    fail("an immediate event nobody asked for");
+}
+
+static struct cvia_xfer *tx_match(void *core, int src, uint16_t ctx, int32_t tag,
+                                  size_t msg_len, unsigned flags, uint64_t cookie)
+{
+    (void)src, (void)ctx, (void)tag, (void)msg_len, (void)flags, (void)cookie;
+    fail("the sender received a message");
+    return rx_match(core, 1, 0, 0, 0, 0, 0);
+}
+
+static const struct cvia_prov_upcalls up_tx = {
+    .match = tx_match, .complete = tx_complete, .peer_lost = any_lost,
+    .mr_check = no_mr, .imm = no_imm,
+};
+static const struct cvia_prov_upcalls up_rx = {
+    .match = rx_match, .complete = rx_complete, .peer_lost = any_lost,
+    .mr_check = no_mr, .imm = no_imm,
+};
+
+/* ---- scenarios ------------------------------------------------------------- */
+
+static void ep_setup(struct dg_ep *ep, int rank, const uint8_t *same_host,
+                     const struct cvia_prov_upcalls *up, int window, size_t seg)
+{
+    memset(ep, 0, sizeof(*ep));
+    ep->args.rank = rank;
+    ep->args.size = 2;
+    ep->args.jobid = JOBID;
+    ep->args.up = up;
+    ep->args.same_host = same_host;
+    ep->link = &sim_link;
+    ep->key = cvia__dg_job_key(JOBID);
+    ep->cfg.window = window;
+    ep->cfg.cut = DG_CUT_PAGE;
+    ep->cfg.inject = 2048;
+    ep->cfg.rto = 0.002;
+    ep->cfg.rto_max = 0.05;
+    ep->cfg.ack_delay = 0.0005;
+    ep->cfg.peer_timeout = 1e9;   /* the scenario's step bound decides */
+    ep->cfg.csum_payload = 1;     /* corruption is in the model: checked */
+    ep->cfg.batch = 16;
+    cvia_mlock_init(&ep->qlock);
+    cvia_mlock_init(&ep->busy);
+    if (cvia__dg_ep_alloc(ep) || cvia__dg_ep_segment(ep, seg)) {
+        fprintf(stderr, "test_dgram_window: out of memory\n");
+        exit(1);
+    }
+    ep->now = clk;
+    for (int i = 0; i < ep->nremote; i++)
+        if (cvia__dg_peer_alloc(ep, &ep->peers[ep->remote[i]]))
+            exit(1);
+}
+
+static void run(struct dg_ep *ep)
+{
+    cvia_mlock_lock(&ep->busy);
+    ep->now = clk;
+    cvia__dg_rx(ep);
+    cvia__dg_tx(ep);
+    cvia__dg_timers(ep);
+    cvia__dg_flush(ep);
+    cvia_mlock_unlock(&ep->busy);
+}
+
+static int scenario(int k, double drop, double dup, double corrupt, double delay, int window,
+                    size_t seg)
+{
+    static const uint8_t host0[2] = { 1, 0 }, host1[2] = { 0, 1 };
+    struct dg_ep a, b;
+    int step, nsends_done = 0;
+
+    p_drop = drop, p_dup = dup, p_corrupt = corrupt, max_delay = delay;
+    memset(net, 0, sizeof(net));
+    memset(send_done, 0, sizeof(send_done));
+    n_sent = n_dropped = n_dup = n_corrupt = n_full = 0;
+    nposted = nmatched = ndelivered = failed = nlost = 0;
+    clk = 1000.0;
+    ep_setup(&a, 0, host0, &up_tx, window, seg);
+    ep_setup(&b, 1, host1, &up_rx, window, seg);
+    for (int m = 0; m < NMSG; m++) {
+        double r = urand();
+        lens[m] = r < 0.3 ? (size_t)(urand() * 64) : r < 0.7 ? (size_t)(urand() * 4096)
+                                                            : (size_t)(urand() * MAXLEN);
+        for (size_t i = 0; i < lens[m]; i++)
+            sbuf[m][i] = pat(m, i);
+        memset(rbuf[m], 0, MAXLEN);
+    }
+    for (step = 0; step < STEPS && !failed; step++) {
+        /* post the next few sends now and then: a stream, not one burst */
+        for (int j = 0; j < 3 && nposted < NMSG && urand() < 0.2; j++) {
+            struct cvia_xfer *x = &sends[nposted];
+            memset(x, 0, sizeof(*x));
+            x->buf = sbuf[nposted];
+            x->len = x->msg_len = lens[nposted];
+            x->peer = 1;
+            x->tag = nposted;
+            x->ctx = CVIA_CTX_USER;
+            if (cvia__dg_send(&a, x)) {
+                fail("a send was refused");
+                break;
+            }
+            nposted++;
+        }
+        run(&a);
+        run(&b);
+        clk += STEP_S;
+        nsends_done = 0;
+        for (int m = 0; m < NMSG; m++)
+            nsends_done += send_done[m];
+        if (ndelivered == NMSG && nsends_done == NMSG)
+            break;
+    }
+    if (!failed && (ndelivered != NMSG || nsends_done != NMSG))
+        fail("not everything arrived or completed within the step bound");
+    if (failed)
+        tap_diag("scenario %d: %s (delivered %d/%d, sends done %d, %lu datagrams: %lu dropped, "
+                 "%lu duplicated, %lu corrupted, %lu over the network's room)", k, fail_why,
+                 ndelivered, NMSG, nsends_done, n_sent, n_dropped, n_dup, n_corrupt, n_full);
+    tap_ok(!failed, "window %d, segment %zu, loss %.0f %%, dup %.0f %%, corrupt %.0f %%, "
+           "delay <= %.1f ms: %d messages exactly once, in order, intact (%lu datagrams, "
+           "%.1f ms virtual)", window, seg, drop * 100, dup * 100, corrupt * 100, delay * 1e3,
+           NMSG, n_sent, (clk - 1000.0) * 1e3);
+    cvia__dg_ep_free(&a);
+    cvia__dg_ep_free(&b);
+    return !failed;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct { double drop, dup, corrupt, delay; int window; size_t seg; } base[] = {
+        { 0, 0, 0, 0, 32, 4096 },              /* a clean link */
+        { 0.10, 0, 0, 0, 32, 4096 },           /* loss */
+        { 0, 0.20, 0, 0, 16, 1432 },           /* duplicates */
+        { 0, 0, 0, 0.004, 32, 4096 },          /* reordering by delay */
+        { 0, 0, 0.10, 0, 8, 8192 },            /* corruption */
+        { 0.10, 0.10, 0.05, 0.003, 32, 1432 }, /* all at once */
+        { 0.30, 0.10, 0.05, 0.002, 64, 4096 }, /* heavy loss */
+    };
+    const int nbase = (int)(sizeof(base) / sizeof(base[0]));
+    int n = argc > 1 ? atoi(argv[1]) : 12, ok = 1;
+    unsigned long long seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+
+    if (n < 1)
+        return 2;
+    rng_s = seed * 0x9e3779b97f4a7c15ull + 7;
+    for (int m = 0; m <= NMSG; m++) {
+        rbuf[m] = malloc(MAXLEN);
+        if (m < NMSG)
+            sbuf[m] = malloc(MAXLEN);
+        if (!rbuf[m] || (m < NMSG && !sbuf[m]))
+            return 1;
+    }
+    printf("1..%d\n", n);
+    for (int k = 0; k < n; k++) {
+        if (k < nbase) {
+            ok &= scenario(k, base[k].drop, base[k].dup, base[k].corrupt, base[k].delay,
+                           base[k].window, base[k].seg);
+        } else {   /* random mixes */
+            static const int wins[] = { 8, 16, 32, 64 };
+            static const size_t segs[] = { 1432, 4096, 8192 };
+            ok &= scenario(k, urand() * 0.3, urand() * 0.2, urand() * 0.1, urand() * 0.005,
+                           wins[(int)(urand() * 4)], segs[(int)(urand() * 3)]);
+        }
+    }
+    for (int m = 0; m <= NMSG; m++) {
+        free(rbuf[m]);
+        if (m < NMSG)
+            free(sbuf[m]);
+    }
+    return ok ? 0 : 1;
+}
