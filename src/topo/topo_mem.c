@@ -202,6 +202,29 @@ static void group_by_locality(struct tb *b, int *primary)
         if (i >= 0)
             primary[i] = 1;
     }
+    /* a node the recording cannot tell from some core's own node is as
+     * near to that core: the same locality, the same kind of memory and
+     * about its size (within a factor of 2; KNL's MCDRAM and Xeon Max's
+     * HBM beside their DDR are not). Else the tie-break that chose the
+     * own node would send its twin to "far": a hwloc 1.x recording of
+     * cluster-on-die without Groups (two nodes over one package), the
+     * CPU-less nodes left to a cgroup-restricted machine. */
+    for (int i = 0; i < n; i++) {
+        hwloc_const_cpuset_t li = node_locality(b->obj[i]);
+        uint64_t ci = b->T->node[i].capacity;
+        if (primary[i] || !li)
+            continue;
+        for (int j = 0; j < n; j++) {
+            hwloc_const_cpuset_t lj = node_locality(b->obj[j]);
+            uint64_t cj = b->T->node[j].capacity;
+            if (primary[j] == 1 && lj && hwloc_bitmap_isequal(li, lj) &&
+                subtype_class(b->T->node[i].subtype) == subtype_class(b->T->node[j].subtype) &&
+                ci / 2 <= cj && cj / 2 <= ci) {
+                primary[i] = 2;
+                break;
+            }
+        }
+    }
     /* primary nodes: group 0; the others by distance to the nearest
      * primary node where distances are known, else one group */
     uint64_t *key = calloc((size_t)n, sizeof(*key));
