@@ -75,7 +75,7 @@ loaded:
 
 static int cores_under(hwloc_topology_t t, hwloc_obj_t o)
 {
-    return hwloc_get_nbobjs_inside_cpuset_by_type(t, o->cpuset, HWLOC_OBJ_CORE);
+    return hwloc_get_nbobjs_inside_cpuset_by_type(t, o->cpuset, cvia__topo_core_type(t));
 }
 
 void cvia__topo_summarize(hwloc_topology_t t, struct cvia_topo_summary *s)
@@ -84,7 +84,7 @@ void cvia__topo_summarize(hwloc_topology_t t, struct cvia_topo_summary *s)
 
     memset(s, 0, sizeof(*s));
     s->packages   = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
-    s->cores      = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+    s->cores      = cvia__topo_ncores(t);
     s->pus        = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
     s->numa_nodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
     s->l1         = cvia__topo_ncaches(t, 1);

@@ -104,7 +104,7 @@ int cvia__topo_open_path(const char *path, hwloc_topology_t *topo_p, char *err,
             goto err_destroy;
         }
     }
-    if (hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE) <= 0) {
+    if (cvia__topo_ncores(t) <= 0) {
         snprintf(err, errcap, "topology '%s' has no cores", path);
         rc = -CVIA_ETOPO;
         goto err_destroy;
@@ -117,20 +117,26 @@ err_destroy:
     return rc;
 }
 
+hwloc_obj_type_t cvia__topo_core_type(hwloc_topology_t t)
+{
+    return hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+}
+
 int cvia__topo_ncores(hwloc_topology_t t)
 {
-    return hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+    return hwloc_get_nbobjs_by_type(t, cvia__topo_core_type(t));
 }
 
 hwloc_obj_t cvia__topo_core(hwloc_topology_t t, int core)
 {
-    return core < 0 ? NULL : hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, (unsigned)core);
+    return core < 0 ? NULL : hwloc_get_obj_by_type(t, cvia__topo_core_type(t), (unsigned)core);
 }
 
 int cvia__topo_core_of_pu(hwloc_topology_t t, unsigned pu)
 {
     hwloc_obj_t p = hwloc_get_pu_obj_by_os_index(t, pu);
-    hwloc_obj_t c = p ? hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, p) : NULL;
+    hwloc_obj_t c = !p || cvia__topo_core_type(t) == HWLOC_OBJ_PU ? p
+                    : hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, p);
     return c ? (int)c->logical_index : -1;
 }
 
@@ -190,7 +196,7 @@ void cvia__topo_cores_in(hwloc_topology_t t, hwloc_const_cpuset_t cpuset,
     hwloc_obj_t c = NULL;
 
     hwloc_bitmap_zero(cores_out);
-    while ((c = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_CORE, c)))
+    while ((c = hwloc_get_next_obj_by_type(t, cvia__topo_core_type(t), c)))
         if (!hwloc_bitmap_iszero(c->cpuset) && hwloc_bitmap_isincluded(c->cpuset, cpuset))
             hwloc_bitmap_set(cores_out, c->logical_index);
 }

@@ -40,6 +40,11 @@ int cvia__topo_open_path(const char *path, hwloc_topology_t *topo_p,
  * line in @err. */
 int cvia__topo_load_fsroot(hwloc_topology_t t, const char *dir, char *err, size_t errcap);
 
+/* The objects corevia calls cores: hwloc's Core objects, or the PUs where
+ * a topology records none (hwloc's XML allows PUs straight under caches
+ * or packages, e.g. its fakeheterodistances.xml): each PU is then a core
+ * of its own, as lstopo draws it. */
+hwloc_obj_type_t cvia__topo_core_type(hwloc_topology_t t);
 int         cvia__topo_ncores(hwloc_topology_t t);
 hwloc_obj_t cvia__topo_core(hwloc_topology_t t, int core);
 /* Logical index of the core holding PU OS index @pu; -1 if none. */

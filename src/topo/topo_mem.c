@@ -197,10 +197,33 @@ static void group_by_locality(struct tb *b, int *primary)
     int n = b->T->nnodes;
     hwloc_obj_t c = NULL;
 
-    while ((c = hwloc_get_next_obj_by_type(b->t, HWLOC_OBJ_CORE, c))) {
+    while ((c = hwloc_get_next_obj_by_type(b->t, cvia__topo_core_type(b->t), c))) {
         int i = nearest_node(b, c, -1);
         if (i >= 0)
             primary[i] = 1;
+    }
+    /* a node the recording cannot tell from some core's own node is as
+     * near to that core: the same locality, the same kind of memory and
+     * about its size (within a factor of 2; KNL's MCDRAM and Xeon Max's
+     * HBM beside their DDR are not). Else the tie-break that chose the
+     * own node would send its twin to "far": a hwloc 1.x recording of
+     * cluster-on-die without Groups (two nodes over one package), the
+     * CPU-less nodes left to a cgroup-restricted machine. */
+    for (int i = 0; i < n; i++) {
+        hwloc_const_cpuset_t li = node_locality(b->obj[i]);
+        uint64_t ci = b->T->node[i].capacity;
+        if (primary[i] || !li)
+            continue;
+        for (int j = 0; j < n; j++) {
+            hwloc_const_cpuset_t lj = node_locality(b->obj[j]);
+            uint64_t cj = b->T->node[j].capacity;
+            if (primary[j] == 1 && lj && hwloc_bitmap_isequal(li, lj) &&
+                subtype_class(b->T->node[i].subtype) == subtype_class(b->T->node[j].subtype) &&
+                ci / 2 <= cj && cj / 2 <= ci) {
+                primary[i] = 2;
+                break;
+            }
+        }
     }
     /* primary nodes: group 0; the others by distance to the nearest
      * primary node where distances are known, else one group */
@@ -442,7 +465,7 @@ static void core_locals(struct tb *b)
     int n = T->nnodes;
 
     for (int c = 0; c < T->ncores; c++) {
-        hwloc_obj_t core = hwloc_get_obj_by_type(b->t, HWLOC_OBJ_CORE, (unsigned)c);
+        hwloc_obj_t core = cvia__topo_core(b->t, c);
         int home = core ? nearest_node(b, core, -1) : -1;
         for (int g = 0; g < CVIA_TIERS_MAX; g++) {
             int i = -1;
@@ -482,7 +505,7 @@ int cvia__tiers_build(hwloc_topology_t t, const char *override, struct cvia_tier
         return -CVIA_ETOPO;
     }
     T->nnodes = n;
-    T->ncores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+    T->ncores = cvia__topo_ncores(t);
     if (T->ncores < 0)
         T->ncores = 0;
     T->node = calloc((size_t)n, sizeof(*T->node));
@@ -660,7 +683,7 @@ static void tier_local(hwloc_topology_t t, const struct cvia_tiers *T, int g,
     hwloc_obj_t c = NULL;
 
     hwloc_bitmap_zero(out);
-    while (where && (c = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_CORE, c))) {
+    while (where && (c = hwloc_get_next_obj_by_type(t, cvia__topo_core_type(t), c))) {
         int l;
         if ((int)c->logical_index >= T->ncores || !hwloc_bitmap_intersects(c->cpuset, where))
             continue;

@@ -4,7 +4,10 @@
  * backend, tests/data/topologies): tier order on KNL SNC-4 flat (subtypes
  * only), fake KNL SNC-4 hybrid (bandwidth attribute), KNL all-to-all with
  * root-attached nodes, a CXL machine whose expanders are not NUMA nodes,
- * a one-node KNL (cache mode) and an 8-node Opteron; every core's hbw node
+ * a one-node KNL (cache mode), an 8-node Opteron, a machine recorded
+ * without Core objects (each PU a core), and nodes that nothing but a
+ * tie-break tells apart (twin CPU-less nodes: one tier, not ddr and
+ * far); every core's hbw node
  * is the MCDRAM node of its own cluster and its intra-tile partner the
  * other core of its L2; kinds parse, decide, refuse and fall back; the
  * override is checked. Pure: no live machine involved.
@@ -264,6 +267,11 @@ static void test_one_tier(const char *file, const char *name, int nnodes)
                 bad++;
         tap_ok(!bad, "%s: each core's ddr node is its own die's", file);
     }
+    if (!strcmp(file, "fakeheterodistances.xml"))  /* PUs straight under L3s */
+        tap_ok(T.ncores == 8 && cvia__topo_ncores(t) == 8 && cvia__topo_core_of_pu(t, 6) == 1 &&
+               cvia__topo_core_first_pu(t, 7) == 42,
+               "%s: without Core objects each of the 8 PUs is a core (PU 6 is core 1, "
+               "core 7 is PU 42)", file);
     cvia__tiers_free(&T);
     hwloc_topology_destroy(t);
 }
@@ -321,6 +329,8 @@ int main(int argc, char **argv)
     test_one_tier("cxlmem+dax.v2.xml", "CXL expanders, not NUMA nodes", 1);
     test_one_tier("Intel-KnightsLanding-XeonPhi-7210.xml", "KNL, one node: cache mode", 1);
     test_one_tier("64amd64-4p2n4ca2co.xml", "4-socket Opteron, 8 dies", 8);
+    test_one_tier("fakeheterodistances.xml", "no Core objects, a node per PU", 8);
+    test_one_tier("16amd64-8n2c-cpusets.xml", "two CPU-less nodes of one locality", 5);
     printf("1..%d\n", tap_n);
     return tap_failed != 0;
 }

@@ -141,6 +141,8 @@ static void bench_missing_text(hwloc_topology_t t, const int *core, int n,
     else if (cls == BENCH_CLASS_L2)
         snprintf(p->text, sizeof(p->text), "%s: no two share an L2 (each L2 serves %d core%s)",
                  head, maxshare, maxshare == 1 ? "" : "s");
+    else if (cls == BENCH_CLASS_L3 && last == 0)
+        snprintf(p->text, sizeof(p->text), "%s: the topology records no CPU cache", head);
     else if (cls == BENCH_CLASS_L3 && last < 3)
         snprintf(p->text, sizeof(p->text), "%s: the machine has no L3 (last-level cache: L%u)",
                  head, last);
