@@ -4,7 +4,6 @@
  * with its liveness checks, barrier and the public entry points. */
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -382,7 +381,7 @@ err_free:
     free(c->same_host);
     cvia__boot_close(c->boot);
     memset(c, 0, sizeof(*c));
-    cvia__mlock_mode = CVIA_MLOCK_ON;
+    cvia__mlock_set_level(CVIA_THREAD_MULTIPLE, 0);   /* locking again */
     return rc;
 }
 
@@ -706,7 +705,7 @@ int cvia_finalize(void)
     free(c->peer_lost);
     free(c->same_host);
     memset(c, 0, sizeof(*c));
-    cvia__mlock_mode = CVIA_MLOCK_ON;
+    cvia__mlock_set_level(CVIA_THREAD_MULTIPLE, 0);   /* locking again */
     cvia__log_set_rank(-1);
     return rc;
 }

@@ -259,7 +259,7 @@ void cvia__core_peer_lost(void *core, int peer, int err)
     }
     c->peer_lost[peer] = err == -CVIA_EABORT ? 2 : 1;
     if (!c->lost_err)
-        c->lost_err = err == -CVIA_EABORT ? -CVIA_EABORT : -CVIA_ENOPEER;
+        c->lost_err = cvia__peer_err(c, peer);
     c->nlost++;
     for (r = c->posted.head; r; r = next) {
         next = r->next;

@@ -102,6 +102,18 @@ void fab_core_release(void)
     pthread_mutex_unlock(&fab_core_lock);
 }
 
+/* CVIA_FI_THREAD: what a domain gets when it asks for nothing, and whether
+ * a level it asks for is one the provider grants. */
+static enum fi_threading fab_threading_default(void)
+{
+    return fab_cfg.thread == FAB_THREAD_DOMAIN ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
+}
+
+static int fab_threading_ok(enum fi_threading t)
+{
+    return fab_cfg.thread != FAB_THREAD_DOMAIN || (t != FI_THREAD_SAFE && t != FI_THREAD_FID);
+}
+
 /* ---- getinfo --------------------------------------------------------------- */
 
 /* Two entries: messaging, which needs no registration (mr_mode 0: what MPI's
@@ -172,8 +184,7 @@ static int fab_hints_ok(uint32_t version, const struct fi_info *h, int rma)
         if (d->name && strcmp(d->name, FAB_NAME))
             return 0;
         /* CVIA_FI_THREAD=domain: the application serializes per domain */
-        if (fab_cfg.thread == FAB_THREAD_DOMAIN &&
-            (d->threading == FI_THREAD_SAFE || d->threading == FI_THREAD_FID))
+        if (!fab_threading_ok(d->threading))
             return 0;
         /* no progress thread: the application's calls drive everything */
         if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
@@ -253,8 +264,7 @@ static struct fi_info *fab_info_make(uint32_t version, const struct fi_info *hin
     fi->domain_attr->name = strdup(FAB_NAME);
     fi->domain_attr->threading = hints && hints->domain_attr &&
         hints->domain_attr->threading != FI_THREAD_UNSPEC ?
-        hints->domain_attr->threading :
-        fab_cfg.thread == FAB_THREAD_DOMAIN ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
+        hints->domain_attr->threading : fab_threading_default();
     fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
     fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
@@ -454,9 +464,8 @@ static int fab_domain_open(struct fid_fabric *fabric, struct fi_info *info,
         return -FI_ENOMEM;
     d->fabric = fab_of(fabric, struct fab_fabric, fid);
     d->threading = info && info->domain_attr ? info->domain_attr->threading :
-                   fab_cfg.thread == FAB_THREAD_DOMAIN ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
-    if (fab_cfg.thread == FAB_THREAD_DOMAIN &&
-        (d->threading == FI_THREAD_SAFE || d->threading == FI_THREAD_FID)) {
+                   fab_threading_default();
+    if (!fab_threading_ok(d->threading)) {
         cvia_error(CORE, "CVIA_FI_THREAD=domain: a domain asking FI_THREAD_SAFE or "
                    "FI_THREAD_FID is refused (use CVIA_FI_THREAD=safe)");
         free(d);

@@ -12,7 +12,7 @@
  *                     and aborted on; at single and funneled levels the
  *                     caller must also be the thread that initialized.
  * Counters that only threads could race on move by cvia_mcount_add. Only
- * libcorevia uses these (the misuse report lives in core/context.c). */
+ * libcorevia uses these (the level and the misuse report: util/mlock.c). */
 #ifndef COREVIA_UTIL_MLOCK_H
 #define COREVIA_UTIL_MLOCK_H
 

@@ -239,7 +239,7 @@ struct dg_peer {
     int      bye;
     /* sending */
     struct cvia_xfer *q_head, *q_tail;    /* posted, not yet segmented (qlock;
-                                           * q_head stored with __atomic so
+                                           * q_head through CVIA_HINT_* so
                                            * progress may peek without it) */
     struct cvia_xfer *cur;    /* being segmented (busy) */
     int      cur_first;
@@ -292,8 +292,8 @@ struct dg_ep {
     int      nremote;
     cvia_mlock_t qlock;    /* posted-send queues */
     cvia_mlock_t busy;     /* one thread runs the engine */
-    _Atomic unsigned idle;   /* progress calls without an event (a hint:
-                              * stored by the liveness check unlocked) */
+    unsigned idle;   /* progress calls without an event (busy; also reset
+                      * by the liveness check unlocked: CVIA_HINT_*) */
     double   now;             /* this progress call's clock */
     struct dg_out *out;       /* [batch] */
     struct dg_slot **out_slot;   /* [batch]: the slot each out sends, or NULL (ACK) */

@@ -205,15 +205,15 @@ static int dg_progress(struct cvia_prov_ep *pe)
         return 0;
     for (int i = 0; i < ep->nremote && !pending; i++) {
         struct dg_peer *pp = &ep->peers[ep->remote[i]];
-        pending = __atomic_load_n(&pp->q_head, __ATOMIC_RELAXED) || pp->cur || pp->snd_una != pp->snd_nxt || pp->ack_owed ||
+        pending = CVIA_HINT_LOAD(pp->q_head) || pp->cur || pp->snd_una != pp->snd_nxt || pp->ack_owed ||
                   pp->rx_active || CVIA_HINT_LOAD(pp->waiting);
     }
     /* nothing moving for a while: look at the link every 16th call, so the
      * shm traffic of the same job does not pay a system call per progress */
     if (!pending) {
-        unsigned idle = atomic_load_explicit(&ep->idle, memory_order_relaxed);
+        unsigned idle = CVIA_HINT_LOAD(ep->idle);
         if (idle > 64 && (idle & 15)) {
-            atomic_store_explicit(&ep->idle, idle + 1, memory_order_relaxed);
+            CVIA_HINT_STORE(ep->idle, idle + 1);
             cvia_mlock_unlock(&ep->busy);
             return 0;
         }
@@ -223,9 +223,7 @@ static int dg_progress(struct cvia_prov_ep *pe)
     events += cvia__dg_tx(ep);
     events += cvia__dg_timers(ep);
     cvia__dg_flush(ep);
-    atomic_store_explicit(&ep->idle, events ? 0 :
-                          atomic_load_explicit(&ep->idle, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    CVIA_HINT_STORE(ep->idle, events ? 0 : ep->idle + 1);
     cvia_mlock_unlock(&ep->busy);
     return events;
 }
@@ -234,7 +232,7 @@ static int dg_check_peers(struct cvia_prov_ep *pe)
 {
     struct dg_ep *ep = &pe->dg;
 
-    atomic_store_explicit(&ep->idle, 0, memory_order_relaxed);
+    CVIA_HINT_STORE(ep->idle, 0);
     return dg_progress(pe);
 }
 

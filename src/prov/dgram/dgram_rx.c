@@ -337,7 +337,7 @@ void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err)
     }
     pp->gone = 1;
     q = pp->q_head;
-    __atomic_store_n(&pp->q_head, NULL, __ATOMIC_RELAXED);
+    CVIA_HINT_STORE(pp->q_head, NULL);
     pp->q_tail = NULL;
     w = pp->waiting;
     CVIA_HINT_STORE(pp->waiting, NULL);

@@ -157,7 +157,7 @@ static int dg_post(struct dg_ep *ep, int peer, struct cvia_xfer *x)
     if (pp->q_tail)
         pp->q_tail->prov_next = x;
     else
-        __atomic_store_n(&pp->q_head, x, __ATOMIC_RELAXED);
+        CVIA_HINT_STORE(pp->q_head, x);
     pp->q_tail = x;
     cvia_mlock_unlock(&ep->qlock);
     if (cvia_mlock_trylock(&ep->busy)) {   /* out now if nobody runs the engine */
@@ -361,7 +361,7 @@ int cvia__dg_tx(struct dg_ep *ep)
                 cvia_mlock_lock(&ep->qlock);
                 pp->cur = pp->q_head;
                 if (pp->cur) {
-                    __atomic_store_n(&pp->q_head, pp->cur->prov_next, __ATOMIC_RELAXED);
+                    CVIA_HINT_STORE(pp->q_head, pp->cur->prov_next);
                     if (!pp->q_head)
                         pp->q_tail = NULL;
                 }

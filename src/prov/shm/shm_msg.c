@@ -401,9 +401,7 @@ int shm_block(struct cvia_prov_ep *ep, double max_s)
         return 0;
     w = atomic_load_explicit(&h->wake, memory_order_acquire);
     atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
-    if (!ep->membarrier && max_s > 1e-3)
-        max_s = 1e-3;
-    if (ep->membarrier && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) < 0 &&
+    if ((!ep->membarrier || syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) < 0) &&
         max_s > 1e-3)
         max_s = 1e-3;
     if (!shm_busy(ep)) {
