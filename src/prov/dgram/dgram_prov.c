@@ -223,7 +223,7 @@ static int dg_progress(struct cvia_prov_ep *pe)
     events += cvia__dg_tx(ep);
     events += cvia__dg_timers(ep);
     cvia__dg_flush(ep);
-    CVIA_HINT_STORE(ep->idle, events ? 0 : ep->idle + 1);
+    CVIA_HINT_STORE(ep->idle, events ? 0 : CVIA_HINT_LOAD(ep->idle) + 1);
     cvia_mlock_unlock(&ep->busy);
     return events;
 }
