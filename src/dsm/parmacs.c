@@ -465,7 +465,7 @@ static void stdin_take(void)
 
 struct pm_range { uint64_t off, len; };          /* from the executable's load address */
 struct pm_map   { uint64_t lo, hi; };
-struct pm_head  { uint64_t base, nranges, nmaps, bytes; };
+struct pm_head  { uint64_t base, nranges, nmaps, bytes, brk, locks; };
 
 struct pm_exe {
     uintptr_t base;
@@ -588,7 +588,7 @@ static void image_send(int k)
         die("CREATE: out of memory");
     exe_ranges(&e);
     nm = own_maps(m, PM_MAX_MAPS);
-    h = (struct pm_head){ e.base, (uint64_t)e.n, nm, 0 };
+    h = (struct pm_head){ e.base, (uint64_t)e.n, nm, 0, dsm__g.brk, (uint64_t)dsm__g.next_lock };
     for (int i = 0; i < e.n; i++)
         h.bytes += e.r[i].len;
     size_t total = sizeof(e.r[0]) * (size_t)e.n + sizeof(*m) * nm + h.bytes;
@@ -627,6 +627,12 @@ static void image_take(void)
     if (h.nranges != (uint64_t)e.n || memcmp(r, e.r, sizeof(*r) * (size_t)e.n))
         die("CREATE: rank 0 runs another executable than rank %d (its writable "
             "segments differ)", dsm__g.rank);
+    if (h.brk != dsm__g.brk || h.locks != (uint64_t)dsm__g.next_lock)
+        die("CREATE: before the first CREATE rank 0 allocated %llu bytes and %llu locks, "
+            "this rank's replay %zu and %d: the serial part of main allocated shared "
+            "memory or locks by the clock, the pid or random numbers",
+            (unsigned long long)h.brk, (unsigned long long)h.locks, dsm__g.brk,
+            dsm__g.next_lock);
     for (int i = 0; i < e.n; i++) {
         image_lay(e.base + e.r[i].off, p, e.r[i].len, m, h.nmaps);
         p += e.r[i].len;
