@@ -28,8 +28,9 @@
  * pages, until MAIN_END on rank 0 ends the job. A word of the image that
  * holds, on rank 0, an address inside one of rank 0's own mappings other
  * than the shared region (its heap, stack, libraries, the executable) is
- * not taken where the replay left a different value there: that memory is
- * not shipped, and the replayed pointer names the replayed object. So
+ * not taken where the replay left another address (or NULL) there: that
+ * memory is not shipped, and the replayed pointer names the replayed
+ * object. So
  * globals that the master computed from its input, the clock or random
  * numbers arrive as the master had them; heap objects arrive as the replay
  * built them. The stdin that rank 0 read before a CREATE is replayed to the

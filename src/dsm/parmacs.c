@@ -20,7 +20,8 @@
  *   .bss) and the list of its own mappings; process k lays it over its
  *   own, word by word, except where rank 0's word is an address inside
  *   one of rank 0's mappings (other than the shared region) and the
- *   replay left another value: such a word is a pointer to private memory
+ *   replay left another value that is an address inside one of this
+ *   rank's mappings (or NULL): such a word is a pointer to private memory
  *   that is not shipped (heap, stack, a library, the executable under
  *   address randomization), and the replayed one names the replayed
  *   object. The copies go word by word through volatile accesses in
@@ -507,8 +508,12 @@ static void exe_ranges(struct pm_exe *e)
     dl_iterate_phdr(exe_cb, e);
 }
 
-/* Rank 0's mappings other than the shared region: an address in one of
- * them is private to rank 0. Sorted, as /proc lists them. */
+/* Rank 0's mappings other than the shared region that a pointer can
+ * name: an address in one of them is private to rank 0. Left out, besides
+ * the region: inaccessible mappings (guard pages, reservations) and those
+ * of 1 TiB or more (sanitizer shadow memory, which would make every
+ * number from 2^31 to 2^44, a clock in microseconds say, look like an
+ * address). Sorted, as /proc lists them. */
 static size_t own_maps(struct pm_map *m, size_t cap)
 {
     struct dsm *d = &dsm__g;
@@ -516,14 +521,14 @@ static size_t own_maps(struct pm_map *m, size_t cap)
     FILE *f = fopen("/proc/self/maps", "r");
     size_t n = 0;
     unsigned long lo, hi;
-    char line[512];
+    char line[512], perm[8];
 
     if (!f)
         die("CREATE: cannot read /proc/self/maps: %s", strerror(errno));
     while (n < cap && fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) != 3)
             continue;
-        if (lo >= rlo && hi <= rhi)
+        if ((lo >= rlo && hi <= rhi) || !strncmp(perm, "---", 3) || hi - lo >= (1ul << 40))
             continue;
         m[n++] = (struct pm_map){ lo, hi };
     }
@@ -557,7 +562,7 @@ static void image_save(char *dst, uintptr_t src, size_t len)
 
 __attribute__((no_sanitize_address, no_sanitize("thread"), noinline))
 static void image_lay(uintptr_t dst, const char *src, size_t len, const struct pm_map *m,
-                      size_t nm)
+                      size_t nm, const struct pm_map *mine, size_t nmine)
 {
     volatile unsigned char *d = (volatile unsigned char *)dst;
     size_t i = 0;
@@ -566,9 +571,9 @@ static void image_lay(uintptr_t dst, const char *src, size_t len, const struct p
         d[i] = (unsigned char)src[i];
     for (; i + 8 <= len; i += 8) {
         volatile uint64_t *w = (volatile uint64_t *)(dst + i);
-        uint64_t theirs, mine = *w;
+        uint64_t theirs, here = *w;
         memcpy(&theirs, src + i, 8);
-        if (theirs != mine && !in_maps(m, nm, theirs))
+        if (theirs != here && !(in_maps(m, nm, theirs) && (!here || in_maps(mine, nmine, here))))
             *w = theirs;
     }
     for (; i < len; i++)
@@ -624,6 +629,12 @@ static void image_take(void)
     const struct pm_range *r = (const struct pm_range *)buf;
     const struct pm_map *m = (const struct pm_map *)(buf + sizeof(*r) * h.nranges);
     const char *p = buf + sizeof(*r) * h.nranges + sizeof(*m) * h.nmaps;
+    struct pm_map *mine = malloc(PM_MAX_MAPS * sizeof(*mine));
+    size_t nmine;
+
+    if (!mine)
+        die("CREATE: out of memory");
+    nmine = own_maps(mine, PM_MAX_MAPS);
     if (h.nranges != (uint64_t)e.n || memcmp(r, e.r, sizeof(*r) * (size_t)e.n))
         die("CREATE: rank 0 runs another executable than rank %d (its writable "
             "segments differ)", dsm__g.rank);
@@ -634,9 +645,10 @@ static void image_take(void)
             (unsigned long long)h.brk, (unsigned long long)h.locks, dsm__g.brk,
             dsm__g.next_lock);
     for (int i = 0; i < e.n; i++) {
-        image_lay(e.base + e.r[i].off, p, e.r[i].len, m, h.nmaps);
+        image_lay(e.base + e.r[i].off, p, e.r[i].len, m, h.nmaps, mine, nmine);
         p += e.r[i].len;
     }
+    free(mine);
     free(buf);
 }
 
