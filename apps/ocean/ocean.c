@@ -15,9 +15,11 @@
  * must equal the sequential reference bit for bit. Norms are maxima,
  * gathered per process and combined in order.
  *
- *   ocean [small|paper] [-n N] [-c CYCLES] [-p P] [--check] [--stats[=json]]
+ *   ocean [small|paper] [-n N] [-c CYCLES] [-a POINTS] [-p P] [--check] [--stats[=json]]
  *
- * Defaults: N = 1024 (1025 x 1025 points, 10 levels), 10 V-cycles. --check
+ * Defaults: N = 1024 (1025 x 1025 points, 9 levels), 10 V-cycles, levels
+ * of 129 points a side or fewer on process 0 (-a 0: every level shared
+ * out but the coarsest). --check
  * runs the sequential reference (the same phases on private memory) and
  * compares every point of the solution. Built with -DCVIA_PARMACS_NULL this
  * same source is the sequential program. */
@@ -29,7 +31,6 @@ MAIN_ENV
 #define MAXP   64
 #define NU     2            /* smoothing sweeps before and after */
 #define COARSE 40           /* sweeps on the coarsest grid */
-#define AGGLOM 129          /* points per side from which process 0 works alone */
 
 struct global {
     BARDEC(start)
@@ -46,6 +47,7 @@ struct grids {
 static struct global *G;
 static struct grids S;                 /* the shared ones */
 static int N = 1024, cycles = 10, P, L;
+static int agglom = 129;               /* -a: process 0 alone from this many points a side */
 
 static int npts(int l) { return (N >> l) + 1; }     /* points per side */
 
@@ -297,20 +299,23 @@ int main(int argc, char **argv)
             N = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-c") && i + 1 < argc)
             cycles = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-a") && i + 1 < argc)
+            agglom = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: ocean [small|paper] [-n N] [-c CYCLES] [-p P] "
+            fprintf(stderr, "usage: ocean [small|paper] [-n N] [-c CYCLES] [-a POINTS] [-p P] "
                     "[--check] [--stats[=json]]\n");
             return 2;
         }
     }
-    if (N < 8 || (N & (N - 1)) || N > (1 << 14) || cycles < 1 || cycles > 64) {
-        fprintf(stderr, "ocean: need N a power of two in 8..16384 and 1 <= CYCLES <= 64\n");
+    if (N < 8 || (N & (N - 1)) || N > (1 << 14) || cycles < 1 || cycles > 64 || agglom < 0) {
+        fprintf(stderr, "ocean: need N a power of two in 8..16384, 1 <= CYCLES <= 64, "
+                "POINTS >= 0\n");
         return 2;
     }
     for (L = 0; (N >> L) > 4; L++)
         ;                              /* the coarsest grid: 5 x 5 points */
-    for (Lp = 1; Lp < L && npts(Lp) > AGGLOM; Lp++)
-        ;                              /* levels of AGGLOM points or less: process 0 */
+    for (Lp = 1; Lp < L && npts(Lp) > agglom; Lp++)
+        ;                              /* levels of agglom points or less: process 0 */
     MAIN_INITENV(, 0);
     P = app_procs(&c, "ocean");
     if (P > MAXP || P > N / 2) {
