@@ -11,10 +11,15 @@
  * - stdin: rank 0's stdin goes through a pipe fed by a thread that keeps
  *   a record of every byte it passed on. At its j-th CREATE rank 0 sends
  *   what was recorded since the last one to the ranks still replaying
- *   (j and above); a replaying rank reads stdin from a memfd that it
- *   extends with each such part, the first at start-up, the next at each
- *   replayed CREATE. It never reads past what rank 0's stdio had read
- *   when it reached the same point, so the replay reads the same input.
+ *   (j and above; the part is rank j's last), and at MAIN_END to the ranks
+ *   never created. A replaying rank reads stdin from a pipe that a thread
+ *   of its own fills with those parts, closing it when rank 0's stdin has
+ *   ended and all of it arrived; a read past what has arrived waits for
+ *   rank 0's next CREATE, so the replay never reads past what rank 0's
+ *   stdio had read at the same point and takes the same path through the
+ *   input, while it runs alongside rank 0's serial part. At its own CREATE
+ *   the rank puts /dev/null behind fd 0 and joins the thread, which has
+ *   its last part by then.
  * - the image: at CREATE k rank 0 sends process k the writable part of the
  *   main executable (PT_LOAD segments with PF_W, less PT_GNU_RELRO: .data,
  *   .bss) and the list of its own mappings; process k lays it over its
@@ -31,6 +36,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,8 +66,9 @@ static pthread_mutex_t in_mu = PTHREAD_MUTEX_INITIALIZER;
 static char  *in_rec;
 static size_t in_len, in_cap, in_sent;
 static int    in_on;         /* rank 0 records (size > 1 at start-up) */
-static int    in_fd = -1;    /* replaying rank: the memfd behind fd 0 */
-static off_t  in_size;
+static int    in_eof;        /* rank 0: its stdin ended (all of it recorded) */
+static pthread_t in_thr;     /* replaying rank: the thread filling fd 0 */
+static int    in_thr_on;
 __attribute__((format(printf, 1, 2), noreturn))
 static void die(const char *fmt, ...)
 {
@@ -87,7 +94,7 @@ static void check(int rc, const char *what)
 }
 
 static void stdin_start(void);
-static void stdin_take(void);
+static void stdin_done(void);
 static void stdin_send(int first_rank);
 
 /* Start the DSM (MAIN_ENV's constructor, or MAIN_INITENV, or the first
@@ -112,7 +119,6 @@ void cvia_parmacs_boot(void)
         dup2(null, 1);
         close(null);
     }
-    stdin_take();   /* what rank 0 read before its first CREATE */
 }
 
 void cvia_parmacs_init(void)
@@ -337,17 +343,24 @@ void cvia_parmacs_cond_signal(cvia_parmacs_cond_t *c, int all)
 
 static int in_pipe_w = -1, in_orig = -1;
 
-static void write_all(int fd, const char *p, size_t n)
+#define PM_IN_LAST 1u   /* the last part for this rank */
+#define PM_IN_EOF  2u   /* rank 0's stdin ended: nothing follows */
+
+struct pm_part { uint64_t n; uint32_t flags, pad; };
+
+/* 0, or -1 when nobody reads any more (the program closed its stdin). */
+static int write_all(int fd, const char *p, size_t n)
 {
     while (n) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return;   /* the program closed its stdin: nobody reads any more */
+            return -1;
         p += w;
         n -= (size_t)w;
     }
+    return 0;
 }
 
 /* Rank 0: pass stdin on to the program, recording every byte first. */
@@ -379,22 +392,67 @@ static void *stdin_tee(void *arg)
         memcpy(in_rec + in_len, buf, (size_t)r);
         in_len += (size_t)r;
         pthread_mutex_unlock(&in_mu);
-        write_all(in_pipe_w, buf, (size_t)r);
+        if (write_all(in_pipe_w, buf, (size_t)r))
+            break;   /* the program closed its stdin */
     }
+    pthread_mutex_lock(&in_mu);
+    in_eof = 1;
+    pthread_mutex_unlock(&in_mu);
     close(in_pipe_w);
     close(in_orig);
     return NULL;
 }
 
+/* A replaying rank: rank 0's parts into our stdin pipe, until our last. */
+static void *stdin_fill(void *arg)
+{
+    sigset_t pipe_sig;
+    int open_w = 1;
+
+    (void)arg;
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);   /* a closed reader: EPIPE */
+    for (;;) {
+        struct pm_part h;
+        char *part = NULL;
+        check(cvia_recv(&h, sizeof(h), 0, PM_TAG_STDIN, NULL), "receiving stdin");
+        if (h.n) {
+            if (!(part = malloc(h.n)))
+                die("stdin: out of memory for %llu bytes", (unsigned long long)h.n);
+            check(cvia_recv(part, h.n, 0, PM_TAG_STDIN, NULL), "receiving stdin");
+            if (open_w && write_all(in_pipe_w, part, h.n))
+                open_w = 0;
+            free(part);
+        }
+        if (open_w && (h.flags & (PM_IN_EOF | PM_IN_LAST))) {
+            close(in_pipe_w);   /* the replay reads the end where rank 0 did */
+            open_w = 0;
+        }
+        if (h.flags & PM_IN_LAST)
+            return NULL;
+    }
+}
+
 static void stdin_start(void)
 {
-    if (dsm__g.rank != 0)
-        return;
     int fds[2];
     pthread_t t;
+
+    if (dsm__g.rank != 0) {
+        if (pipe2(fds, O_CLOEXEC) || dup2(fds[0], 0) < 0)
+            die("stdin: cannot make its pipe: %s", strerror(errno));
+        close(fds[0]);
+        fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);   /* fewer waits; best effort */
+        in_pipe_w = fds[1];
+        if (pthread_create(&in_thr, NULL, stdin_fill, NULL))
+            die("stdin: cannot start its thread");
+        in_thr_on = 1;
+        return;
+    }
     in_orig = fcntl(0, F_DUPFD_CLOEXEC, 3);
     if (in_orig < 0)
-        return;   /* no stdin at all: nothing to replay */
+        return;   /* no stdin at all: the parts are empty and say so */
     if (pipe2(fds, O_CLOEXEC) || dup2(fds[0], 0) < 0)
         die("stdin: cannot make its pipe: %s", strerror(errno));
     close(fds[0]);
@@ -406,60 +464,56 @@ static void stdin_start(void)
 }
 
 /* Rank 0: what stdin delivered since the last part, to ranks @first_rank
- * and above (the ones replaying beyond this point). */
+ * and above (the ones replaying beyond this point); the part is the last
+ * for @first_rank, and for all of them at MAIN_END (@first_rank past the
+ * processes created). */
 static void stdin_send(int first_rank)
 {
     struct dsm *d = &dsm__g;
-    uint64_t n = 0;
+    struct pm_part h = { 0, 0, 0 };
     char *part = NULL;
 
     if (first_rank >= d->size)
         return;
     if (in_on) {
         pthread_mutex_lock(&in_mu);
-        n = in_len - in_sent;
-        if (n && !(part = malloc(n)))
+        h.n = in_len - in_sent;
+        if (h.n && !(part = malloc(h.n)))
             die("stdin: out of memory");
-        if (n)
-            memcpy(part, in_rec + in_sent, n);
+        if (h.n)
+            memcpy(part, in_rec + in_sent, h.n);
         in_sent = in_len;
+        if (in_eof)
+            h.flags |= PM_IN_EOF;
         pthread_mutex_unlock(&in_mu);
+    } else {
+        h.flags |= PM_IN_EOF;
     }
     for (int r = first_rank; r < d->size; r++) {
-        check(cvia_send(&n, sizeof(n), r, PM_TAG_STDIN), "sending stdin");
-        if (n)
-            check(cvia_send(part, n, r, PM_TAG_STDIN), "sending stdin");
+        struct pm_part hr = h;
+        if (r == first_rank || first_rank > created)
+            hr.flags |= PM_IN_LAST;
+        check(cvia_send(&hr, sizeof(hr), r, PM_TAG_STDIN), "sending stdin");
+        if (h.n)
+            check(cvia_send(part, h.n, r, PM_TAG_STDIN), "sending stdin");
     }
     free(part);
 }
 
-/* A replaying rank: the next part of rank 0's stdin, at the end of ours. */
-static void stdin_take(void)
+/* A replaying rank at its own CREATE: a created process reads no stdin;
+ * the thread has (or is about to have) its last part. */
+static void stdin_done(void)
 {
-    uint64_t n;
-    char *part = NULL;
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-    check(cvia_recv(&n, sizeof(n), 0, PM_TAG_STDIN, NULL), "receiving stdin");
-    if (n) {
-        if (!(part = malloc(n)))
-            die("stdin: out of memory for %llu bytes", (unsigned long long)n);
-        check(cvia_recv(part, n, 0, PM_TAG_STDIN, NULL), "receiving stdin");
+    if (null >= 0) {
+        dup2(null, 0);   /* closes the pipe: a blocked writer gets EPIPE */
+        close(null);
     }
-    if (in_fd < 0) {
-        in_fd = memfd_create("cvia-parmacs-stdin", MFD_CLOEXEC);
-        if (in_fd < 0 || dup2(in_fd, 0) < 0)
-            die("stdin: cannot make its file: %s", strerror(errno));
+    if (in_thr_on) {
+        pthread_join(in_thr, NULL);
+        in_thr_on = 0;
     }
-    for (uint64_t off = 0; off < n;) {
-        ssize_t w = pwrite(in_fd, part + off, n - off, in_size + (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            die("stdin: cannot keep it: %s", strerror(errno));
-        off += (uint64_t)w;
-    }
-    in_size += (off_t)n;
-    free(part);
 }
 
 /* ---- the creator's image ------------------------------------------------------ */
@@ -670,11 +724,10 @@ void cvia_parmacs_create(void (*fn)(void))
         image_send(k);
         return;
     }
-    if (d->rank != k) {
-        stdin_take();    /* still replaying towards our own CREATE */
-        return;
-    }
+    if (d->rank != k)
+        return;          /* still replaying towards our own CREATE */
     unmute();
+    stdin_done();
     proc = k;
     check(dsm_become(k), "CREATE");
     image_take();
