@@ -52,6 +52,7 @@
 #define PM_TAG_STDIN 0x7fff0110   /* rank 0 -> replaying ranks: stdin since the last part */
 #define PM_TAG_IMAGE 0x7fff0111   /* rank 0 -> created process: the writable image */
 #define PM_MAX_RANGES 16
+#define PM_FD_BASE    400         /* our own descriptors: above the program's */
 #define PM_MAX_MAPS   4096
 
 static int booted;
@@ -93,6 +94,21 @@ static void check(int rc, const char *what)
     }
 }
 
+/* A close-on-exec copy of @fd numbered PM_FD_BASE or above, so that the
+ * descriptors the program opens get the same numbers on every rank as far
+ * as ours are concerned (a descriptor kept in a global is a number, and
+ * the created process receives rank 0's); @fd itself is closed unless it
+ * is 0, 1 or 2. */
+static int high_fd(int fd)
+{
+    int h = fcntl(fd, F_DUPFD_CLOEXEC, PM_FD_BASE);
+    if (h < 0)
+        h = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (h >= 0 && fd > 2)
+        close(fd);
+    return h;
+}
+
 static void stdin_start(void);
 static void stdin_done(void);
 static void stdin_send(int first_rank);
@@ -113,7 +129,7 @@ void cvia_parmacs_boot(void)
         return;
     }
     fflush(stdout);
-    saved_stdout = dup(1);
+    saved_stdout = high_fd(1);
     int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (null >= 0) {
         dup2(null, 1);
@@ -444,19 +460,19 @@ static void stdin_start(void)
             die("stdin: cannot make its pipe: %s", strerror(errno));
         close(fds[0]);
         fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);   /* fewer waits; best effort */
-        in_pipe_w = fds[1];
+        in_pipe_w = high_fd(fds[1]);
         if (pthread_create(&in_thr, NULL, stdin_fill, NULL))
             die("stdin: cannot start its thread");
         in_thr_on = 1;
         return;
     }
-    in_orig = fcntl(0, F_DUPFD_CLOEXEC, 3);
+    in_orig = high_fd(0);
     if (in_orig < 0)
         return;   /* no stdin at all: the parts are empty and say so */
     if (pipe2(fds, O_CLOEXEC) || dup2(fds[0], 0) < 0)
         die("stdin: cannot make its pipe: %s", strerror(errno));
     close(fds[0]);
-    in_pipe_w = fds[1];
+    in_pipe_w = high_fd(fds[1]);
     in_on = 1;
     if (pthread_create(&t, NULL, stdin_tee, NULL))
         die("stdin: cannot start its thread");
