@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "util/clock.h"
 
 const char *const bench_kind_name[BENCH_NKINDS] = { "latency", "bw", "bibw", "memcpy" };
 
@@ -157,13 +158,6 @@ void bench_summarize(struct bench_result *r)
 
 static FILE *bench_progress_dirty;  /* where a \r progress line is showing */
 
-static double bench_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A rough a-priori cost: 1 us per message plus copying at 2 GB/s. */
 static double bench_estimate_s(const struct bench_result *r)
 {
@@ -209,7 +203,7 @@ void bench_progress_start(struct bench_progress *p, const struct bench_report *r
     p->total = rep->nres * (size_t)rep->repeat;
     if (!quiet)
         p->tty = bench_progress_tty();
-    p->t0 = bench_now_s();
+    p->t0 = cvia__clock_s();
     p->on = est * rep->repeat > BENCH_PROGRESS_S;
 }
 
@@ -219,7 +213,7 @@ void bench_progress_step(struct bench_progress *p, const struct bench_result *r)
     char runs[48] = "";
 
     p->step++;
-    if (p->quiet || (!p->on && bench_now_s() - p->t0 <= BENCH_PROGRESS_S))
+    if (p->quiet || (!p->on && cvia__clock_s() - p->t0 <= BENCH_PROGRESS_S))
         return;
     p->on = 1;
     if (p->repeat > 1)
