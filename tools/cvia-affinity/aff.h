@@ -28,7 +28,7 @@
 
 #include "topo/topo_cpu.h"
 #include "topo/topo_nic.h"
-#include "aff_json.h"
+#include "util/json.h"
 #include "util/clock.h"
 
 #define AFF_MAX_DEV   32

@@ -30,6 +30,7 @@
 #include "topo/topo.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "util/json.h"
 #include "info_mem.h"
 
 #define OPT_JSON 1000
@@ -78,20 +79,6 @@ static void info_fail_usage(const char *msg, const char *arg)
 {
     fprintf(stderr, "cvia-info: %s%s%s (try --help)\n", msg, arg ? " " : "", arg ? arg : "");
     exit(2);
-}
-
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
 }
 
 /* The current value of each variable: the table's loader fills a scratch
@@ -155,27 +142,25 @@ static int info_config(int full, int comment_defaults, const char *filter)
     return bad;
 }
 
-static void info_providers(int json)
+static void info_providers(struct jw *w)
 {
     char line[512];
     for (int i = 0; cvia__prov_list[i]; i++) {
         const struct cvia_prov_desc *d = cvia__prov_list[i];
         d->ops->describe(line, sizeof(line));
-        if (json) {
-            printf("%s{\"name\":", i ? "," : "");
-            json_str(d->name);
-            printf(",\"description\":");
-            json_str(d->desc);
-            printf(",\"state\":");
-            json_str(line);
-            printf("}");
+        if (w) {
+            jw_obj(w, NULL);
+            jw_str(w, "name", d->name);
+            jw_str(w, "description", d->desc);
+            jw_str(w, "state", line);
+            jw_end_obj(w);
         } else {
             printf("  %-6s %s\n         %s\n", d->name, d->desc, line);
         }
     }
 }
 
-static int info_topology(int json)
+static int info_topology(struct jw *w)
 {
     hwloc_topology_t topo;
     struct cvia_topo_summary s;
@@ -183,23 +168,29 @@ static int info_topology(int json)
     int rc = cvia__topo_open(&topo, source, sizeof(source));
 
     if (rc) {
-        if (json)
-            printf("null");
+        if (w)
+            jw_null(w, "topology");
         return rc;
     }
     cvia__topo_summarize(topo, &s);
     hwloc_topology_destroy(topo);
-    if (json) {
-        printf("{\"source\":");
-        json_str(source);
-        printf(",\"packages\":%d,\"cores\":%d,\"pus\":%d,\"numa_nodes\":%d,"
-               "\"hbm_numa_nodes\":%d,\"l2_caches\":%d,\"l3_caches\":%d,"
-               "\"l2_bytes\":%llu,\"l3_bytes\":%llu,\"cores_per_l2\":%d,"
-               "\"cores_per_l3\":%d,\"memory_bytes\":%llu,\"network_devices\":%d}",
-               s.packages, s.cores, s.pus, s.numa_nodes, s.numa_hbm, s.l2, s.l3,
-               (unsigned long long)s.l2_bytes, (unsigned long long)s.l3_bytes,
-               s.cores_per_l2, s.cores_per_l3, (unsigned long long)s.total_memory,
-               s.nics);
+    if (w) {
+        jw_obj(w, "topology");
+        jw_str(w, "source", source);
+        jw_int(w, "packages", s.packages);
+        jw_int(w, "cores", s.cores);
+        jw_int(w, "pus", s.pus);
+        jw_int(w, "numa_nodes", s.numa_nodes);
+        jw_int(w, "hbm_numa_nodes", s.numa_hbm);
+        jw_int(w, "l2_caches", s.l2);
+        jw_int(w, "l3_caches", s.l3);
+        jw_int(w, "l2_bytes", (long long)s.l2_bytes);
+        jw_int(w, "l3_bytes", (long long)s.l3_bytes);
+        jw_int(w, "cores_per_l2", s.cores_per_l2);
+        jw_int(w, "cores_per_l3", s.cores_per_l3);
+        jw_int(w, "memory_bytes", (long long)s.total_memory);
+        jw_int(w, "network_devices", s.nics);
+        jw_end_obj(w);
         return 0;
     }
     printf("  source        %s\n", source);
@@ -351,13 +342,16 @@ static void info_launcher(void)
 
 static void info_json(void)
 {
-    int bad = 0, first = 1;
+    int bad = 0;
+    struct jw w;
 
-    printf("{\"version\":");
-    json_str(cvia_version());
-    printf(",\"providers\":[");
-    info_providers(1);
-    printf("],\"variables\":[");
+    jw_init(&w, stdout);
+    jw_obj(&w, NULL);
+    jw_str(&w, "version", cvia_version());
+    jw_arr(&w, "providers");
+    info_providers(&w);
+    jw_end_arr(&w);
+    jw_arr(&w, "variables");
     for (int ti = 0; cvia__param_tables[ti]; ti++) {
         const struct cvia_param_table *t = cvia__param_tables[ti];
         void *cfg = info_load(t, &bad);
@@ -365,26 +359,20 @@ static void info_json(void)
             char var[128], val[CVIA_PARAM_STRLEN + 32];
             cvia__param_varname(t, p, var, sizeof(var));
             info_value(t, p, cfg, val, sizeof(val));
-            printf("%s{\"name\":", first ? "" : ",");
-            first = 0;
-            json_str(var);
-            printf(",\"component\":");
-            json_str(t->component);
-            printf(",\"value\":");
-            json_str(val);
-            printf(",\"default\":");
-            json_str(p->dflt);
-            printf(",\"syntax\":");
-            json_str(cvia__param_syntax(p));
-            printf(",\"description\":");
-            json_str(p->desc);
-            printf("}");
+            jw_obj(&w, NULL);
+            jw_str(&w, "name", var);
+            jw_str(&w, "component", t->component);
+            jw_str(&w, "value", val);
+            jw_str(&w, "default", p->dflt);
+            jw_str(&w, "syntax", cvia__param_syntax(p));
+            jw_str(&w, "description", p->desc);
+            jw_end_obj(&w);
         }
         free(cfg);
     }
-    printf("],\"topology\":");
-    info_topology(1);
-    printf("}\n");
+    jw_end_arr(&w);
+    info_topology(&w);
+    jw_end_obj(&w);
 }
 
 int main(int argc, char **argv)
@@ -514,7 +502,7 @@ int main(int argc, char **argv)
     if (prov || !any) {
         if (!any)
             printf("\n# providers\n");
-        info_providers(0);
+        info_providers(NULL);
     }
     if (config || !any) {
         if (!any)
@@ -525,7 +513,7 @@ int main(int argc, char **argv)
     if (topo || !any) {
         if (!any)
             printf("\n# topology\n");
-        if (info_topology(0))
+        if (info_topology(NULL))
             rc = 1;
     }
     if (env) {
