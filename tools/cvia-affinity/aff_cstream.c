@@ -271,8 +271,8 @@ int aff_cstream_rank(const struct aff_cstream_opts *o, int json)
 /* Network providers this corevia has (the values CVIA_NET takes). */
 static const struct cvia_param *net_param(void)
 {
-    for (int i = 0; cvia__param_tables[i]; i++) {
-        const struct cvia_param_table *t = cvia__param_tables[i];
+    const struct cvia_param_table *t;
+    for (int i = 0; (t = cvia__param_table(i)); i++) {
         if (strcmp(t->prefix, ""))
             continue;
         for (const struct cvia_param *p = t->params; p->name; p++)

@@ -3,6 +3,7 @@
 /* cvia-info: what corevia is built with and how it is configured: version,
  * providers and their state, every CVIA_* variable, the topology, and
  * clean-up of segments left by dead processes. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -81,81 +82,87 @@ static void info_fail_usage(const char *msg, const char *arg)
     exit(2);
 }
 
-/* The current value of each variable: the table's loader fills a scratch
- * struct from defaults and the environment. */
-static void *info_load(const struct cvia_param_table *t, int *bad)
+/* The layers above the core register their variables with libcorevia
+ * when they are loaded; load them so that every variable of this
+ * installation is listed. Where they lie: beside libcorevia.so.0 (the DSM),
+ * in its libfabric/ directory (the provider, installed) or fabric/ (the
+ * build tree), or in FI_PROVIDER_PATH. A layer that is not installed
+ * simply has no variables to show. */
+static void info_load_layers(void)
 {
-    void *cfg = calloc(1, t->cfg_size + CVIA_PARAM_STRLEN);
-    if (!cfg) {
-        fprintf(stderr, "cvia-info: out of memory\n");
-        exit(1);
+    char dir[4096], path[4200];
+    Dl_info di;
+
+    if (!dladdr((void *)cvia_version, &di) || !di.dli_fname)
+        return;
+    snprintf(dir, sizeof(dir), "%s", di.dli_fname);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    snprintf(path, sizeof(path), "%s/libcorevia_dsm.so.0", dir);
+    if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
+        snprintf(path, sizeof(path), "%s/src/dsm/libcorevia_dsm.so.0", dir);
+        dlopen(path, RTLD_NOW | RTLD_LOCAL);
     }
-    /* launcher-set variables have no struct; show their environment value */
-    if (strcmp(t->component, "boot")) {
-        if (cvia__param_load(t, cfg))
-            *bad = 1;
+    const char *fpp = getenv("FI_PROVIDER_PATH");
+    char list[8400];
+    snprintf(list, sizeof(list), "%s/libfabric:%s/fabric%s%s", dir, dir, fpp ? ":" : "",
+             fpp ? fpp : "");
+    for (char *save = NULL, *d = strtok_r(list, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(path, sizeof(path), "%s/libcorevia-fi.so", d);
+        if (access(path, R_OK) == 0 && dlopen(path, RTLD_NOW | RTLD_LOCAL))
+            break;
     }
-    return cfg;
 }
 
-static void info_value(const struct cvia_param_table *t, const struct cvia_param *p,
-                       const void *cfg, char *buf, size_t cap)
+/* The @i-th variable, or 0 past the last. A value in the environment that
+ * does not parse is reported once, naming the variable, and sets *bad. */
+static int info_var(int i, cvia_var_info_t *v, int *bad)
 {
-    char var[128];
-
-    if (!strcmp(t->component, "boot")) {
-        cvia__param_varname(t, p, var, sizeof(var));
-        snprintf(buf, cap, "%s", getenv(var) ? getenv(var) : p->dflt);
-        return;
+    if (cvia_var_info(i, v, sizeof(*v)))
+        return 0;
+    if (!v->valid && bad) {
+        fprintf(stderr, "cvia-info: %s: invalid value '%s' (expected %s)\n", v->name,
+                getenv(v->name), v->syntax);
+        *bad = 1;
     }
-    cvia__param_format(p, (const char *)cfg + p->offset, buf, cap);
+    return 1;
 }
 
 static int info_config(int full, int comment_defaults, const char *filter)
 {
+    cvia_var_info_t v;
     int bad = 0;
 
-    for (int ti = 0; cvia__param_tables[ti]; ti++) {
-        const struct cvia_param_table *t = cvia__param_tables[ti];
-        void *cfg = info_load(t, &bad);
-        for (const struct cvia_param *p = t->params; p->name; p++) {
-            char var[128], val[CVIA_PARAM_STRLEN + 32], dflt[CVIA_PARAM_STRLEN + 32];
-            unsigned char scratch[CVIA_PARAM_STRLEN + 16];
-            cvia__param_varname(t, p, var, sizeof(var));
-            if (filter && !strcasestr(var, filter))
-                continue;
-            info_value(t, p, cfg, val, sizeof(val));
-            if (strcmp(t->component, "boot") && !cvia__param_parse(p, p->dflt, scratch))
-                cvia__param_format(p, scratch, dflt, sizeof(dflt));
-            else
-                snprintf(dflt, sizeof(dflt), "%s", p->dflt);
-            if (full) {
-                printf("#\n# %s\n#\n# syntax:  %s\n# default: %s\n#\n", p->desc,
-                       cvia__param_syntax(p), dflt[0] ? dflt : "(empty)");
-            }
-            printf("%s%s=%s\n", comment_defaults && !strcmp(val, dflt) ? "# " : "", var, val);
-            if (full)
-                printf("\n");
+    for (int i = 0; info_var(i, &v, &bad); i++) {
+        if (filter && !strcasestr(v.name, filter))
+            continue;
+        if (full) {
+            printf("#\n# %s\n#\n# syntax:  %s\n# default: %s\n#\n", v.desc, v.syntax,
+                   v.dflt[0] ? v.dflt : "(empty)");
         }
-        free(cfg);
+        printf("%s%s=%s\n", comment_defaults && !strcmp(v.value, v.dflt) ? "# " : "", v.name,
+               v.value);
+        if (full)
+            printf("\n");
     }
     return bad;
 }
 
 static void info_providers(struct jw *w)
 {
-    char line[512];
-    for (int i = 0; cvia__prov_list[i]; i++) {
-        const struct cvia_prov_desc *d = cvia__prov_list[i];
-        d->ops->describe(line, sizeof(line));
+    cvia_provider_info_t p;
+
+    for (int i = 0; cvia_provider_info(i, &p, sizeof(p)) == 0; i++) {
         if (w) {
             jw_obj(w, NULL);
-            jw_str(w, "name", d->name);
-            jw_str(w, "description", d->desc);
-            jw_str(w, "state", line);
+            jw_str(w, "name", p.name);
+            jw_str(w, "description", p.desc);
+            jw_str(w, "state", p.state);
             jw_end_obj(w);
         } else {
-            printf("  %-6s %s\n         %s\n", d->name, d->desc, line);
+            printf("  %-6s %s\n         %s\n", p.name, p.desc, p.state);
         }
     }
 }
@@ -221,7 +228,7 @@ static void info_env(void)
     if (!any)
         printf("  (no CVIA_* variable is set)\n");
     /* warnings for unknown names go to stderr */
-    cvia__param_check_unknown(NULL);
+    cvia_var_check();
 }
 
 static void info_man(void)
@@ -242,14 +249,16 @@ static void info_man(void)
            "boolean\n:   y, yes, on, true, 1 / n, no, off, false, 0.\n\n"
            "tri-state\n:   a boolean, or auto.\n\n");
     printf("# VARIABLES\n\n");
-    for (int ti = 0; cvia__param_tables[ti]; ti++) {
-        const struct cvia_param_table *t = cvia__param_tables[ti];
-        printf("## %s\n\n", t->component);
-        for (const struct cvia_param *p = t->params; p->name; p++) {
-            char var[128];
-            cvia__param_varname(t, p, var, sizeof(var));
-            printf("`%s`=*%s* (default: `%s`)\n:   %s\n\n", var, cvia__param_syntax(p),
-                   p->dflt[0] ? p->dflt : "unset", p->desc);
+    {
+        cvia_var_info_t v;
+        const char *comp = "";
+
+        for (int i = 0; info_var(i, &v, NULL); i++) {
+            if (strcmp(comp, v.component))
+                printf("## %s\n\n", v.component);
+            comp = v.component;
+            printf("`%s`=*%s* (default: `%s`)\n:   %s\n\n", v.name, v.syntax,
+                   v.dflt_text[0] ? v.dflt_text : "unset", v.desc);
         }
     }
     printf("# SEE ALSO\n\ncvia-info(1), cvia-run(1), cvia-bench(1)\n");
@@ -340,8 +349,9 @@ static void info_launcher(void)
     printf("\n");
 }
 
-static void info_json(void)
+static int info_json(void)
 {
+    cvia_var_info_t v;
     int bad = 0;
     struct jw w;
 
@@ -352,27 +362,20 @@ static void info_json(void)
     info_providers(&w);
     jw_end_arr(&w);
     jw_arr(&w, "variables");
-    for (int ti = 0; cvia__param_tables[ti]; ti++) {
-        const struct cvia_param_table *t = cvia__param_tables[ti];
-        void *cfg = info_load(t, &bad);
-        for (const struct cvia_param *p = t->params; p->name; p++) {
-            char var[128], val[CVIA_PARAM_STRLEN + 32];
-            cvia__param_varname(t, p, var, sizeof(var));
-            info_value(t, p, cfg, val, sizeof(val));
-            jw_obj(&w, NULL);
-            jw_str(&w, "name", var);
-            jw_str(&w, "component", t->component);
-            jw_str(&w, "value", val);
-            jw_str(&w, "default", p->dflt);
-            jw_str(&w, "syntax", cvia__param_syntax(p));
-            jw_str(&w, "description", p->desc);
-            jw_end_obj(&w);
-        }
-        free(cfg);
+    for (int i = 0; info_var(i, &v, &bad); i++) {
+        jw_obj(&w, NULL);
+        jw_str(&w, "name", v.name);
+        jw_str(&w, "component", v.component);
+        jw_str(&w, "value", v.value);
+        jw_str(&w, "default", v.dflt);
+        jw_str(&w, "syntax", v.syntax);
+        jw_str(&w, "description", v.desc);
+        jw_end_obj(&w);
     }
     jw_end_arr(&w);
     info_topology(&w);
     jw_end_obj(&w);
+    return bad;
 }
 
 int main(int argc, char **argv)
@@ -458,10 +461,9 @@ int main(int argc, char **argv)
             rc = 1;
         }
     }
-    if (json) {
-        info_json();
-        return rc;
-    }
+    info_load_layers();
+    if (json)
+        return info_json() ? 1 : rc;
     if (man) {
         info_man();
         return rc;
@@ -482,14 +484,15 @@ int main(int argc, char **argv)
         return rc;
     }
     if (cleanup) {
-        for (int i = 0; cvia__prov_list[i]; i++) {
-            int n = cvia__prov_list[i]->ops->cleanup();
+        cvia_provider_info_t p;
+        for (int i = 0; cvia_provider_info(i, &p, sizeof(p)) == 0; i++) {
+            int n = cvia_provider_cleanup(i);
             if (n < 0) {
-                fprintf(stderr, "cvia-info: cleanup of %s failed: %s\n",
-                        cvia__prov_list[i]->name, cvia_strerror(n));
+                fprintf(stderr, "cvia-info: cleanup of %s failed: %s\n", p.name,
+                        cvia_strerror(n));
                 rc = 1;
             } else {
-                printf("%s: removed %d stale resource(s)\n", cvia__prov_list[i]->name, n);
+                printf("%s: removed %d stale resource(s)\n", p.name, n);
             }
         }
         return rc;
