@@ -51,6 +51,7 @@
 
 #define PM_TAG_STDIN 0x7fff0110   /* rank 0 -> replaying ranks: stdin since the last part */
 #define PM_TAG_IMAGE 0x7fff0111   /* rank 0 -> created process: the writable image */
+#define PM_TAG_REPLAYED 0x7fff0112 /* every rank -> all: my replay passed the first CREATE */
 #define PM_MAX_RANGES 16
 #define PM_FD_BASE    400         /* our own descriptors: above the program's */
 #define PM_MAX_MAPS   4096
@@ -724,6 +725,37 @@ static void image_take(void)
 
 /* ---- CREATE and WAIT_FOR_END ------------------------------------------------------ */
 
+/* What every rank did before the first CREATE (its shared allocations and
+ * locks, the homes they name) must be done on every rank before any
+ * process touches shared memory: a replay runs alongside rank 0 and may be
+ * slower than the process it serves, whose home is one of its units. Each
+ * rank says so once, at the first CREATE, and each process (rank 0 after
+ * the first CREATE, a created one before its function) waits for all. */
+static void replayed_say(void)
+{
+    struct dsm *d = &dsm__g;
+    char tok = 1;
+
+    for (int r = 0; r < d->size; r++)
+        if (r != d->rank)
+            check(cvia_send(&tok, 1, r, PM_TAG_REPLAYED), "CREATE: telling the replay's end");
+}
+
+static void replayed_wait(void)
+{
+    static int done;
+    struct dsm *d = &dsm__g;
+    char tok;
+
+    if (done)
+        return;
+    done = 1;
+    for (int r = 0; r < d->size; r++)
+        if (r != d->rank)
+            check(cvia_recv(&tok, 1, r, PM_TAG_REPLAYED, NULL),
+                  "CREATE: waiting for the replays to reach the first CREATE");
+}
+
 void cvia_parmacs_create(void (*fn)(void))
 {
     struct dsm *d = &dsm__g;
@@ -734,10 +766,13 @@ void cvia_parmacs_create(void (*fn)(void))
     if (k >= d->size)
         die("CREATE of process %d in a job of %d ranks: run one rank per process",
             k, d->size);
+    if (k == 1)
+        replayed_say();
     if (d->rank == 0) {
         stdin_send(k);   /* for process k's replay and the ones after it */
         check(dsm_create_send(k), "CREATE");
         image_send(k);
+        replayed_wait();
         return;
     }
     if (d->rank != k)
@@ -747,6 +782,7 @@ void cvia_parmacs_create(void (*fn)(void))
     proc = k;
     check(dsm_become(k), "CREATE");
     image_take();
+    replayed_wait();
     fn();
     /* the "thread" returned: release to rank 0 (WAIT_FOR_END), then keep
      * serving this rank's home units until the job ends */
