@@ -288,6 +288,15 @@ static int dyn_less(int32_t pa, uint64_t ra, int32_t pb, uint64_t rb)
     return pa != pb ? pa < pb : ra < rb;
 }
 
+/* Answer a posted claim, unless its claimer withdrew it meanwhile. */
+static void dyn_answer(struct shm_claim *c, uint32_t state)
+{
+    uint32_t want = SHM_CLAIM_POSTED;
+
+    atomic_compare_exchange_strong_explicit(&c->state, &want, state, memory_order_acq_rel,
+                                            memory_order_relaxed);
+}
+
 /* Take the claims posted to me (dyn_lock held). */
 static int dyn_accept(struct cvia_prov_ep *ep)
 {
@@ -309,18 +318,18 @@ static int dyn_accept(struct cvia_prov_ep *ep)
         if (c->proof[0] != ep->nonce[0] || c->proof[1] != ep->nonce[1]) {
             cvia_warn(SHM, "refused a connection from pid %d: its address for this "
                       "process has the wrong nonce (guessed or forged)", (int)c->pid);
-            atomic_store_explicit(&c->state, SHM_CLAIM_REFUSED, memory_order_release);
+            dyn_answer(c, SHM_CLAIM_REFUSED);
             continue;
         }
         if ((ex = dyn_find(ep, c->pid, c->seg_rand)) >= 0 ||
             (ep->connecting && ep->conn_pid == c->pid && ep->conn_rand == c->seg_rand &&
              dyn_less((int32_t)getpid(), ep->seg_rand, c->pid, c->seg_rand))) {
             c->owner_idx = ex >= 0 ? (uint32_t)ex : 0;
-            atomic_store_explicit(&c->state, SHM_CLAIM_DUP, memory_order_release);
+            dyn_answer(c, SHM_CLAIM_DUP);
             continue;
         }
         if (dyn_map(ep, c->pid, c->seg_rand, &h)) {
-            atomic_store_explicit(&c->state, SHM_CLAIM_REFUSED, memory_order_release);
+            dyn_answer(c, SHM_CLAIM_REFUSED);
             continue;
         }
         struct shm_claim *back = c->ring_back > 0 && c->ring_back < (uint32_t)ep->args.size ?
@@ -331,14 +340,14 @@ static int dyn_accept(struct cvia_prov_ep *ep)
             cvia_warn(SHM, "refused a connection from pid %d: no ring reserved for "
                       "the answer", (int)c->pid);
             munmap(h, ep->seg_bytes);
-            atomic_store_explicit(&c->state, SHM_CLAIM_REFUSED, memory_order_release);
+            dyn_answer(c, SHM_CLAIM_REFUSED);
             continue;
         }
         if ((j = up->peer_new(up->core, ep)) < 0) {
             cvia_warn(SHM, "refused a connection from pid %d: CVIA_MAX_PEERS=%d "
                       "peers reached", (int)c->pid, ep->args.size);
             munmap(h, ep->seg_bytes);
-            atomic_store_explicit(&c->state, SHM_CLAIM_REFUSED, memory_order_release);
+            dyn_answer(c, SHM_CLAIM_REFUSED);
             continue;
         }
         int cma = dyn_probe_cma(c->pid, h, ep->cfg.cma);
@@ -382,7 +391,7 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
     struct shm_dyn_addr a;
     struct shm_seg_hdr *h = NULL;
     struct shm_claim *c = NULL;
-    int r = -1, j = -1, rc, k;
+    int r = -1, j = -1, ex, rc, k;
     double deadline;
 
     if (len != sizeof(a))
@@ -488,6 +497,20 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
             break;
         }
         dyn_accept(ep);   /* a connection to us that crosses ours */
+        if ((ex = dyn_find(ep, a.pid, a.seg_rand)) >= 0) {
+            /* it won: we took its claim, it may not look at ours again
+             * (it may be done with corevia for now): withdraw ours */
+            uint32_t want = SHM_CLAIM_POSTED;
+            if (atomic_compare_exchange_strong(&c->state, &want, SHM_CLAIM_FREE) ||
+                want == SHM_CLAIM_DUP || want == SHM_CLAIM_REFUSED) {
+                atomic_store_explicit(&c->state, SHM_CLAIM_FREE, memory_order_release);
+                c = NULL;
+                *peer = ex;
+                rc = 0;
+                break;
+            }
+            continue;   /* accepted after all: taken above */
+        }
         if ((i & 63) == 63) {
             if (!dyn_alive(a.pid)) {
                 rc = -CVIA_ENOPEER;
@@ -501,6 +524,10 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
             }
         }
         sched_yield();
+    }
+    if (rc == 0 && !c && r > 0) {   /* withdrawn: the ring we reserved is not needed */
+        dyn_release(ep, r);
+        r = -1;
     }
     if (rc && c) {
         /* withdraw: the peer may still take it; if it has, it finds us gone

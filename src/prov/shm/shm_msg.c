@@ -529,7 +529,7 @@ int shm_check_peers(struct cvia_prov_ep *ep)
             struct shm_seg_hdr *h = ep->peers[p].seg;
             int clean = h && atomic_load_explicit(&h->finalized, memory_order_acquire);
             if (!clean)
-                cvia_error(SHM, "rank %d (pid %d) exited without finalizing",
+                cvia_error(SHM, "%s %d (pid %d) exited without finalizing", ep->args.dynamic ? "peer" : "rank",
                            p, (int)ep->peers[p].pid);
             shm_peer_gone(ep, p, -CVIA_ENOPEER);
             lost++;
