@@ -560,9 +560,10 @@ void shm_dyn_reclaim(struct cvia_prov_ep *ep, int peer)
     cvia_mlock_lock(&pp->rx_lock);
     dyn_release(ep, k);
     cvia_mlock_unlock(&pp->rx_lock);
-    if (!dyn_alive(pp->pid)) {
-        dyn_seg_name(name, sizeof(name), pp->pid, pp->seg_rand);
-        if (shm_unlink(name) == 0)
-            cvia_info(SHM, "removed segment %s of dead peer %d", name, peer);
-    }
+    /* a peer that exited or closed corevia unlinked its own name; one that
+     * was killed did not (it may still be a zombie: no liveness test here,
+     * the name is its segment's for this life of corevia only) */
+    dyn_seg_name(name, sizeof(name), pp->pid, pp->seg_rand);
+    if (shm_unlink(name) == 0)
+        cvia_info(SHM, "removed segment %s of dead peer %d", name, peer);
 }
