@@ -4,9 +4,9 @@
 # provider (issue 14, item 3): fab_dyn started twice from this script, the
 # names passed through files. Afterwards no segment of either is left in
 # /dev/shm (a killed one's is removed by its surviving peer).
-#   dyn.sh FAB_DYN PROVIDER_DIR [msg|death|forge]
+#   dyn.sh FAB_DYN PROVIDER_DIR [msg|death|forge|threads]
 set -u
-[ $# -ge 2 ] || { echo "usage: dyn.sh FAB_DYN PROVIDER_DIR [msg|death|forge]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: dyn.sh FAB_DYN PROVIDER_DIR [msg|death|forge|threads]" >&2; exit 2; }
 prog=$1 provdir=$2 mode=${3:-msg}
 mult=${CVIA_TEST_TIMEOUT_MULTIPLIER:-1}
 limit=$((30 * mult))
@@ -31,6 +31,8 @@ fail=0
 case $mode in
 msg)   [ $ra -eq 0 ] && grep -qx "ok a" "$work/a.out" || fail=1
        [ $rb -eq 0 ] && grep -qx "ok b" "$work/b.out" || fail=1 ;;
+threads) [ $ra -eq 0 ] && grep -qx "ok threads" "$work/a.out" || fail=1
+       [ $rb -eq 0 ] && grep -qx "ok threads" "$work/b.out" || fail=1 ;;
 forge) [ $ra -eq 0 ] && grep -qx "ok forge" "$work/a.out" || fail=1
        [ $rb -eq 0 ] || fail=1 ;;
 death) [ $ra -eq 137 ] || { echo "a was to die by SIGKILL (status $ra)"; fail=1; }

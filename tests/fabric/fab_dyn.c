@@ -17,8 +17,13 @@
  *          "ok death".
  *   forge  a changes one byte of the nonce in b's name: fi_av_insert refuses
  *          it (FI_ADDR_NOTAVAIL), the true name then works. "ok forge".
+ *   threads both insert each other at once (connections that cross) while
+ *          a second thread of each polls a receive CQ of its own for the
+ *          other's message (progress racing with the connection being
+ *          published); then one message each way. "ok threads".
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +50,7 @@ static const char *role;
 #define SMALL 100
 
 static struct fid_ep *ep;
-static struct fid_cq *cq;
+static struct fid_cq *cq, *rxcq;   /* rxcq: receives, "threads" mode only */
 static struct fid_av *av;
 
 static double now(void)
@@ -70,14 +75,23 @@ static void check(const unsigned char *p, size_t n, unsigned seed, const char *w
 
 /* Wait (20 s at most) for the completion of @ctx; its entry in *@e and the
  * source in *@src. Returns 0, or the error's code. */
+static int wait_ctx_on(struct fid_cq *q, void *ctx, struct fi_cq_tagged_entry *e,
+                       fi_addr_t *src);
+
 static int wait_ctx(void *ctx, struct fi_cq_tagged_entry *e, fi_addr_t *src)
+{
+    return wait_ctx_on(cq, ctx, e, src);
+}
+
+static int wait_ctx_on(struct fid_cq *q, void *ctx, struct fi_cq_tagged_entry *e,
+                       fi_addr_t *src)
 {
     double end = now() + 20;
 
     for (;;) {
         struct fi_cq_tagged_entry ent;
         fi_addr_t from = FI_ADDR_UNSPEC;
-        ssize_t n = fi_cq_readfrom(cq, &ent, 1, &from);
+        ssize_t n = fi_cq_readfrom(q, &ent, 1, &from);
         if (n == 1) {
             EXPECT(ent.op_context == ctx, "completion of %p, waiting for %p",
                    ent.op_context, ctx);
@@ -89,7 +103,7 @@ static int wait_ctx(void *ctx, struct fi_cq_tagged_entry *e, fi_addr_t *src)
         }
         if (n == -FI_EAVAIL) {
             struct fi_cq_err_entry err = { 0 };
-            CHECK(fi_cq_readerr(cq, &err, 0));
+            CHECK(fi_cq_readerr(q, &err, 0));
             EXPECT(err.op_context == ctx, "error completion of %p, waiting for %p",
                    err.op_context, ctx);
             return err.err ? err.err : FI_EOTHER;
@@ -130,6 +144,20 @@ static void send_one(int tagged, const void *buf, size_t len, fi_addr_t to, uint
     EXPECT(wait_ctx(&ctx, NULL, NULL) == 0, "send of %zu bytes failed", len);
 }
 
+/* "threads": the second thread's receive, on its own CQ */
+static unsigned char rx_buf[SMALL];
+static int rx_rc = -1;
+
+static void *rx_thread(void *arg)
+{
+    char ctx;
+
+    (void)arg;
+    if (fi_recv(ep, rx_buf, SMALL, NULL, FI_ADDR_UNSPEC, &ctx) == 0)
+        rx_rc = wait_ctx_on(rxcq, &ctx, NULL, NULL);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     struct fi_info *hints, *info;
@@ -145,7 +173,7 @@ int main(int argc, char **argv)
     int a;
 
     if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b"))) {
-        fprintf(stderr, "usage: fab_dyn a|b DIR [msg|death|forge]\n");
+        fprintf(stderr, "usage: fab_dyn a|b DIR [msg|death|forge|threads]\n");
         return 2;
     }
     role = argv[1];
@@ -165,12 +193,31 @@ int main(int argc, char **argv)
     CHECK(fi_cq_open(domain, &cq_attr, &cq, NULL));
     CHECK(fi_endpoint(domain, info, &ep, NULL));
     CHECK(fi_ep_bind(ep, &av->fid, 0));
-    CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+    if (!strcmp(mode, "threads")) {
+        CHECK(fi_cq_open(domain, &cq_attr, &rxcq, NULL));
+        CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT));
+        CHECK(fi_ep_bind(ep, &rxcq->fid, FI_RECV));
+    } else {
+        CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+    }
     CHECK(fi_enable(ep));
     CHECK(fi_getname(&ep->fid, name, &len));
     EXPECT(len <= 64, "name of %zu bytes (Open MPI takes 64 at most)", len);
     swap_names(argv[2], name, len, peer_name, sizeof(peer_name));
     EXPECT((big = malloc(BIG)) && (small = malloc(SMALL)), "out of memory");
+
+    if (!strcmp(mode, "threads")) {
+        pthread_t t;
+        EXPECT(pthread_create(&t, NULL, rx_thread, NULL) == 0, "pthread_create");
+        EXPECT(fi_av_insert(av, peer_name, 1, &peer, 0, NULL) == 1, "insert refused");
+        fill(small, SMALL, a ? 51 : 52);
+        send_one(0, small, SMALL, peer, 0);
+        pthread_join(t, NULL);
+        EXPECT(rx_rc == 0, "the second thread's receive failed (%d)", rx_rc);
+        check(rx_buf, SMALL, a ? 52 : 51, "threads");
+        printf("ok threads\n");
+        goto done;
+    }
 
     if (!strcmp(mode, "forge")) {
         if (a) {
@@ -273,6 +320,8 @@ done:
     fflush(stdout);
     CHECK(fi_close(&ep->fid));
     CHECK(fi_close(&cq->fid));
+    if (rxcq)
+        CHECK(fi_close(&rxcq->fid));
     CHECK(fi_close(&av->fid));
     CHECK(fi_close(&domain->fid));
     CHECK(fi_close(&fabric->fid));
