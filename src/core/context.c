@@ -332,6 +332,7 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
     c->up.mr_check = cvia__core_mr_check;
     c->up.imm = cvia__core_imm;
     c->up.peer_new = cvia__core_peer_new;
+    c->up.peer_unused = cvia__core_peer_unused;
 
     struct cvia_prov_args args = {
         .boot = c->boot, .rank = c->rank, .size = c->cap,
@@ -411,6 +412,16 @@ int cvia__core_peer_new(void *core, struct cvia_prov_ep *ep)
     atomic_store_explicit(&c->npeers, j + 1, memory_order_release);
     cvia_mlock_unlock(&c->lock);
     return j;
+}
+
+void cvia__core_peer_unused(void *core, int peer)
+{
+    struct cvia_ctx *c = core;
+
+    cvia_mlock_lock(&c->lock);
+    if (peer > 0 && peer < atomic_load_explicit(&c->npeers, memory_order_relaxed))
+        c->peer_lost[peer] = 1;   /* not in nlost: no peer was lost */
+    cvia_mlock_unlock(&c->lock);
 }
 
 /* The provider that serves dynamic peers (the host's). */

@@ -124,6 +124,7 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
 void cvia__core_complete(void *core, struct cvia_xfer *x, int status);
 void cvia__core_peer_lost(void *core, int peer, int err);
 int  cvia__core_peer_new(void *core, struct cvia_prov_ep *ep);
+void cvia__core_peer_unused(void *core, int peer);
 int  cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
                      int tag, uint16_t ctx, struct cvia_req **req_p);
 int  cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,

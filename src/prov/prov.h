@@ -95,6 +95,10 @@ struct cvia_prov_upcalls {
      * visible to its progress before any message of it can arrive.
      * Returns the index, or -ENOSPC when CVIA_MAX_PEERS is reached. */
     int  (*peer_new)(void *core, struct cvia_prov_ep *ep);
+    /* An index from peer_new that the provider gave up before anyone
+     * learned it (a connection that lost a race): operations naming it
+     * fail with -CVIA_ENOPEER; no request is failed, nothing counts it. */
+    void (*peer_unused)(void *core, int peer);
 };
 
 struct cvia_prov_args {

@@ -391,7 +391,7 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
     struct shm_dyn_addr a;
     struct shm_seg_hdr *h = NULL;
     struct shm_claim *c = NULL;
-    int r = -1, j = -1, ex, rc, k;
+    int r = -1, j = -1, mine = -1, ex, rc, k;
     double deadline;
 
     if (len != sizeof(a))
@@ -422,7 +422,7 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
         goto out;
     }
     if ((r = dyn_reserve(ep, a.pid, a.seg_rand)) < 0 ||
-        (j = up->peer_new(up->core, ep)) < 0) {
+        (mine = up->peer_new(up->core, ep)) < 0) {
         cvia_error(SHM, "cannot connect to pid %d: CVIA_MAX_PEERS=%d peers reached here",
                    (int)a.pid, ep->args.size);
         rc = -ENOSPC;
@@ -444,7 +444,7 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
     c->seg_rand = ep->seg_rand;
     c->proof[0] = a.nonce[0];
     c->proof[1] = a.nonce[1];
-    c->idx = (uint32_t)j;
+    c->idx = (uint32_t)mine;
     c->ring_back = (uint32_t)r;
     c->cma = (uint32_t)dyn_probe_cma(a.pid, h, ep->cfg.cma);
     atomic_store_explicit(&c->state, SHM_CLAIM_POSTED, memory_order_release);
@@ -460,9 +460,9 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
     for (unsigned i = 0;; i++) {
         uint32_t st = atomic_load_explicit(&c->state, memory_order_acquire);
         if (st == SHM_CLAIM_ACCEPTED) {
-            dyn_publish(ep, j, h, a.pid, a.seg_rand, k, r, (int)c->owner_idx,
+            dyn_publish(ep, mine, h, a.pid, a.seg_rand, k, r, (int)c->owner_idx,
                         (int)c->cma, (int)c->owner_cma);
-            *peer = j;
+            *peer = mine;
             h = NULL;
             rc = 0;
             break;
@@ -539,6 +539,8 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
     }
     ep->connecting = 0;
 out:
+    if (mine >= 0 && !(rc == 0 && *peer == mine))   /* a connection that lost */
+        up->peer_unused(up->core, mine);
     if (rc && r > 0)
         dyn_release(ep, r);
     if (h)
