@@ -282,7 +282,8 @@ CVIA_API int cvia_job_info(int *rank, int *size, uint64_t *job_id);
  * it with CVIA_ANY_SOURCE (cvia_status_t.source is its index) or sends to
  * the index once it knows it. Processes on the same host only (shared
  * memory, single copy by Cross Memory Attach), of the same user. At most
- * CVIA_MAX_PEERS - 1 peers over the process's life. A peer that dies is
+ * CVIA_MAX_PEERS - 1 peers at once (a dead one's place is reused), and 4 x
+ * CVIA_MAX_PEERS - 1 over the process's life. A peer that dies is
  * detected like a rank (CVIA_LIVENESS_INTERVAL): its operations fail with
  * -CVIA_ENOPEER.
  * @{ */
@@ -308,8 +309,8 @@ CVIA_API int cvia_addr(void *buf, size_t *len);
  * most). Errors: -CVIA_ENOPROV (another host: not supported), -EACCES
  * (the nonce does not match: a forged or stale address), -CVIA_ESEGMENT
  * (the peer's segment is unusable: other CVIA_SHM_* or CVIA_MAX_PEERS
- * settings, another user), -ENOSPC (CVIA_MAX_PEERS reached, here or
- * there), -CVIA_ENOPEER (the peer is gone), -ETIMEDOUT, -EOPNOTSUPP as
+ * settings, another user), -ENOSPC (CVIA_MAX_PEERS peers at once, here
+ * or there, or the indices of this process's life used up), -CVIA_ENOPEER (the peer is gone), -ETIMEDOUT, -EOPNOTSUPP as
  * cvia_addr().
  */
 CVIA_API int cvia_connect(const void *addr, size_t len, int *peer);

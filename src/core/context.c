@@ -309,7 +309,9 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
     cvia__log_set_rank(c->rank);
     /* no launcher: a job of one whose peer table grows (cvia_connect) */
     c->dynamic = cvia__boot_standalone(c->boot) && c->cfg.max_peers > 1;
-    c->cap = c->dynamic ? (int)c->cfg.max_peers : c->size;
+    /* indices are not reused (requests and AVs may name a dead peer's):
+     * room for four peers' lives per ring, rings being what costs */
+    c->cap = c->dynamic ? CVIA_DYN_INDEX_MULT * (int)c->cfg.max_peers : c->size;
     atomic_store_explicit(&c->npeers, c->size, memory_order_relaxed);
 
     c->peer_prov = calloc((size_t)c->cap, 1);
@@ -337,7 +339,8 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
     struct cvia_prov_args args = {
         .boot = c->boot, .rank = c->rank, .size = c->cap,
         .jobid = c->jobid, .up = &c->up, .same_host = c->same_host,
-        .dynamic = c->dynamic, .connect_timeout = c->cfg.boot_timeout,
+        .dynamic = c->dynamic, .rings = (int)c->cfg.max_peers,
+        .connect_timeout = c->cfg.boot_timeout,
     };
     /* the host's provider always; the network one CVIA_NET names, if some
      * rank lives elsewhere */

@@ -14,6 +14,8 @@
 #include "util/mlock.h"
 
 #define CVIA_MAX_PROV 8
+/* without a launcher: peer indices over a life per CVIA_MAX_PEERS */
+#define CVIA_DYN_INDEX_MULT 4
 
 #define cvia_container_of(ptr, type, member) \
     ((type *)(void *)((char *)(ptr) - offsetof(type, member)))

@@ -110,10 +110,11 @@ struct cvia_prov_args {
     /* [size]: 1 for the ranks on this host (same boot and network
      * namespace), this rank included */
     const uint8_t *same_host;
-    /* no launcher: rank 0, size = CVIA_MAX_PEERS (peer indices the table
-     * has room for); peers come and go through dyn_connect / inbound
-     * connections, same_host is 1 for index 0 only */
+    /* no launcher: rank 0, size = the peer indices the table has room for
+     * over the process's life; peers come and go through dyn_connect /
+     * inbound connections, same_host is 1 for index 0 only */
     int    dynamic;
+    int    rings;             /* dynamic: peers at once (CVIA_MAX_PEERS, self included) */
     double connect_timeout;   /* dyn_connect's longest wait for the peer */
 };
 

@@ -17,6 +17,10 @@
  *          "ok death".
  *   forge  a changes one byte of the nonce in b's name: fi_av_insert refuses
  *          it (FI_ADDR_NOTAVAIL), the true name then works. "ok forge".
+ *   reclaim (run with CVIA_MAX_PEERS=2: one peer at a time) a connects to b,
+ *          sends, and dies; b sees the death (a directed receive fails),
+ *          writes DIR/ready; c (fab_dyn c DIR reclaim, started by the
+ *          script) then connects to b on the ring a had: "ok reclaim".
  *   threads both insert each other at once (connections that cross) while
  *          a second thread of each polls a receive CQ of its own for the
  *          other's message (progress racing with the connection being
@@ -126,7 +130,7 @@ static void swap_names(const char *dir, const void *name, size_t len, void *peer
     EXPECT((f = fopen(tmp, "w")) && fwrite(name, 1, len, f) == len && !fclose(f),
            "cannot write %s", tmp);
     EXPECT(!rename(tmp, path), "cannot rename %s", tmp);
-    snprintf(path, sizeof(path), "%s/%s.name", dir, role[0] == 'a' ? "b" : "a");
+    snprintf(path, sizeof(path), "%s/%s.name", dir, role[0] == 'b' ? "a" : "b");
     for (int i = 0; i < 2000 && access(path, R_OK); i++)
         usleep(10000);
     EXPECT((f = fopen(path, "r")), "no name from the peer in %s", path);
@@ -172,8 +176,8 @@ int main(int argc, char **argv)
     unsigned char *big, *small;
     int a;
 
-    if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b"))) {
-        fprintf(stderr, "usage: fab_dyn a|b DIR [msg|death|forge|threads]\n");
+    if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b") && strcmp(argv[1], "c"))) {
+        fprintf(stderr, "usage: fab_dyn a|b|c DIR [msg|death|forge|threads|reclaim]\n");
         return 2;
     }
     role = argv[1];
@@ -203,6 +207,13 @@ int main(int argc, char **argv)
     CHECK(fi_enable(ep));
     CHECK(fi_getname(&ep->fid, name, &len));
     EXPECT(len <= 64, "name of %zu bytes (Open MPI takes 64 at most)", len);
+    if (role[0] == 'c') {   /* reclaim: after a's death, b's name */
+        char path[512];
+        snprintf(path, sizeof(path), "%s/ready", argv[2]);
+        for (int i = 0; i < 2000 && access(path, R_OK); i++)
+            usleep(10000);
+        EXPECT(!access(path, R_OK), "b never saw a die");
+    }
     swap_names(argv[2], name, len, peer_name, sizeof(peer_name));
     EXPECT((big = malloc(BIG)) && (small = malloc(SMALL)), "out of memory");
 
@@ -216,6 +227,36 @@ int main(int argc, char **argv)
         EXPECT(rx_rc == 0, "the second thread's receive failed (%d)", rx_rc);
         check(rx_buf, SMALL, a ? 52 : 51, "threads");
         printf("ok threads\n");
+        goto done;
+    }
+
+    if (!strcmp(mode, "reclaim")) {
+        char ctx;
+        if (role[0] != 'b') {   /* a, then c: connect to b, one message */
+            EXPECT(fi_av_insert(av, peer_name, 1, &peer, 0, NULL) == 1, "insert refused");
+            fill(small, SMALL, role[0] == 'a' ? 61 : 62);
+            send_one(0, small, SMALL, peer, 0);
+            if (role[0] == 'a') {
+                fflush(stdout);
+                raise(SIGKILL);
+            }
+            printf("ok reclaim c\n");
+            goto done;
+        }
+        CHECK(fi_recv(ep, small, SMALL, NULL, FI_ADDR_UNSPEC, &ctx));
+        EXPECT(wait_ctx(&ctx, NULL, NULL) == 0, "a's message");
+        check(small, SMALL, 61, "a's message");
+        EXPECT(fi_av_insert(av, peer_name, 1, &peer, 0, NULL) == 1, "insert of a refused");
+        CHECK(fi_recv(ep, small, SMALL, NULL, peer, &ctx));
+        EXPECT(wait_ctx(&ctx, NULL, NULL) != 0, "a receive from dead a completed");
+        char path[512];
+        FILE *f;
+        snprintf(path, sizeof(path), "%s/ready", argv[2]);
+        EXPECT((f = fopen(path, "w")) && !fclose(f), "cannot write %s", path);
+        CHECK(fi_recv(ep, small, SMALL, NULL, FI_ADDR_UNSPEC, &ctx));
+        EXPECT(wait_ctx(&ctx, NULL, NULL) == 0, "c's message (on a's ring)");
+        check(small, SMALL, 62, "c's message");
+        printf("ok reclaim\n");
         goto done;
     }
 

@@ -31,8 +31,8 @@
  * A peer that dies (pidfd) or closes (its segment's finalized flag) is
  * failed as a rank is; then its ring in our segment is reset and its claim
  * freed for the next peer, and its segment name unlinked if a SIGKILL left
- * it. Peer indices are not reused: at most CVIA_MAX_PEERS - 1 peers over a
- * process's life. */
+ * it. Peer indices are not reused (4 x CVIA_MAX_PEERS over a process's
+ * life, rings CVIA_MAX_PEERS). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -181,7 +181,8 @@ static int dyn_map(struct cvia_prov_ep *ep, int32_t pid, uint64_t seg_rand,
     h = addr;
     atomic_thread_fence(memory_order_acquire);
     if (h->magic != SHM_MAGIC || !h->dynamic || h->pid != pid ||
-        h->nranks != (uint32_t)ep->args.size || h->nslots != ep->nslots ||
+        h->nranks != (uint32_t)ep->args.size || h->nlocal != (uint32_t)ep->nlocal ||
+        h->nslots != ep->nslots ||
         h->slot_size != ep->slot_size || h->ring_off != ep->ring_off ||
         h->rv_off != ep->rv_off || h->mr_off != ep->mr_off ||
         h->claim_off != ep->claim_off || h->rv_per_peer != (uint32_t)ep->cfg.rv_per_peer) {
@@ -225,7 +226,7 @@ static int dyn_reserve(struct cvia_prov_ep *ep, int32_t pid, uint64_t seg_rand)
 {
     struct shm_claim *cl = shm_claims(ep->seg);
 
-    for (int k = 1; k < ep->args.size; k++) {
+    for (int k = 1; k < ep->nlocal; k++) {
         uint32_t want = SHM_CLAIM_FREE;
         if (!atomic_compare_exchange_strong(&cl[k].state, &want, SHM_CLAIM_BUSY))
             continue;
@@ -307,7 +308,7 @@ static int dyn_accept(struct cvia_prov_ep *ep)
     atomic_store_explicit(&ep->claim_seen,
                           atomic_load_explicit(&ep->seg->claim_gen, memory_order_acquire),
                           memory_order_relaxed);
-    for (int k = 1; k < ep->args.size; k++) {
+    for (int k = 1; k < ep->nlocal; k++) {
         struct shm_claim *c = &cl[k];
         struct shm_seg_hdr *h;
         int j, ex;
@@ -332,7 +333,7 @@ static int dyn_accept(struct cvia_prov_ep *ep)
             dyn_answer(c, SHM_CLAIM_REFUSED);
             continue;
         }
-        struct shm_claim *back = c->ring_back > 0 && c->ring_back < (uint32_t)ep->args.size ?
+        struct shm_claim *back = c->ring_back > 0 && c->ring_back < (uint32_t)ep->nlocal ?
                                  &shm_claims(h)[c->ring_back] : NULL;
         if (!back || atomic_load_explicit(&back->state, memory_order_acquire) != SHM_CLAIM_RESERVED ||
             back->pid != (int32_t)getpid() || back->seg_rand != ep->seg_rand ||
@@ -344,8 +345,9 @@ static int dyn_accept(struct cvia_prov_ep *ep)
             continue;
         }
         if ((j = up->peer_new(up->core, ep)) < 0) {
-            cvia_warn(SHM, "refused a connection from pid %d: CVIA_MAX_PEERS=%d "
-                      "peers reached", (int)c->pid, ep->args.size);
+            cvia_warn(SHM, "refused a connection from pid %d: its %d peer indices "
+                      "(%d x CVIA_MAX_PEERS) are used up", (int)c->pid, ep->args.size,
+                      ep->args.size / ep->nlocal);
             munmap(h, ep->seg_bytes);
             dyn_answer(c, SHM_CLAIM_REFUSED);
             continue;
@@ -423,19 +425,20 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
     }
     if ((r = dyn_reserve(ep, a.pid, a.seg_rand)) < 0 ||
         (mine = up->peer_new(up->core, ep)) < 0) {
-        cvia_error(SHM, "cannot connect to pid %d: CVIA_MAX_PEERS=%d peers reached here",
-                   (int)a.pid, ep->args.size);
+        cvia_error(SHM, "cannot connect to pid %d: %s", (int)a.pid, r < 0 ?
+                   "CVIA_MAX_PEERS peers connected here already" :
+                   "this process's peer indices (4 x CVIA_MAX_PEERS over its life) are used up");
         rc = -ENOSPC;
         goto out;
     }
-    for (k = 1; k < ep->args.size; k++) {
+    for (k = 1; k < ep->nlocal; k++) {
         uint32_t want = SHM_CLAIM_FREE;
         if (atomic_compare_exchange_strong(&shm_claims(h)[k].state, &want, SHM_CLAIM_BUSY))
             break;
     }
-    if (k == ep->args.size) {
-        cvia_error(SHM, "cannot connect to pid %d: it has CVIA_MAX_PEERS=%d peers",
-                   (int)a.pid, ep->args.size);
+    if (k == ep->nlocal) {
+        cvia_error(SHM, "cannot connect to pid %d: it has CVIA_MAX_PEERS=%d peers "
+                   "connected already", (int)a.pid, ep->nlocal);
         rc = -ENOSPC;
         goto out;
     }

@@ -111,7 +111,7 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
     for (int p = 0; p < args->size; p++)
         ep->lidx[p] = args->same_host[p] ? ep->nlocal++ : -1;
     if (args->dynamic) {   /* a ring for every peer that may come */
-        ep->nlocal = args->size;
+        ep->nlocal = args->rings;
         if ((rc = shm_dyn_init(ep)))
             goto err_free;
     }

@@ -98,7 +98,7 @@ void shm_seg_layout(struct cvia_prov_ep *ep)
     ep->claim_off = 0;
     if (ep->args.dynamic) {   /* one claim per ring */
         ep->claim_off = off = align_up(off, SHM_CACHELINE);
-        off += n * sizeof(struct shm_claim);
+        off += (size_t)ep->nlocal * sizeof(struct shm_claim);
     }
     ep->ring_off = align_up(off, page);
     ep->ring_bytes = align_up((size_t)ep->nslots * ep->slot_size, page);
