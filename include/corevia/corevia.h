@@ -271,6 +271,51 @@ CVIA_API uint64_t cvia_job_id(void);
  */
 CVIA_API int cvia_job_info(int *rank, int *size, uint64_t *job_id);
 
+/** @name Peers without a launcher (version node CVIA_1.1)
+ *
+ * A process started without cvia-run or PMIx is a job of one whose peer
+ * table can grow: it hands its address (cvia_addr()) to another such
+ * process by any means (a file, a pipe, a socket), which reaches it with
+ * cvia_connect() and gets a peer index for cvia_send(), cvia_isend(),
+ * cvia_read() and the rest. The connection is both ways: the process
+ * connected to learns the peer at its next progress and receives from
+ * it with CVIA_ANY_SOURCE (cvia_status_t.source is its index) or sends to
+ * the index once it knows it. Processes on the same host only (shared
+ * memory, single copy by Cross Memory Attach), of the same user. At most
+ * CVIA_MAX_PEERS - 1 peers at once (a dead one's place is reused), and 4 x
+ * CVIA_MAX_PEERS - 1 over the process's life. A peer that dies is
+ * detected like a rank (CVIA_LIVENESS_INTERVAL): its operations fail with
+ * -CVIA_ENOPEER.
+ * @{ */
+
+/** Longest address cvia_addr() gives. */
+#define CVIA_ADDR_MAX 48
+
+/**
+ * This process's address for cvia_connect(): at most ::CVIA_ADDR_MAX
+ * opaque bytes (host identity, pid, segment, and a random nonce that a
+ * peer must present: an address guessed or forged is refused). @p *len is
+ * the buffer's capacity on entry, the address's length on return
+ * (-ENOBUFS, with the length needed, if it is too small). -EOPNOTSUPP in
+ * a launcher's job or with CVIA_MAX_PEERS=1.
+ */
+CVIA_API int cvia_addr(void *buf, size_t *len);
+
+/**
+ * Reach the process whose cvia_addr() is @p addr and store its peer index
+ * in @p *peer (the same index again if it is already a peer, 0 for this
+ * process's own address). Waits for the peer to take the connection in
+ * its progress (any corevia call that progresses; CVIA_BOOT_TIMEOUT at
+ * most). Errors: -CVIA_ENOPROV (another host: not supported), -EACCES
+ * (the nonce does not match: a forged or stale address), -CVIA_ESEGMENT
+ * (the peer's segment is unusable: other CVIA_SHM_* or CVIA_MAX_PEERS
+ * settings, another user), -ENOSPC (CVIA_MAX_PEERS peers at once, here
+ * or there, or the indices of this process's life used up), -CVIA_ENOPEER (the peer is gone), -ETIMEDOUT, -EOPNOTSUPP as
+ * cvia_addr().
+ */
+CVIA_API int cvia_connect(const void *addr, size_t len, int *peer);
+/** @} */
+
 /** 1 if @p peer runs on this host (reached through shared memory: a
  *  cvia_write() to it has landed when it completes), 0 if on another
  *  host, -EINVAL for a bad rank. */

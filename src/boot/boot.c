@@ -262,6 +262,7 @@ int      cvia__boot_size(const struct cvia_boot *b)        { return b->size; }
 int      cvia__boot_local_rank(const struct cvia_boot *b)  { return b->local_rank; }
 int      cvia__boot_local_size(const struct cvia_boot *b)  { return b->local_size; }
 uint64_t cvia__boot_jobid(const struct cvia_boot *b)       { return b->jobid; }
+int      cvia__boot_standalone(const struct cvia_boot *b)  { return b->fd < 0 && !b->px; }
 int      cvia__boot_is_singleton(const struct cvia_boot *b) { return b->fd < 0 && !b->px; }
 
 /* The connection is unusable from now on; say why once. */

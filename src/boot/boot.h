@@ -46,6 +46,8 @@ int      cvia__boot_size(const struct cvia_boot *b);
 int      cvia__boot_local_rank(const struct cvia_boot *b);
 int      cvia__boot_local_size(const struct cvia_boot *b);
 uint64_t cvia__boot_jobid(const struct cvia_boot *b);
+/* 1 without a launcher (no cvia-run, no PMIx): a job of one */
+int      cvia__boot_standalone(const struct cvia_boot *b);
 int      cvia__boot_is_singleton(const struct cvia_boot *b);
 
 /* Publish @val under @key (both: printable, no whitespace, key <= 64,

@@ -301,10 +301,16 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
     c->size = cvia__boot_size(c->boot);
     c->jobid = cvia__boot_jobid(c->boot);
     cvia__log_set_rank(c->rank);
+    /* no launcher: a job of one whose peer table grows (cvia_connect) */
+    c->dynamic = cvia__boot_standalone(c->boot) && c->cfg.max_peers > 1;
+    /* indices are not reused (requests and AVs may name a dead peer's):
+     * room for four peers' lives per ring, rings being what costs */
+    c->cap = c->dynamic ? CVIA_DYN_INDEX_MULT * (int)c->cfg.max_peers : c->size;
+    atomic_store_explicit(&c->npeers, c->size, memory_order_relaxed);
 
-    c->peer_prov = calloc((size_t)c->size, 1);
-    c->peer_lost = calloc((size_t)c->size, 1);
-    c->same_host = calloc((size_t)c->size, 1);
+    c->peer_prov = calloc((size_t)c->cap, 1);
+    c->peer_lost = calloc((size_t)c->cap, 1);
+    c->same_host = calloc((size_t)c->cap, 1);
     if (!c->peer_prov || !c->peer_lost || !c->same_host) {
         rc = -ENOMEM;
         goto err_free;
@@ -321,10 +327,14 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
     c->up.peer_lost = cvia__core_peer_lost;
     c->up.mr_check = cvia__core_mr_check;
     c->up.imm = cvia__core_imm;
+    c->up.peer_new = cvia__core_peer_new;
+    c->up.peer_unused = cvia__core_peer_unused;
 
     struct cvia_prov_args args = {
-        .boot = c->boot, .rank = c->rank, .size = c->size,
+        .boot = c->boot, .rank = c->rank, .size = c->cap,
         .jobid = c->jobid, .up = &c->up, .same_host = c->same_host,
+        .dynamic = c->dynamic, .rings = (int)c->cfg.max_peers,
+        .connect_timeout = c->cfg.boot_timeout,
     };
     /* the host's provider always; the network one CVIA_NET names, if some
      * rank lives elsewhere */
@@ -379,6 +389,85 @@ err_free:
     return rc;
 }
 
+#define CHECK_INIT(c) do { if (!(c)->initialized) return -CVIA_ENOINIT; } while (0)
+
+int cvia__core_peer_new(void *core, struct cvia_prov_ep *ep)
+{
+    struct cvia_ctx *c = core;
+    int pi, j;
+
+    for (pi = 0; pi < c->nprov && c->prov[pi].ep != ep; pi++)
+        ;
+    cvia_mlock_lock(&c->lock);
+    j = atomic_load_explicit(&c->npeers, memory_order_relaxed);
+    if (!c->dynamic || pi == c->nprov || j >= c->cap) {
+        cvia_mlock_unlock(&c->lock);
+        return -ENOSPC;
+    }
+    c->peer_prov[j] = (uint8_t)pi;
+    c->same_host[j] = 1;
+    atomic_store_explicit(&c->npeers, j + 1, memory_order_release);
+    cvia_mlock_unlock(&c->lock);
+    return j;
+}
+
+void cvia__core_peer_unused(void *core, int peer)
+{
+    struct cvia_ctx *c = core;
+
+    cvia_mlock_lock(&c->lock);
+    if (peer > 0 && peer < atomic_load_explicit(&c->npeers, memory_order_relaxed))
+        c->peer_lost[peer] = 1;   /* not in nlost: no peer was lost */
+    cvia_mlock_unlock(&c->lock);
+}
+
+/* The provider that serves dynamic peers (the host's). */
+static int dyn_prov(struct cvia_ctx *c)
+{
+    if (!c->dynamic)
+        return -1;
+    for (int i = 0; i < c->nprov; i++)
+        if (c->prov[i].desc->ops->dyn_connect)
+            return i;
+    return -1;
+}
+
+int cvia_addr(void *buf, size_t *len)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    int pi, rc;
+
+    CHECK_INIT(c);
+    if (!len || (!buf && *len))
+        return -EINVAL;
+    if ((pi = dyn_prov(c)) < 0)
+        return -EOPNOTSUPP;
+    char tmp[CVIA_ADDR_MAX];
+    rc = c->prov[pi].desc->ops->dyn_addr(c->prov[pi].ep, tmp, sizeof(tmp));
+    if (rc < 0)
+        return rc;
+    if (*len < (size_t)rc) {
+        *len = (size_t)rc;
+        return -ENOBUFS;
+    }
+    memcpy(buf, tmp, (size_t)rc);
+    *len = (size_t)rc;
+    return 0;
+}
+
+int cvia_connect(const void *addr, size_t len, int *peer)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    int pi;
+
+    CHECK_INIT(c);
+    if (!addr || !peer)
+        return -EINVAL;
+    if ((pi = dyn_prov(c)) < 0)
+        return -EOPNOTSUPP;
+    return c->prov[pi].desc->ops->dyn_connect(c->prov[pi].ep, addr, len, peer);
+}
+
 int cvia_initialized(void)
 {
     return cvia__ctx.initialized;
@@ -394,7 +483,6 @@ int cvia_size(void)
     return cvia__ctx.initialized ? cvia__ctx.size : -CVIA_ENOINIT;
 }
 
-#define CHECK_INIT(c) do { if (!(c)->initialized) return -CVIA_ENOINIT; } while (0)
 
 int cvia_isend(const void *buf, size_t len, int dest, int tag, cvia_req_t *req_p)
 {
@@ -574,7 +662,7 @@ int cvia_peer_local(int peer)
     struct cvia_ctx *c = &cvia__ctx;
 
     CHECK_INIT(c);
-    if (peer < 0 || peer >= c->size)
+    if (peer < 0 || peer >= cvia__npeers(c))
         return -EINVAL;
     return c->same_host[peer] ? 1 : 0;
 }
@@ -585,7 +673,7 @@ int cvia_peer_alive(int peer)
     int lost;
 
     CHECK_INIT(c);
-    if (peer < 0 || peer >= c->size)
+    if (peer < 0 || peer >= cvia__npeers(c))
         return -EINVAL;
     cvia_mlock_lock(&c->lock);
     lost = c->peer_lost[peer];

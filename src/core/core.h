@@ -4,6 +4,7 @@
 #ifndef COREVIA_CORE_CORE_H
 #define COREVIA_CORE_CORE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,6 +14,8 @@
 #include "util/mlock.h"
 
 #define CVIA_MAX_PROV 8
+/* without a launcher: peer indices over a life per CVIA_MAX_PEERS */
+#define CVIA_DYN_INDEX_MULT 4
 
 #define cvia_container_of(ptr, type, member) \
     ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
@@ -51,6 +54,7 @@ struct cvia_core_cfg {
     double liveness;
     int    net;                /* index in cvia__net_names */
     int    thread_check;       /* CVIA_THREAD_CHECK */
+    long   max_peers;          /* CVIA_MAX_PEERS */
 };
 
 /* CVIA_NET values: the provider for ranks on other hosts. */
@@ -74,6 +78,12 @@ struct cvia_ctx {
     cvia_mlock_t mr_lock;   /* mrs */
     cvia_mlock_t imm_lock;  /* imm queue */
     int      rank, size;
+    /* peer indices in use: size in a launcher's job; without one (dynamic)
+     * 1 + the peers cvia_connect() or an inbound connection added, up to
+     * cap (CVIA_MAX_PEERS), the length of the per-peer arrays */
+    _Atomic int npeers;
+    int      cap;
+    int      dynamic;
     uint64_t jobid;
     struct cvia_boot *boot;
     struct cvia_core_cfg cfg;
@@ -115,11 +125,19 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
                                    uint64_t cookie);
 void cvia__core_complete(void *core, struct cvia_xfer *x, int status);
 void cvia__core_peer_lost(void *core, int peer, int err);
+int  cvia__core_peer_new(void *core, struct cvia_prov_ep *ep);
+void cvia__core_peer_unused(void *core, int peer);
 int  cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
                      int tag, uint16_t ctx, struct cvia_req **req_p);
 int  cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
                      int tag, uint16_t ctx, struct cvia_req **req_p);
 int  cvia__wait_req(struct cvia_ctx *c, struct cvia_req *r);
+
+/* Valid peer indices: [0, cvia__npeers(c)) */
+static inline int cvia__npeers(struct cvia_ctx *c)
+{
+    return atomic_load_explicit(&c->npeers, memory_order_acquire);
+}
 
 /* The error for an operation with a lost @peer: what it was failed with. */
 static inline int cvia__peer_err(const struct cvia_ctx *c, int peer)

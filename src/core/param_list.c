@@ -51,6 +51,16 @@ static const struct cvia_param core_params[] = {
       "one) print an error naming the level and abort. Costs one atomic "
       "exchange per lock; at CVIA_THREAD_MULTIPLE it changes nothing.",
       0, 0, NULL },
+    { "MAX_PEERS", "8", CVIA_PARAM_INT, offsetof(struct cvia_core_cfg, max_peers),
+      "Without a launcher (no cvia-run, no PMIx): how many processes on this host, "
+      "itself included, this process can be connected with at once through "
+      "cvia_connect() (the libfabric provider's fi_av_insert of launcher-free names), "
+      "either way. The shared-memory segment has one ring of CVIA_SHM_SLOTS x "
+      "CVIA_SHM_SLOT_SIZE per peer, reserved at cvia_init; a dead peer's ring serves "
+      "the next one. Peer indices are not reused: 4 x this many over the process's "
+      "life. Every process must use the same value. 1: no dynamic peers. Ignored in a "
+      "launcher's job.",
+      1, 4096, NULL },
     { "LIVENESS_INTERVAL", "20ms", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, liveness),
       "How often an idle waiter checks whether its peers are still alive; a dead "
       "peer is reported within about this time (at most 10 s, so that it cannot "

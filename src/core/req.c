@@ -250,7 +250,7 @@ void cvia__core_peer_lost(void *core, int peer, int err)
     struct cvia_ctx *c = core;
     struct cvia_req *r, *next, *failed = NULL;
 
-    if (peer < 0 || peer >= c->size)
+    if (peer < 0 || peer >= cvia__npeers(c))
         return;
     cvia_mlock_lock(&c->lock);
     if (c->peer_lost[peer]) {
@@ -282,7 +282,7 @@ static int check_peer_arg(struct cvia_ctx *c, int peer, int any_ok)
 {
     if (any_ok && (peer == CVIA_ANY_SOURCE || peer == CVIA_ANY_LIVE_SOURCE))
         return 0;
-    if (peer < 0 || peer >= c->size)
+    if (peer < 0 || peer >= cvia__npeers(c))
         return -EINVAL;
     return 0;
 }

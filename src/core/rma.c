@@ -178,7 +178,7 @@ static int rma_start(int kind, void *local, size_t len, const cvia_mr_desc_t *re
     if (!remote || !req_p || (!local && len) || (flags & ~CVIA_WRITE_IMM))
         return -EINVAL;
     peer = remote->rank;
-    if (peer < 0 || peer >= c->size)
+    if (peer < 0 || peer >= cvia__npeers(c))
         return -EINVAL;
     if (off > remote->len || len > remote->len - off)
         return -EACCES;
@@ -265,7 +265,7 @@ int cvia_peer_info(int peer, char *buf, size_t cap)
     int pi;
 
     CHECK_INIT(c);
-    if (peer < 0 || peer >= c->size || !buf || !cap)
+    if (peer < 0 || peer >= cvia__npeers(c) || !buf || !cap)
         return -EINVAL;
     pi = c->peer_prov[peer];
     c->prov[pi].desc->ops->peer_info(c->prov[pi].ep, peer, buf, cap);

@@ -64,8 +64,11 @@
 #define fab_of(ptr, type, member) \
     ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
-/* What fi_getname() gives: enough to reach the endpoint from any rank of
- * the same corevia job. The job id is a one-way hash of the job key. */
+/* What fi_getname() gives, 64 bytes (Open MPI's limit) in both forms.
+ * Version 1, in a launcher's job: enough to reach the endpoint from any
+ * rank of the same corevia job; the job id is a one-way hash of the job
+ * key. Version 2, without a launcher: the process's cvia_addr() (host,
+ * pid, segment, nonce), which fi_av_insert gives to cvia_connect. */
 struct fab_name {
     uint32_t magic;
     uint16_t version;
@@ -73,7 +76,19 @@ struct fab_name {
     int32_t  rank;
     uint32_t pad;
     uint64_t job;
+    uint8_t  spare[40];
 };
+
+struct fab_name_dyn {
+    uint32_t magic;
+    uint16_t version;        /* 2 */
+    uint16_t epid;
+    uint32_t len;            /* bytes of addr in use */
+    uint32_t pad;
+    uint8_t  addr[CVIA_ADDR_MAX];
+};
+_Static_assert(sizeof(struct fab_name) == 64 && sizeof(struct fab_name_dyn) == 64,
+               "an fi_getname name is 64 bytes");
 
 enum { FAB_OP_EAGER = 1, FAB_OP_RTS, FAB_OP_FIN, FAB_OP_AMO, FAB_OP_AMO_RESP, FAB_OP_DC, FAB_OP_CTS };
 #define FAB_H_TAGGED 0x1     /* fi_tsend* (else fi_send*): matched separately */
@@ -303,6 +318,7 @@ int  fab_core_acquire(void);        /* corevia initialized (by us or the app) */
 void fab_core_release(void);
 /* rank, size and job id, before corevia's wire-up too */
 int  fab_job(int32_t *rank, int32_t *size, uint64_t *job);
+int  fab_job_of_one(void);
 /* corevia up and the endpoint's receive slots posted (ep->lock held) */
 int  fab_ep_arm(struct fab_ep *ep);
 int  fab_errno(int cvia_rc);        /* a corevia code as a negative FI_* code */

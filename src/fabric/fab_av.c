@@ -6,19 +6,23 @@
  * another corevia job (another job id) is refused: corevia reaches only
  * the ranks of its own job, and single copy is only ever done between
  * them. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fabric/fab.h"
+#include "util/log.h"
 
 static int fab_name_check(const struct fab_name *n)
 {
     int32_t size;
     uint64_t job;
 
-    if (n->magic != FAB_NAME_MAGIC || n->version != 1)
+    if (n->magic != FAB_NAME_MAGIC || (n->version != 1 && n->version != 2))
         return -FI_EINVAL;
+    if (n->version == 2)
+        return 0;   /* checked by cvia_connect */
     if (fab_job(NULL, &size, &job) || n->job != job || n->rank < 0 || n->rank >= size)
         return -FI_EADDRNOTAVAIL;
     return 0;
@@ -66,6 +70,19 @@ static int fab_av_insert(struct fid_av *fav, const void *addr, size_t count,
                 fi_addr[i] = FI_ADDR_NOTAVAIL;
             continue;
         }
+        if (n.version == 2) {   /* launcher-free: the core's peer index */
+            struct fab_name_dyn d;
+            int peer, rc;
+            memcpy(&d, &names[i], sizeof(d));
+            rc = d.len <= sizeof(d.addr) ? cvia_connect(d.addr, d.len, &peer) : -EINVAL;
+            if (rc) {
+                cvia_error(CORE, "fi_av_insert: name %zu refused: %s", i, cvia_strerror(rc));
+                if (fi_addr)
+                    fi_addr[i] = FI_ADDR_NOTAVAIL;
+                continue;
+            }
+            n.rank = peer;
+        }
         size_t k = atomic_load_explicit(&av->n, memory_order_relaxed);
         atomic_store_explicit(&e[k + 1], (uint64_t)(uint32_t)n.rank << 16 | n.epid,
                               memory_order_relaxed);
@@ -110,10 +127,12 @@ static int fab_av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, u
 static int fab_av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size_t *addrlen)
 {
     struct fab_av *av = fab_of(fav, struct fab_av, fid);
-    struct fab_name n = { FAB_NAME_MAGIC, 1, 0, 0, 0, 0 };
+    struct fab_name n = { FAB_NAME_MAGIC, 1, 0, 0, 0, 0, { 0 } };
     int32_t rank;
     uint16_t epid;
 
+    if (cvia_initialized() && cvia_addr(NULL, &(size_t){ 0 }) != -EOPNOTSUPP)
+        return -FI_ENOSYS;   /* launcher-free peers: their names are not kept */
     if (fab_job(NULL, NULL, &n.job))
         return -FI_EOPBADSTATE;
     if (fab_av_resolve(av, fi_addr, &rank, &epid))
@@ -132,8 +151,17 @@ static const char *fab_av_straddr(struct fid_av *av, const void *addr, char *buf
     int k;
 
     memcpy(&n, addr, sizeof(n));
-    k = snprintf(tmp, sizeof(tmp), "corevia://%016llx/%d/%u", (unsigned long long)n.job,
-                 (int)n.rank, (unsigned)n.epid);
+    if (n.version == 2) {   /* the address is opaque: show its pid */
+        struct fab_name_dyn d;
+        int32_t pid = 0;
+        memcpy(&d, addr, sizeof(d));
+        if (d.len >= 8)
+            memcpy(&pid, d.addr + 4, sizeof(pid));
+        k = snprintf(tmp, sizeof(tmp), "corevia://local/pid%d/%u", (int)pid, (unsigned)n.epid);
+    } else {
+        k = snprintf(tmp, sizeof(tmp), "corevia://%016llx/%d/%u", (unsigned long long)n.job,
+                     (int)n.rank, (unsigned)n.epid);
+    }
     if (*len) {
         size_t c = (size_t)k + 1 < *len ? (size_t)k + 1 : *len;
         memcpy(buf, tmp, c - 1);
@@ -218,15 +246,17 @@ int fab_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
         if (attr->name || attr->rx_ctx_bits || (attr->flags & ~(uint64_t)0))
             return -FI_ENOSYS;   /* no shared AVs, no scalable endpoints, no events */
     }
-    /* names carry the job's id: the launcher must be reached to check them */
-    if ((rc = fab_cfg.wireup == FAB_WIREUP_OPEN ? fab_core_acquire() : fab_job(NULL, NULL, NULL)))
+    /* names carry the job's id: the launcher must be reached to check them;
+     * without one (a job of one) inserts connect: corevia must be up */
+    int hold = fab_cfg.wireup == FAB_WIREUP_OPEN || fab_job_of_one();
+    if ((rc = hold ? fab_core_acquire() : fab_job(NULL, NULL, NULL)))
         return fab_errno(rc);
     if (!(av = calloc(1, sizeof(*av)))) {
-        if (fab_cfg.wireup == FAB_WIREUP_OPEN)
+        if (hold)
             fab_core_release();
         return -FI_ENOMEM;
     }
-    av->core_held = fab_cfg.wireup == FAB_WIREUP_OPEN;
+    av->core_held = hold;
     av->dom = dom;
     av->type = attr && attr->type != FI_AV_UNSPEC ? attr->type : FI_AV_MAP;
     pthread_mutex_init(&av->lock, NULL);

@@ -3,6 +3,7 @@
 /* Endpoints: open (which brings corevia up, through whatever launched the
  * process: cvia-run, or PMIx under mpirun / srun), bind to an AV, CQs and
  * counters, enable (post the receive slots), name, cancel, close. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -328,9 +329,25 @@ static struct fi_ops_ep fab_ep_ops = {
 static int fab_ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
     struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
-    struct fab_name n = { FAB_NAME_MAGIC, 1, ep->epid, 0, 0, 0 };
+    struct fab_name n = { FAB_NAME_MAGIC, 1, ep->epid, 0, 0, 0, { 0 } };
     size_t cap = *addrlen;
 
+    if (cvia_initialized()) {   /* launcher-free: the core's address */
+        struct fab_name_dyn d;
+        size_t len = sizeof(d.addr);
+        memset(&d, 0, sizeof(d));
+        if (cvia_addr(d.addr, &len) == 0) {
+            d.magic = FAB_NAME_MAGIC;
+            d.version = 2;
+            d.epid = ep->epid;
+            d.len = (uint32_t)len;
+            *addrlen = sizeof(d);
+            if (cap < sizeof(d))
+                return -FI_ETOOSMALL;
+            memcpy(addr, &d, sizeof(d));
+            return 0;
+        }
+    }
     if (fab_job(&n.rank, NULL, &n.job))
         return -FI_EOPBADSTATE;
     *addrlen = sizeof(n);
@@ -405,14 +422,15 @@ int fab_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
         return -FI_EINVAL;
     if ((id = atomic_fetch_add(&fab_next_epid, 1)) > FAB_MAX_EP)
         return -FI_ENOSPC;
-    if ((rc = fab_cfg.wireup == FAB_WIREUP_OPEN ? fab_core_acquire() : fab_job(NULL, NULL, NULL)))
+    int hold = fab_cfg.wireup == FAB_WIREUP_OPEN || fab_job_of_one();
+    if ((rc = hold ? fab_core_acquire() : fab_job(NULL, NULL, NULL)))
         return fab_errno(rc);
     if (!(ep = calloc(1, sizeof(*ep)))) {
-        if (fab_cfg.wireup == FAB_WIREUP_OPEN)
+        if (hold)
             fab_core_release();
         return -FI_ENOMEM;
     }
-    ep->core_held = fab_cfg.wireup == FAB_WIREUP_OPEN;
+    ep->core_held = hold;
     ep->dom = dom;
     ep->epid = (uint16_t)id;
     ep->caps = info->caps ? info->caps : (FI_MSG | FI_TAGGED | FI_DIRECTED_RECV);

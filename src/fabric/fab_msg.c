@@ -401,7 +401,11 @@ static void fab_deliver(struct fab_ep *ep, struct fab_rx *rx, int32_t rank, uint
             return;
         }
     } else if (rc == 0 && n) {
-        rc = cvia_read(dst, n, &rts->desc, 0, &op->req);
+        /* the region is the sender's: the peer the RTS came from (its own
+         * idea of its index differs from ours between launcher-free peers) */
+        cvia_mr_desc_t d = rts->desc;
+        d.rank = rank;
+        rc = cvia_read(dst, n, &d, 0, &op->req);
     }
     if (rc || !n) {
         fab_read_finish(ep, op, rc);

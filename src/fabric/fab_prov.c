@@ -34,6 +34,9 @@ int fab_errno(int rc)
     case CVIA_ENOPEER:
     case CVIA_EABORT:   return -FI_EIO;
     case CVIA_ENOINIT:  return -FI_EOPBADSTATE;
+    case CVIA_ENOPROV:  return -FI_EADDRNOTAVAIL;
+    case ENOSPC:        return -FI_ENOSPC;
+    case ETIMEDOUT:     return -FI_ETIMEDOUT;
     case CVIA_ECONFIG:  return -FI_EINVAL;
     case EACCES:        return -FI_EACCES;
     case ENOMEM:        return -FI_ENOMEM;
@@ -88,6 +91,15 @@ int fab_job(int32_t *rank, int32_t *size, uint64_t *job)
     if (job)
         *job = j;
     return 0;
+}
+
+/* A job of one (no launcher, or one rank): nothing collective to defer,
+ * and its names are cvia_addr()'s, which need corevia up. */
+int fab_job_of_one(void)
+{
+    int32_t size;
+
+    return fab_job(NULL, &size, NULL) == 0 && size == 1;
 }
 
 void fab_core_release(void)

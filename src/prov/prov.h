@@ -26,6 +26,7 @@
 
 struct cvia_boot;
 struct cvia_param_table;
+struct cvia_prov_ep;   /* each provider defines it, embedding nothing */
 
 /* The part of a request a provider sees. Receives: the provider writes
  * message byte i at buf + i for i < len and drops the bytes beyond len
@@ -88,6 +89,16 @@ struct cvia_prov_upcalls {
     /* A peer's write with immediate data has landed. */
     void (*imm)(void *core, int src, uint64_t imm, uint64_t key, uint64_t addr,
                 size_t len);
+    /* Dynamic mode: a new peer reached through @ep (connected by us or by
+     * it): reserve the next peer index and route it to @ep. The index is
+     * valid for the core at once; the provider makes the peer's own state
+     * visible to its progress before any message of it can arrive.
+     * Returns the index, or -ENOSPC when CVIA_MAX_PEERS is reached. */
+    int  (*peer_new)(void *core, struct cvia_prov_ep *ep);
+    /* An index from peer_new that the provider gave up before anyone
+     * learned it (a connection that lost a race): operations naming it
+     * fail with -CVIA_ENOPEER; no request is failed, nothing counts it. */
+    void (*peer_unused)(void *core, int peer);
 };
 
 struct cvia_prov_args {
@@ -99,6 +110,12 @@ struct cvia_prov_args {
     /* [size]: 1 for the ranks on this host (same boot and network
      * namespace), this rank included */
     const uint8_t *same_host;
+    /* no launcher: rank 0, size = the peer indices the table has room for
+     * over the process's life; peers come and go through dyn_connect /
+     * inbound connections, same_host is 1 for index 0 only */
+    int    dynamic;
+    int    rings;             /* dynamic: peers at once (CVIA_MAX_PEERS, self included) */
+    double connect_timeout;   /* dyn_connect's longest wait for the peer */
 };
 
 struct cvia_prov_ep;   /* each provider defines it, embedding nothing */
@@ -151,6 +168,13 @@ struct cvia_prov_ops {
      * passed: 1 if it slept, 0 if there was something to do at once. NULL
      * where the provider cannot (the core then naps). */
     int  (*block)(struct cvia_prov_ep *ep, double max_s);
+    /* Dynamic mode (args.dynamic): this endpoint's address, what a peer
+     * gives dyn_connect; returns its length or a negative error. */
+    int  (*dyn_addr)(struct cvia_prov_ep *ep, void *buf, size_t cap);
+    /* Reach the process whose dyn_addr is @addr: its peer index in *@peer
+     * (the same index if it is already a peer). -CVIA_ENOPROV if @addr is
+     * not for this provider (another host), other negative errors. */
+    int  (*dyn_connect)(struct cvia_prov_ep *ep, const void *addr, size_t len, int *peer);
 };
 
 /* What a provider reaches: the ranks on this host, or those elsewhere. */

@@ -6,14 +6,17 @@
 # every size from 64 B to 1 MiB with data checks (-c). The provider brings
 # corevia up at first use (CVIA_FI_WIREUP=first-use): the server opens its
 # endpoint before the client starts.
-#   fi_pingpong.sh [--hosts] CVIA_RUN PROVIDER_DIR
+#   fi_pingpong.sh [--hosts | --free] CVIA_RUN PROVIDER_DIR
+# --free: no launcher at all (issue 14 item 3): server and client started
+# from this script as plain processes; fi_av_insert connects them.
 # --hosts: the two ranks in two network namespaces of scripts/netlab.sh
 # (CVIA_NET chooses the transport between them, udp by default); the
 # client reaches the server's control socket at its address there.
 set -u
-hosts=0
+hosts=0 free=0
 [ "${1:-}" = --hosts ] && { hosts=1; shift; }
-[ $# -eq 2 ] || { echo "usage: fi_pingpong.sh [--hosts] CVIA_RUN PROVIDER_DIR" >&2; exit 2; }
+[ "${1:-}" = --free ] && { free=1; shift; }
+[ $# -eq 2 ] || { echo "usage: fi_pingpong.sh [--hosts | --free] CVIA_RUN PROVIDER_DIR" >&2; exit 2; }
 run=$1 provdir=$2
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -51,8 +54,16 @@ sleep 1   # the server's control socket listens first
 exec fi_pingpong -p corevia -e rdm -I 50 -c -P $port $server > '$work/client' 2>&1
 EOS
 chmod +x "$work/rank.sh"
-"$run" "${runargs[@]}" -- "$work/rank.sh"
-rc=$?
+if [ $free -eq 1 ]; then
+    unset CVIA_BOOT_ADDR CVIA_RANK CVIA_SIZE CVIA_JOBID PMIX_RANK PMIX_NAMESPACE
+    CVIA_RANK=0 timeout "$limit" "$work/rank.sh" & ps=$!
+    CVIA_RANK=1 timeout "$limit" "$work/rank.sh"; rc=$?
+    wait $ps || rc=$?
+    unset CVIA_RANK
+else
+    "$run" "${runargs[@]}" -- "$work/rank.sh"
+    rc=$?
+fi
 fail=0
 for side in server client; do
     echo "--- $side"
@@ -64,6 +75,6 @@ for side in server client; do
         fail=1
     fi
 done
-[ $rc -eq 0 ] || { echo "FAIL: cvia-run exited $rc"; fail=1; }
-[ $fail -eq 0 ] && echo "ok fi_pingpong${CVIA_NET:+ over $CVIA_NET}"
+[ $rc -eq 0 ] || { echo "FAIL: $([ $free -eq 1 ] && echo fi_pingpong || echo cvia-run) exited $rc"; fail=1; }
+[ $fail -eq 0 ] && echo "ok fi_pingpong${CVIA_NET:+ over $CVIA_NET}$([ $free -eq 1 ] && echo ', no launcher')"
 exit $fail

@@ -606,7 +606,29 @@ static int case_api(void)
         CHECK_RC(cvia_test(&r, &done, NULL));
     if (!done || r)
         FAIL("cvia_test never completed");
+    /* launcher-free addresses: this process's own, checked like a peer's */
+    unsigned char a[CVIA_ADDR_MAX + 8];
+    size_t alen = 0;
+    int p = -1;
+    if ((rc = cvia_addr(NULL, &alen)) != -ENOBUFS || alen == 0 || alen > CVIA_ADDR_MAX)
+        FAIL("cvia_addr with no room: %s, length %zu", cvia_err_name(rc), alen);
+    alen = sizeof(a);
+    CHECK_RC(cvia_addr(a, &alen));
+    CHECK_RC(cvia_connect(a, alen, &p));
+    if (p != 0)
+        FAIL("cvia_connect to my own address gave peer %d, not 0", p);
+    if ((rc = cvia_connect(a, alen - 1, &p)) != -EINVAL ||
+        (rc = cvia_connect(NULL, alen, &p)) != -EINVAL ||
+        (rc = cvia_connect(a, alen, NULL)) != -EINVAL)
+        FAIL("a malformed address accepted or wrong code: %s", cvia_err_name(rc));
+    a[alen - 1] ^= 1;   /* the nonce's last byte */
+    if ((rc = cvia_connect(a, alen, &p)) != -EACCES)
+        FAIL("an address with a wrong nonce: %s, not EACCES", cvia_err_name(rc));
+    if (cvia_peer_local(1) != -EINVAL || cvia_peer_alive(1) != -EINVAL)
+        FAIL("peer index 1 valid before any peer connected");
     CHECK_RC(cvia_finalize());
+    if (cvia_addr(a, &alen) != -CVIA_ENOINIT || cvia_connect(a, alen, &p) != -CVIA_ENOINIT)
+        FAIL("cvia_addr/cvia_connect after finalize did not return CVIA_ENOINIT");
     if (cvia_rank() != -CVIA_ENOINIT || cvia_send(&x, 4, 0, 0) != -CVIA_ENOINIT)
         FAIL("a call after cvia_finalize did not return CVIA_ENOINIT");
     if (strcmp(cvia_err_name(-CVIA_ETRUNC), "CVIA_ETRUNC") ||
@@ -632,6 +654,12 @@ int main(int argc, char **argv)
     }
     rank = cvia_rank();
     size = cvia_size();
+    {   /* a launcher's job has no launcher-free addresses */
+        unsigned char a[CVIA_ADDR_MAX];
+        size_t alen = sizeof(a);
+        if (size > 1 && (rc = cvia_addr(a, &alen)) != -EOPNOTSUPP)
+            FAIL("cvia_addr in a job of %d: %s, not EOPNOTSUPP", size, cvia_err_name(rc));
+    }
     if (!strcmp(argv[1], "sizes"))           case_sizes();
     else if (!strcmp(argv[1], "order"))      case_order();
     else if (!strcmp(argv[1], "wildcard"))   case_wildcard();

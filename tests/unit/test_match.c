@@ -267,7 +267,8 @@ int main(int argc, char **argv)
     int ok = 1, seq;
 
     rng_s = seed * 0x9e3779b97f4a7c15ull + 1;
-    c.size = NSRC;
+    c.size = c.cap = NSRC;
+    atomic_store(&c.npeers, NSRC);   /* the valid peer indices */
     c.peer_lost = calloc(NSRC, 1);
     c.peer_prov = calloc(NSRC, 1);
     cvia_mlock_init(&c.lock);

@@ -72,13 +72,16 @@ struct shm_seg_hdr {
     uint32_t owner;          /* rank that reads these rings */
     uint32_t nranks;
     uint32_t nlocal;         /* ranks on this host: rings */
-    uint32_t reserved;
+    uint32_t dynamic;        /* no launcher: peers claim rings (shm_dyn.c) */
     uint32_t nslots;         /* power of two */
     uint32_t slot_size;      /* bytes, header included, multiple of 64 */
     uint32_t rv_per_peer;
     uint32_t mr_max;
     uint64_t ring_bytes;     /* stride between rings */
     uint64_t cma_off, mr_off, rv_off, ring_off;
+    uint64_t claim_off;      /* dynamic: struct shm_claim[nranks] */
+    uint64_t nonce_hash;     /* dynamic: shm_dyn_hash(owner's nonce) */
+    _Atomic uint32_t claim_gen;   /* dynamic: bumped by each claim posted */
     int32_t  pid;
     _Atomic int32_t arena_fd;     /* owner's arena index memfd number, -1 none */
     _Atomic uint32_t finalized;   /* owner finished cleanly */
@@ -109,6 +112,40 @@ struct shm_mr {
     uint32_t access;
     uint32_t reserved;
 };
+
+/* Dynamic mode: ring k of a segment is written by the process that holds
+ * claim k (0: the owner itself). A connecting process claims a ring in the
+ * peer's segment (FREE -> BUSY -> POSTED) and reserves one in its own for
+ * the answer (RESERVED); the owner, in its progress, checks the proof
+ * against its private nonce and answers ACCEPTED (both rings in use), DUP
+ * (already connected, or a simultaneous connection that wins) or REFUSED. */
+enum shm_claim_state {
+    SHM_CLAIM_FREE = 0, SHM_CLAIM_BUSY, SHM_CLAIM_POSTED, SHM_CLAIM_ACCEPTED,
+    SHM_CLAIM_DUP, SHM_CLAIM_REFUSED, SHM_CLAIM_RESERVED,
+};
+
+struct shm_claim {
+    _Atomic uint32_t state;  /* enum shm_claim_state */
+    int32_t  pid;            /* claimer (RESERVED: the peer it is for) */
+    uint64_t seg_rand;       /* its segment's random part */
+    uint64_t proof[2];       /* the owner's nonce, as the claimer was given it */
+    uint32_t idx;            /* claimer's peer index for the owner */
+    uint32_t ring_back;      /* ring in the claimer's segment for the answer */
+    uint32_t cma;            /* claimer may use CMA on the owner */
+    uint32_t owner_idx;      /* ACCEPTED: owner's peer index for the claimer */
+    uint32_t owner_cma;      /* ACCEPTED: the owner may use CMA on the claimer */
+    uint32_t reserved[3];
+};
+
+/* What cvia_addr() gives in dynamic mode (40 bytes). */
+struct shm_dyn_addr {
+    uint32_t magic;          /* SHM_DYN_MAGIC */
+    int32_t  pid;
+    uint64_t host;           /* hash of boot id and network namespace */
+    uint64_t seg_rand;
+    uint64_t nonce[2];
+};
+#define SHM_DYN_MAGIC 0x31647663u   /* "cvd1" */
 
 enum shm_rv_state { SHM_RV_FREE = 0, SHM_RV_RTS, SHM_RV_CTS, SHM_RV_DONE };
 enum shm_copy_mode { SHM_COPY_AUTO = 0, SHM_COPY_READ, SHM_COPY_WRITE, SHM_COPY_COOP };
@@ -199,6 +236,9 @@ struct shm_peer {
     struct cvia_arena_view *view;  /* the peer's arena, opened on first use */
     _Atomic int      view_failed;
     _Atomic int      gone;       /* reported through peer_lost */
+    int              remote_idx; /* my index in the peer's tables (its rv
+                                  * blocks for me): my rank in a job */
+    uint64_t         seg_rand;   /* dynamic: the peer's identity with pid */
 };
 
 struct cvia_prov_ep {
@@ -219,7 +259,30 @@ struct cvia_prov_ep {
                                             * membarrier (shm_block) */
     _Atomic int       poll_start;          /* round-robin fairness */
     int               rndv_any;            /* rendezvous possible with someone */
+    /* peers [0, nvis) are set up (size in a job; dynamic: grows, published
+     * with release after the peer's fields are written) */
+    _Atomic int       nvis;
+    /* dynamic mode (shm_dyn.c) */
+    uint64_t          claim_off;
+    uint64_t          seg_rand;            /* my segment's random part */
+    uint64_t          nonce[2];            /* private; peers present it */
+    uint64_t          host;
+    cvia_mlock_t      dyn_lock;            /* claims, new peers */
+    _Atomic uint32_t  claim_seen;          /* claim_gen last scanned */
+    int               connecting;          /* a connect in flight to ... */
+    int32_t           conn_pid;
+    uint64_t          conn_rand;
 };
+
+static inline int shm_npeers(struct cvia_prov_ep *ep)
+{
+    return atomic_load_explicit(&ep->nvis, memory_order_acquire);
+}
+
+static inline struct shm_claim *shm_claims(struct shm_seg_hdr *h)
+{
+    return (struct shm_claim *)(void *)((char *)h + h->claim_off);
+}
 
 static inline struct shm_mr *shm_mr_table(struct shm_seg_hdr *h)
 {
@@ -246,6 +309,14 @@ void shm_seg_unlink(struct cvia_prov_ep *ep);
 void shm_seg_detach_all(struct cvia_prov_ep *ep);
 int  shm_seg_cleanup_stale(void);
 void shm_probe_cma(struct cvia_prov_ep *ep);
+
+/* shm_dyn.c */
+int  shm_dyn_init(struct cvia_prov_ep *ep);
+int  shm_dyn_addr(struct cvia_prov_ep *ep, void *buf, size_t cap);
+int  shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *peer);
+int  shm_dyn_poll(struct cvia_prov_ep *ep);   /* claims posted to me */
+void shm_dyn_reclaim(struct cvia_prov_ep *ep, int peer);
+uint64_t shm_dyn_hash(const uint64_t nonce[2]);
 
 /* shm_msg.c */
 int  shm_send(struct cvia_prov_ep *ep, struct cvia_xfer *x);

@@ -110,6 +110,11 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
     }
     for (int p = 0; p < args->size; p++)
         ep->lidx[p] = args->same_host[p] ? ep->nlocal++ : -1;
+    if (args->dynamic) {   /* a ring for every peer that may come */
+        ep->nlocal = args->rings;
+        if ((rc = shm_dyn_init(ep)))
+            goto err_free;
+    }
     shm_seg_layout(ep);
     ep->peers = calloc((size_t)args->size, sizeof(*ep->peers));
     if (!ep->peers) {
@@ -119,6 +124,7 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
     for (int p = 0; p < args->size; p++) {
         struct shm_peer *pp = &ep->peers[p];
         pp->pidfd = -1;
+        pp->remote_idx = args->rank;
         cvia_mlock_init(&pp->tx_lock);
         cvia_mlock_init(&pp->rx_lock);
         if (!(pp->rv_users = calloc((size_t)ep->cfg.rv_per_peer, 1))) {
@@ -128,7 +134,7 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
     }
     /* Under Yama's ptrace_scope 1 ranks (siblings) may not use CMA on each
      * other; allow it for our launcher's descendants - the job - only. */
-    if (ep->cfg.cma != 0 && args->size > 1 && getppid() > 1) {
+    if (ep->cfg.cma != 0 && args->size > 1 && !args->dynamic && getppid() > 1) {
         FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
         int scope = 0;
         if (f) {
@@ -148,6 +154,8 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
         int fd = cvia__arena_index_fd();
         atomic_store_explicit(&ep->seg->arena_fd, fd >= 0 ? fd : -1, memory_order_release);
     }
+    cvia_mlock_init(&ep->dyn_lock);
+    atomic_store_explicit(&ep->nvis, args->dynamic ? 1 : args->size, memory_order_relaxed);
     snprintf(key, sizeof(key), "shm.%d", args->rank);
     rc = cvia__boot_put(args->boot, key, ep->name);
     if (rc)
@@ -199,6 +207,10 @@ static int shm_ready(struct cvia_prov_ep *ep)
 {
     int me = ep->args.rank;
 
+    /* dynamic: the name stays until close, for peers that come later (a
+     * fatal signal or exit unlinks it; a peer that sees us killed does) */
+    if (ep->args.dynamic)
+        return 0;
     /* every peer has mapped my segment: the name is no longer needed, and
      * from now on nothing is left in /dev/shm whatever happens to us */
     shm_seg_unlink(ep);
@@ -359,6 +371,8 @@ static const struct cvia_prov_ops shm_ops = {
     .write       = shm_write,
     .read        = shm_read,
     .peer_info   = shm_peer_info,
+    .dyn_addr    = shm_dyn_addr,
+    .dyn_connect = shm_dyn_connect,
 };
 
 const struct cvia_prov_desc cvia_prov_shm = {

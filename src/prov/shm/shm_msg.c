@@ -334,8 +334,13 @@ static int shm_poll_peer(struct cvia_prov_ep *ep, int peer, int wait)
 
 int shm_progress(struct cvia_prov_ep *ep)
 {
-    const int size = ep->args.size;
+    const int size = shm_npeers(ep);
     int events = 0, first;
+
+    if (ep->args.dynamic &&
+        atomic_load_explicit(&ep->seg->claim_gen, memory_order_relaxed) !=
+        atomic_load_explicit(&ep->claim_seen, memory_order_relaxed))
+        events += shm_dyn_poll(ep);
 
     if (atomic_load_explicit(&ep->npending, memory_order_relaxed)) {
         for (int p = 0; p < size; p++) {
@@ -347,6 +352,8 @@ int shm_progress(struct cvia_prov_ep *ep)
         }
     }
     first = atomic_load_explicit(&ep->poll_start, memory_order_relaxed);
+    if (first >= size)
+        first = 0;
     for (int i = 0, p = first; i < size; i++) {
         struct shm_peer *pp = &ep->peers[p];
         if (!pp->seg)
@@ -360,6 +367,8 @@ int shm_progress(struct cvia_prov_ep *ep)
         if (++p == size)
             p = 0;
     }
+    if (first >= size)
+        first = 0;
     atomic_store_explicit(&ep->poll_start, first + 1 >= size ? 0 : first + 1,
                           memory_order_relaxed);
     return events;
@@ -369,9 +378,15 @@ int shm_progress(struct cvia_prov_ep *ep)
  * one of my rings, sends still queued, a rendezvous in flight. */
 static int shm_busy(struct cvia_prov_ep *ep)
 {
+    int n = shm_npeers(ep);
+
     if (atomic_load_explicit(&ep->npending, memory_order_relaxed))
         return 1;
-    for (int p = 0; p < ep->args.size; p++) {
+    if (ep->args.dynamic &&
+        atomic_load_explicit(&ep->seg->claim_gen, memory_order_relaxed) !=
+        atomic_load_explicit(&ep->claim_seen, memory_order_relaxed))
+        return 1;   /* a peer waits for its connection to be taken */
+    for (int p = 0; p < n; p++) {
         struct shm_peer *pp = &ep->peers[p];
         if (!pp->seg || atomic_load_explicit(&pp->gone, memory_order_relaxed))
             continue;
@@ -475,6 +490,8 @@ void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
     }
     shm_rndv_fail(ep, peer, err);
     up->peer_lost(up->core, peer, err);
+    if (ep->args.dynamic)   /* its ring may serve another peer */
+        shm_dyn_reclaim(ep, peer);
 }
 
 int shm_check_peers(struct cvia_prov_ep *ep)
@@ -483,9 +500,19 @@ int shm_check_peers(struct cvia_prov_ep *ep)
     int idx[64];
     int lost = 0;
 
-    for (int base = 0; base < ep->args.size; base += 64) {
+    const int size = shm_npeers(ep);
+
+    for (int base = 0; base < size; base += 64) {
         int n = 0;
-        for (int p = base; p < ep->args.size && p < base + 64; p++) {
+        for (int p = base; p < size && p < base + 64; p++) {
+            /* dynamic: a peer that closed corevia without exiting */
+            if (ep->args.dynamic && p && ep->peers[p].seg &&
+                !atomic_load(&ep->peers[p].gone) &&
+                atomic_load_explicit(&ep->peers[p].seg->finalized, memory_order_acquire)) {
+                shm_peer_gone(ep, p, -CVIA_ENOPEER);
+                lost++;
+                continue;
+            }
             if (ep->peers[p].pidfd >= 0 && !atomic_load(&ep->peers[p].gone)) {
                 fds[n].fd = ep->peers[p].pidfd;
                 fds[n].events = POLLIN;
@@ -502,7 +529,7 @@ int shm_check_peers(struct cvia_prov_ep *ep)
             struct shm_seg_hdr *h = ep->peers[p].seg;
             int clean = h && atomic_load_explicit(&h->finalized, memory_order_acquire);
             if (!clean)
-                cvia_error(SHM, "rank %d (pid %d) exited without finalizing",
+                cvia_error(SHM, "%s %d (pid %d) exited without finalizing", ep->args.dynamic ? "peer" : "rank",
                            p, (int)ep->peers[p].pid);
             shm_peer_gone(ep, p, -CVIA_ENOPEER);
             lost++;

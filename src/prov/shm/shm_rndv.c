@@ -188,7 +188,7 @@ int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     int peer = x->peer;
     struct shm_peer *pp = &ep->peers[peer];
     const struct cvia_prov_upcalls *up = ep->args.up;
-    struct shm_rndv *b = shm_rv_block(pp->seg, ep->args.rank, (uint32_t)x->prov_cookie);
+    struct shm_rndv *b = shm_rv_block(pp->seg, pp->remote_idx, (uint32_t)x->prov_cookie);
     size_t len = x->msg_len < x->len ? x->msg_len : x->len;
     int mode;
 
@@ -281,7 +281,7 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
     /* receiver side: end the transfers whose last chunk has landed */
     if (CVIA_HINT_LOAD(pp->rv_recv) && cvia_mlock_trylock(&pp->rx_lock)) {
         for (link = &pp->rv_recv; (x = *link);) {
-            struct shm_rndv *b = shm_rv_block(pp->seg, ep->args.rank,
+            struct shm_rndv *b = shm_rv_block(pp->seg, pp->remote_idx,
                                               (uint32_t)x->prov_cookie);
             if (atomic_load_explicit(&b->done, memory_order_acquire) == b->len) {
                 CVIA_HINT_STORE(*link, x->prov_next);
@@ -295,7 +295,7 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
         cvia_mlock_unlock(&pp->rx_lock);
     }
     while ((x = finished)) {
-        struct shm_rndv *b = shm_rv_block(pp->seg, ep->args.rank, (uint32_t)x->prov_cookie);
+        struct shm_rndv *b = shm_rv_block(pp->seg, pp->remote_idx, (uint32_t)x->prov_cookie);
         int err = atomic_load_explicit(&b->error, memory_order_relaxed);
         finished = x->prov_next;
         x->prov_next = NULL;

@@ -95,6 +95,11 @@ void shm_seg_layout(struct cvia_prov_ep *ep)
     off = align_up(off + (size_t)ep->cfg.mr_max * sizeof(struct shm_mr), SHM_CACHELINE);
     ep->rv_off = off;
     off += n * (size_t)ep->cfg.rv_per_peer * sizeof(struct shm_rndv);
+    ep->claim_off = 0;
+    if (ep->args.dynamic) {   /* one claim per ring */
+        ep->claim_off = off = align_up(off, SHM_CACHELINE);
+        off += (size_t)ep->nlocal * sizeof(struct shm_claim);
+    }
     ep->ring_off = align_up(off, page);
     ep->ring_bytes = align_up((size_t)ep->nslots * ep->slot_size, page);
     ep->seg_bytes = ep->ring_off + (size_t)ep->nlocal * ep->ring_bytes;
@@ -131,6 +136,7 @@ int shm_seg_create(struct cvia_prov_ep *ep)
         snprintf(ep->name, sizeof(ep->name), "/cvia-%u-%d-%016llx",
                  (unsigned)getuid(), (int)getpid(), (unsigned long long)r);
         fd = shm_open(ep->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+        ep->seg_rand = r;
         if (fd >= 0 || errno != EEXIST)
             break;
     }
@@ -188,6 +194,9 @@ int shm_seg_create(struct cvia_prov_ep *ep)
     hdr->mr_off      = ep->mr_off;
     hdr->rv_off      = ep->rv_off;
     hdr->ring_off    = ep->ring_off;
+    hdr->claim_off   = ep->claim_off;
+    hdr->dynamic     = (uint32_t)ep->args.dynamic;
+    hdr->nonce_hash  = ep->args.dynamic ? shm_dyn_hash(ep->nonce) : 0;
     hdr->pid         = (int32_t)getpid();
     atomic_store_explicit(&hdr->arena_fd, -1, memory_order_relaxed);
     atomic_store_explicit(&hdr->finalized, 0, memory_order_relaxed);
@@ -200,6 +209,12 @@ int shm_seg_create(struct cvia_prov_ep *ep)
         r->slot_size = ep->slot_size;
         cvia_ring_init(r);
         ep->peers[p].rx_pos = 0;
+    }
+    /* dynamic: every ring may be claimed later; claims start FREE (zero) */
+    for (int k = 1; ep->args.dynamic && k < ep->nlocal; k++) {
+        struct cvia_ring r = { (unsigned char *)addr + ep->ring_off + (size_t)k * ep->ring_bytes,
+                               ep->nslots, ep->slot_size };
+        cvia_ring_init(&r);
     }
     /* magic last: a reader that sees it sees an initialized segment */
     atomic_thread_fence(memory_order_release);
