@@ -458,15 +458,21 @@ static int case_silent(int rx)
 /* The datagram header as src/prov/dgram/dgram.h defines it, written out
  * again here: this program speaks the wire format as an outsider would. */
 struct wire_hdr {
+    uint64_t mac;      /* SipHash-2-4 with the job secret; AUTH=no: CRC-32C */
     uint8_t  type, flags;
-    uint16_t ctx;
-    uint32_t src, dst, seq, ack, sack;
+    uint16_t job;      /* the job tag: the key's low 16 bits */
+    uint32_t seq, ack, sack;
     int32_t  tag;
-    uint32_t csum;
-    uint64_t lenoff;   /* high 16 bits: the job tag, the key's low 16 */
+    uint8_t  src[3], dst[3], lenoff[6];   /* little-endian */
 };
 _Static_assert(sizeof(struct wire_hdr) == 40, "the dgram header is 40 bytes");
-enum { W_MSG = 1, W_ACK = 16, W_F_FIRST = 1, W_F_LAST = 2 };
+enum { W_MSG = 1, W_ACK = 16, W_F_FIRST = 1, W_F_LAST = 2, W_F_AUTH = 0x80, W_JOB_OFF = 10 };
+
+static void put_le(uint8_t *p, int n, uint64_t v)
+{
+    for (int i = 0; i < n; i++, v >>= 8)
+        p[i] = (uint8_t)v;
+}
 
 /* What rank 0 sends, by the counter it must land in at rank 1 (the
  * test's CMake entry checks them: corrupt at most GB_CORRUPT). */
@@ -499,18 +505,13 @@ static uint64_t job_key(uint64_t jobid)
     return z ? z : 1;
 }
 
-/* CRC-32C seeded by the key, over the datagram with csum = 0. */
+/* CVIA_DGRAM_AUTH=no: CRC-32C seeded by the key, over all after the MAC
+ * field, in the MAC field. */
 static void seal(unsigned char *d, size_t len, uint64_t key)
 {
-    struct wire_hdr h;
-    uint32_t crc = crc32c(0xffffffffu, &key, sizeof(key));
+    uint64_t mac = (uint32_t)~crc32c(crc32c(0xffffffffu, &key, sizeof(key)), d + 8, len - 8);
 
-    memcpy(&h, d, sizeof(h));
-    h.csum = 0;
-    memcpy(d, &h, sizeof(h));
-    crc = ~crc32c(crc, d, len);
-    h.csum = crc;
-    memcpy(d, &h, sizeof(h));
+    memcpy(d, &mac, sizeof(mac));
 }
 
 static uint32_t dgram_dst = 1;
@@ -518,8 +519,11 @@ static uint32_t dgram_dst = 1;
 static size_t make_dgram(unsigned char *d, uint64_t key, uint32_t src, uint8_t type,
                          uint8_t flags, uint32_t seq, size_t plen, uint64_t *rng)
 {
-    struct wire_hdr h = { .type = type, .flags = flags, .src = src, .dst = dgram_dst, .seq = seq,
-                          .ack = 1, .tag = 3, .lenoff = plen | (key & 0xffff) << 48 };
+    struct wire_hdr h = { .type = type, .flags = flags, .job = (uint16_t)key, .seq = seq,
+                          .ack = 1, .tag = 3 };
+    put_le(h.src, 3, src);
+    put_le(h.dst, 3, dgram_dst);
+    put_le(h.lenoff, 6, plen);
     memcpy(d, &h, sizeof(h));
     for (size_t i = 0; i < plen; i++) {
         *rng = mix(*rng);
@@ -553,8 +557,8 @@ static void send_garbage(int fd, const struct sockaddr_in *to, uint64_t key, int
             *rng = mix(*rng);
             d[b] = (unsigned char)*rng;
         }
-        if (len >= sizeof(struct wire_hdr) && !memcmp(d + 38, &key, 2))
-            d[38] ^= 1;   /* not by chance ours (the job tag: lenoff's top bits) */
+        if (len >= sizeof(struct wire_hdr) && !memcmp(d + W_JOB_OFF, &key, 2))
+            d[W_JOB_OFF] ^= 1;   /* not by chance ours (the job tag) */
         send_raw(fd, to, d, len);
     }
     for (int i = 0; i < SHARE(GB_SHORT); i++) {
@@ -574,7 +578,7 @@ static void send_garbage(int fd, const struct sockaddr_in *to, uint64_t key, int
         *rng = mix(*rng);
         len = make_dgram(d, key, 0, W_MSG, W_F_FIRST | W_F_LAST, 1, 64 + *rng % 1000, rng);
         i2 = (*rng >> 16) % (len - 2);   /* any bit but the job tag's */
-        d[i2 < 38 ? i2 : i2 + 2] ^= (unsigned char)(1u << (*rng & 7));
+        d[i2 < W_JOB_OFF ? i2 : i2 + 2] ^= (unsigned char)(1u << (*rng & 7));
         send_raw(fd, to, d, len);
     }
     for (int i = 0; i < SHARE(GB_IMPOSTOR); i++) {

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
-/* dgram wire format: the keyed CRC-32C, sealing and parsing a datagram,
- * the job key, the fault-hook spec, and the CVIA_DGRAM_* variables. */
+/* dgram wire format: the keyed CRC-32C, sealing and parsing a datagram
+ * (SipHash-2-4 MAC, or the CRC with CVIA_DGRAM_AUTH=no), the job key and
+ * secret, the fault-hook spec, and the CVIA_DGRAM_* variables. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/if_packet.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 
 #include <corevia/cvia_errno.h>
 #include "prov/dgram/dgram.h"
+#include "util/siphash.h"
 
 static const char *const dg_cut_names[] = { "page", "mvia", "fill", NULL };
 
@@ -43,14 +49,23 @@ static const struct cvia_param dg_params[] = {
     { "FAULTS", "", CVIA_PARAM_STRING, offsetof(struct dg_cfg, faults),
       "Fault injection on sent datagrams, for tests: drop=P,dup=P,reorder=P,corrupt=P "
       "with probabilities P in [0,1], and seed=N.", 0, 0, NULL },
+    { "AUTH", "yes", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, auth),
+      "Authenticate every datagram with a SipHash-2-4 MAC keyed by the job's secret (16 "
+      "random bytes drawn by rank 0 and handed to the others by the launcher or PMIx), "
+      "over header, extension and payload, checked before anything is delivered or "
+      "acknowledged: forged, altered and earlier jobs' datagrams are dropped and counted "
+      "(forged). no: a CRC-32C keyed by the public job key instead, which catches "
+      "corruption but not forgery. Every rank must have the same setting (checked at "
+      "connection).", 0, 0, NULL },
     { "CSUM_PAYLOAD", "no", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, csum_payload),
-      "Cover the payload with the CRC-32C too, not only header and extension (no: the "
-      "payload is trusted to the link's own check, UDP's checksum or Ethernet's FCS; "
-      "forced on when CVIA_DGRAM_FAULTS corrupts datagrams, as that hook corrupts past "
-      "the link's check).", 0, 0, NULL },
+      "With CVIA_DGRAM_AUTH=no: cover the payload with the CRC-32C too, not only header "
+      "and extension (no: the payload is trusted to the link's own check, UDP's checksum "
+      "or Ethernet's FCS; forced on when CVIA_DGRAM_FAULTS corrupts datagrams, as that "
+      "hook corrupts past the link's check). The MAC always covers the payload.",
+      0, 0, NULL },
     { "STATS", "no", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, stats),
       "Print the endpoint's datagram counters (sent, retransmitted, duplicate, out of "
-      "order, corrupt, foreign) to stderr at finalize.", 0, 0, NULL },
+      "order, corrupt, foreign, forged) to stderr at finalize.", 0, 0, NULL },
     { "RCVBUF", "8m", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, rcvbuf),
       "Socket receive and send buffer size asked for (forced past the system limit when "
       "privileged).", 0, 0, NULL },
@@ -159,41 +174,70 @@ uint64_t cvia__dg_job_key(uint64_t jobid)
     return z ? z : 1;
 }
 
-void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, uint64_t key)
+int cvia__dg_new_secret(unsigned char secret[16])
 {
-    uint32_t crc = dg_seed(key);
+    size_t got = 0;
 
-    h->csum = 0;
-    for (int i = 0; i < n; i++)
-        crc = cvia__crc32c(crc, iov[i].iov_base, iov[i].iov_len);
-    h->csum = ~crc;
+    while (got < 16) {
+        ssize_t n = getrandom(secret + got, 16 - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        got += (size_t)n;
+    }
+    return 0;
 }
 
-int cvia__dg_parse(const void *buf, size_t len, uint64_t key, struct dg_hdr *h,
+void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
+                   const struct dg_keys *k)
+{
+    if (k->auth) {
+        struct cvia_sip s;
+        cvia__sip_init(&s, k->secret);
+        cvia__sip_update(&s, (const uint8_t *)iov[0].iov_base + DG_MAC_SKIP,
+                         iov[0].iov_len - DG_MAC_SKIP);
+        for (int i = 1; i < n; i++)
+            cvia__sip_update(&s, iov[i].iov_base, iov[i].iov_len);
+        h->mac = cvia__sip_final(&s);
+    } else {
+        uint32_t crc = cvia__crc32c(dg_seed(k->job), (const uint8_t *)iov[0].iov_base + DG_MAC_SKIP,
+                                    iov[0].iov_len - DG_MAC_SKIP);
+        for (int i = 1; i < covered; i++)
+            crc = cvia__crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+        h->mac = ~crc;
+    }
+}
+
+int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
                    struct dg_ext *ext, const uint8_t **payload, size_t *plen)
 {
     const uint8_t *p = buf;
-    uint32_t want, crc;
-    size_t off = sizeof(*h), covered;
+    size_t off = sizeof(*h);
 
     if (len < sizeof(*h))
         return DG_BAD_SHORT;
     memcpy(h, p, sizeof(*h));
-    if ((uint16_t)(h->lenoff >> 48) != dg_jobtag(key))
+    if (h->job != dg_jobtag(k->job))
         return DG_BAD_FOREIGN;
-    want = h->csum;
-    h->csum = 0;
-    covered = len;
-    if (h->flags & DG_F_HCSUM) {   /* header and extension only */
-        covered = sizeof(*h) + ((h->flags & DG_F_EXT) ? sizeof(*ext) : 0);
-        if (covered > len)
-            covered = len;
+    /* the other setting of CVIA_DGRAM_AUTH is refused whole: a receiver
+     * that authenticates never takes a datagram that is not */
+    if (!(h->flags & DG_F_AUTH) != !k->auth)
+        return DG_BAD_MAC;
+    if (k->auth) {
+        if (cvia__siphash24(k->secret, p + DG_MAC_SKIP, len - DG_MAC_SKIP) != h->mac)
+            return DG_BAD_MAC;
+    } else {
+        size_t covered = len;
+        if (h->flags & DG_F_HCSUM) {   /* header and extension only */
+            covered = sizeof(*h) + ((h->flags & DG_F_EXT) ? sizeof(*ext) : 0);
+            if (covered > len)
+                covered = len;
+        }
+        if ((uint64_t)~cvia__crc32c(dg_seed(k->job), p + DG_MAC_SKIP, covered - DG_MAC_SKIP) !=
+            h->mac)
+            return DG_BAD_CSUM;
     }
-    crc = cvia__crc32c(dg_seed(key), h, sizeof(*h));
-    crc = cvia__crc32c(crc, p + sizeof(*h), covered - sizeof(*h));
-    h->csum = want;
-    if (~crc != want)
-        return DG_BAD_CSUM;
     if (h->flags & DG_F_EXT) {
         if (len < off + sizeof(*ext))
             return DG_BAD_FORMAT;
@@ -209,9 +253,46 @@ int cvia__dg_parse(const void *buf, size_t len, uint64_t key, struct dg_hdr *h,
     if ((h->type == DG_RMAW || h->type == DG_WACK || h->type == DG_RMAR ||
          h->type == DG_RRESP) && (h->flags & DG_F_FIRST) && !(h->flags & DG_F_EXT))
         return DG_BAD_FORMAT;
+    if ((h->flags & DG_F_CTX) && h->type != DG_MSG)
+        return DG_BAD_FORMAT;
     *payload = p + off;
     *plen = len - off;
     return DG_OK;
+}
+
+/* ---- the socket filter ---------------------------------------------- */
+
+int cvia__dg_attach_filter(int fd, uint32_t base, int not_outgoing, uint64_t jobkey, int rank)
+{
+    /* cBPF loads are big-endian: compare with the header's bytes as such */
+    uint16_t job = dg_jobtag(jobkey);
+    uint8_t jb[2];
+    uint32_t want_job, want_dst;
+    struct sock_filter code[9];
+    unsigned n = 0;
+
+    memcpy(jb, &job, 2);
+    want_job = (uint32_t)jb[0] << 8 | jb[1];
+    want_dst = ((uint32_t)rank & 0xff) << 16 | ((uint32_t)rank & 0xff00) | ((uint32_t)rank >> 16 & 0xff);
+    if (not_outgoing) {
+        code[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS,
+                                                 (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE));
+        code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 6, 0);
+    }
+    /* a load past the end of the packet drops it (too short for a header) */
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, base + DG_HDR_JOB_OFF);
+    code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, want_job, 0, 4);
+    /* the word before the 3-byte destination rank, masked to it */
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, base + DG_HDR_DST_OFF - 1);
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x00ffffff);
+    code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, want_dst, 0, 1);
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0x40000);
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+    struct sock_fprog prog = { .len = (unsigned short)n, .filter = code };
+
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0)
+        return -errno;
+    return 0;
 }
 
 /* ---- fault hooks --------------------------------------------------- */
