@@ -27,6 +27,18 @@
  *              fields, a datagram for another rank; messages still flow
  *              around it. The counters
  *              (CVIA_DGRAM_STATS=1) are checked by net_stats.sh.
+ *   forged     (udp or eth, MAC on) rank 0 captures its own frames to rank 1
+ *              on the wire (AF_PACKET), then injects at rank 1, in parts
+ *              with messages flowing between: exact replays of them, the
+ *              same with a byte or the sequence number altered, random
+ *              MACs, MACs under another secret (an earlier job's: same job
+ *              tag, same ranks), unauthenticated ones (CRC under the public
+ *              key, as CVIA_DGRAM_AUTH=no would send) and other jobs'
+ *              (another job tag: the socket filter's). None may be
+ *              delivered (payloads checked; nothing under the forged tag
+ *              arrives); the counters account for them (net_stats.sh).
+ *   authmix    rank 1 runs with CVIA_DGRAM_AUTH=no, rank 0 with yes: rank
+ *              1 fails at connection with CVIA_ECONFIG.
  * Rank 0 prints "ok CASE"; the silent cases print "expected-error NAME"
  * from the survivor (run.sh --expect-fail).
  * FUNC_NET_SEED (default 1) seeds sizes, tags and payloads of `stream`;
@@ -43,6 +55,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -50,6 +64,7 @@
 
 #include <corevia/corevia.h>
 #include "pattern.h"
+#include "util/siphash.h"   /* compiled in: the MAC an outsider computes */
 
 static int rank, size;
 static unsigned long long seed = 1;
@@ -692,16 +707,241 @@ static int case_garbage(void)
     return 0;
 }
 
+/* ---- forged ---------------------------------------------------------------- */
+
+enum {
+    FG_TEMPLATES = 64,    /* of rank 0's data frames to rank 1, captured */
+    FG_REPLAY = 16,       /* exact replays of each: dup at rank 1 */
+    FG_ALTERED = 3000,    /* a captured frame, a byte or the sequence changed: forged */
+    FG_RANDOM = 2000,     /* a random MAC: forged */
+    FG_EARLIER = 2000,    /* MAC under another secret (an earlier job's): forged */
+    FG_NOAUTH = 1000,     /* no AUTH flag, CRC under the public key: forged */
+    FG_OTHERJOB = 1000,   /* another job tag: dropped by the socket filter */
+    FG_PARTS = 50,        /* so that the eth receive ring (512 frames) never fills */
+    FG_TAG = 3,           /* the tag forged messages carry (make_dgram's) */
+};
+
+struct fg_frame {
+    unsigned char b[2048];
+    size_t len, off;      /* frame length; where the corevia datagram starts */
+    size_t udp_csum;      /* offset of the UDP checksum (0: eth) */
+};
+
+static struct fg_frame fg_tmpl[FG_TEMPLATES];
+static int fg_ntmpl;
+
+/* The first interface that is up and not loopback: its index. */
+static int fg_ifindex(void)
+{
+    struct ifaddrs *ifa, *i;
+    int idx = 0;
+
+    if (getifaddrs(&ifa) < 0)
+        return 0;
+    for (i = ifa; i && !idx; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_PACKET && (i->ifa_flags & IFF_UP) &&
+            !(i->ifa_flags & IFF_LOOPBACK))
+            idx = (int)if_nametoindex(i->ifa_name);
+    freeifaddrs(ifa);
+    return idx;
+}
+
+/* Keep the captured frames that carry a data datagram from rank 0 to 1. */
+static void fg_capture(int fd, int eth, unsigned port)
+{
+    for (int n = 0; n < 100000 && fg_ntmpl < FG_TEMPLATES; n++) {
+        struct fg_frame *f = &fg_tmpl[fg_ntmpl];
+        struct sockaddr_ll from;
+        socklen_t fl = sizeof(from);
+        ssize_t r = recvfrom(fd, f->b, sizeof(f->b), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+        size_t off;
+        if (r < 0)
+            break;
+        /* one datagram per frame: not the GSO batches the udp link sends */
+        if (from.sll_pkttype != PACKET_OUTGOING || r < 14 || r > 14 + 1500)
+            continue;
+        f->len = (size_t)r;
+        f->udp_csum = 0;
+        if (eth) {
+            if (f->b[12] != 0x88 || f->b[13] != 0xb5)
+                continue;
+            off = 14;
+        } else {
+            size_t ihl;
+            if (f->b[12] != 0x08 || f->b[13] != 0x00 || r < 14 + 20 || f->b[14 + 9] != 17)
+                continue;
+            ihl = (size_t)(f->b[14] & 15) * 4;
+            if ((size_t)r < 14 + ihl + 8 ||
+                ((unsigned)f->b[14 + ihl + 2] << 8 | f->b[14 + ihl + 3]) != port)
+                continue;
+            off = 14 + ihl + 8;
+            f->udp_csum = 14 + ihl + 6;
+        }
+        if (f->len < off + sizeof(struct wire_hdr) || f->b[off + 8] != W_MSG)
+            continue;
+        f->off = off;
+        if (f->udp_csum)   /* captured before the device's checksum offload: none */
+            f->b[f->udp_csum] = f->b[f->udp_csum + 1] = 0;
+        fg_ntmpl++;
+    }
+}
+
+static void fg_send(int fd, int ifindex, const struct fg_frame *f)
+{
+    struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = ifindex, .sll_halen = 6 };
+
+    memcpy(to.sll_addr, f->b, 6);
+    if (sendto(fd, f->b, f->len, 0, (const struct sockaddr *)&to, sizeof(to)) != (ssize_t)f->len)
+        FAIL("injecting a frame: %s", strerror(errno));
+}
+
+/* Part @part of every kind, each datagram made from a captured template. */
+static void fg_inject(int fd, int ifindex, uint64_t key, int part, uint64_t *rng,
+                      unsigned long sent[6])
+{
+    static struct fg_frame f;
+    unsigned char earlier[16];
+
+#define SHARE(total) ((total) * (part + 1) / FG_PARTS - (total) * part / FG_PARTS)
+    for (int i = 0; i < SHARE(FG_TEMPLATES * FG_REPLAY); i++) {
+        fg_send(fd, ifindex, &fg_tmpl[(part * 7 + i) % fg_ntmpl]);
+        sent[0]++;
+    }
+    for (int kind = 1; kind <= 5; kind++) {
+        static const int total[6] = { 0, FG_ALTERED, FG_RANDOM, FG_EARLIER, FG_NOAUTH,
+                                      FG_OTHERJOB };
+        for (int i = 0; i < SHARE(total[kind]); i++) {
+            unsigned char *d;
+            size_t dl;
+            uint32_t seq;
+            *rng = mix(*rng);
+            f = fg_tmpl[*rng % (uint64_t)fg_ntmpl];
+            d = f.b + f.off;
+            dl = f.len - f.off;
+            memcpy(&seq, d + 12, 4);
+            seq += 1 + (uint32_t)(*rng >> 32) % 64;   /* the next ones rank 1 expects */
+            memcpy(d + 12, &seq, 4);
+            d[24] = FG_TAG;   /* the tag, low byte: a delivered forgery shows */
+            d[25] = d[26] = d[27] = 0;
+            switch (kind) {
+            case 1:   /* altered: the MAC of the original, a byte changed too */
+                if (dl > sizeof(struct wire_hdr))
+                    d[sizeof(struct wire_hdr) + (*rng >> 8) % (dl - sizeof(struct wire_hdr))] ^= 0x5a;
+                break;
+            case 2: {
+                uint64_t mac = mix(*rng);
+                memcpy(d, &mac, 8);
+                break;
+            }
+            case 3: {
+                uint64_t mac;
+                for (int b = 0; b < 16; b++)
+                    earlier[b] = (unsigned char)(mix(*rng + (uint64_t)b + (uint64_t)part * 16));
+                mac = cvia__siphash24(earlier, d + 8, dl - 8);
+                memcpy(d, &mac, 8);
+                break;
+            }
+            case 4:
+                d[9] &= (unsigned char)~W_F_AUTH;
+                seal(d, dl, key);
+                break;
+            case 5:
+                d[W_JOB_OFF] ^= 0x5a;
+                break;
+            }
+            fg_send(fd, ifindex, &f);
+            sent[kind]++;
+        }
+    }
+#undef SHARE
+}
+
+static int case_forged(void)
+{
+    const char *net = getenv("CVIA_NET");
+    const int eth = net && !strcmp(net, "eth");
+    const unsigned port = (unsigned)env_long("FUNC_NET_PORT", 47000) + 1;
+    uint64_t key = job_key(strtoull(getenv("CVIA_JOBID"), NULL, 16)), rng = 4242;
+    unsigned long sent[6] = { 0 };
+    int fd = -1, ifindex = 0;
+
+    if (size != 2)
+        FAIL("forged needs 2 ranks");
+    if (rank == 0) {
+        ifindex = fg_ifindex();
+        fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+        if (fd < 0 || !ifindex)
+            FAIL("a packet socket on this host's interface: %s (needs CAP_NET_RAW)",
+                 strerror(errno));
+        {
+            struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+                                       .sll_ifindex = ifindex };
+            int b = 4 << 20;
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &b, sizeof(b));
+            if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+                FAIL("bind the packet socket: %s", strerror(errno));
+        }
+    }
+    exchange(0, 50);
+    if (rank == 0) {
+        fg_capture(fd, eth, port);
+        if (fg_ntmpl < 8)
+            FAIL("captured only %d of rank 0's data frames to rank 1", fg_ntmpl);
+    }
+    CHECK_RC(cvia_barrier());
+    for (int part = 0; part < FG_PARTS; part++) {
+        if (rank == 0) {
+            cvia_req_t q;
+            CHECK_RC(cvia_isend(NULL, 0, 1, 31, &q));
+            fg_inject(fd, ifindex, key, part, &rng, sent);
+            CHECK_RC(cvia_wait(&q, NULL));
+        } else {
+            CHECK_RC(cvia_recv(NULL, 0, 0, 31, NULL));
+        }
+        exchange(1 + part, 4);
+    }
+    exchange(100, 100);
+    CHECK_RC(cvia_barrier());
+    if (rank == 1) {   /* nothing forged became a message */
+        cvia_req_t rq;
+        int done = 1;
+        char buf[64];
+        CHECK_RC(cvia_irecv(buf, sizeof(buf), CVIA_ANY_SOURCE, CVIA_ANY_TAG, &rq));
+        for (int i = 0; i < 100; i++)
+            CHECK_RC(cvia_progress());
+        CHECK_RC(cvia_test(&rq, &done, NULL));
+        if (done)
+            FAIL("a message arrived that no rank sent (a forgery was delivered)");
+        CHECK_RC(cvia_cancel(&rq));
+        CHECK_RC(cvia_wait(&rq, NULL));
+    } else {
+        close(fd);
+        printf("forged: %d frames captured; sent %lu replays, %lu altered, %lu random-MAC, "
+               "%lu earlier-secret, %lu unauthenticated, %lu other-job: %lu in all\n", fg_ntmpl,
+               sent[0], sent[1], sent[2], sent[3], sent[4], sent[5],
+               sent[0] + sent[1] + sent[2] + sent[3] + sent[4] + sent[5]);
+    }
+    CHECK_RC(cvia_barrier());
+    return 0;
+}
+
+static int case_authmix(void)
+{
+    return 0;   /* reached only if the mismatch went unnoticed */
+}
+
 int main(int argc, char **argv)
 {
     int rc, ret = 0;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: func_net stream|silent|silent-rx|garbage\n");
+        fprintf(stderr, "usage: func_net stream|silent|silent-rx|garbage|forged|authmix\n");
         return 2;
     }
     seed = (unsigned long long)env_long("FUNC_NET_SEED", 1);
-    if (!strcmp(argv[1], "garbage")) {
+    if (!strcmp(argv[1], "authmix") && env_long("CVIA_RANK", 0) == 1)
+        setenv("CVIA_DGRAM_AUTH", "no", 1);
+    if (!strcmp(argv[1], "garbage") || !strcmp(argv[1], "forged")) {
         /* a known port, so that rank 0 can aim at rank 1's */
         char port[16];
         snprintf(port, sizeof(port), "%ld",
@@ -710,6 +950,10 @@ int main(int argc, char **argv)
     }
     if ((rc = cvia_init(&argc, &argv))) {
         fprintf(stderr, "func_net: cvia_init: %s\n", cvia_strerror(rc));
+        if (!strcmp(argv[1], "authmix") && rc == -CVIA_ECONFIG) {
+            printf("rank %ld: expected-error %s\n", env_long("CVIA_RANK", 0), cvia_err_name(rc));
+            fflush(stdout);
+        }
         return 1;
     }
     rank = cvia_rank();
@@ -718,6 +962,8 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "silent"))    return case_silent(0);
     else if (!strcmp(argv[1], "silent-rx")) return case_silent(1);
     else if (!strcmp(argv[1], "garbage"))   ret = case_garbage();
+    else if (!strcmp(argv[1], "forged"))    ret = case_forged();
+    else if (!strcmp(argv[1], "authmix"))   ret = case_authmix();
     else {
         fprintf(stderr, "func_net: unknown case %s\n", argv[1]);
         return 2;
