@@ -30,14 +30,17 @@ double cvia__dg_now(void)
 
 static void dg_free(struct dg_ep *ep)
 {
-    explicit_bzero(&ep->keys, sizeof(ep->keys));
+    volatile unsigned char *secret = ep->keys.secret;   /* wiped, not optimized away */
+
+    for (size_t i = 0; i < sizeof(ep->keys.secret); i++)
+        secret[i] = 0;
     cvia__dg_ep_free(ep);
     free((char *)ep - offsetof(struct cvia_prov_ep, dg));
 }
 
 /* The job secret: rank 0 draws it and publishes it through the boot
  * store (the launcher's socket, private to the user, or PMIx's job-private
- * store) with its CVIA_DGRAM_AUTH setting, "<link>.auth" = "yes-<hex>" or
+ * store) with its CVIA_DGRAM_AUTH setting, "<link>.auth.0" = "yes-<hex>" or
  * "no"; every rank with remote peers reads it after the fence. Never in a
  * name, argv, the environment or a log line. */
 static int dg_secret_put(struct dg_ep *ep)
@@ -47,7 +50,7 @@ static int dg_secret_put(struct dg_ep *ep)
 
     if (ep->args.rank != 0 || ep->args.size < 2)
         return 0;
-    snprintf(key, sizeof(key), "%s.auth", ep->link->name);
+    snprintf(key, sizeof(key), "%s.auth.0", ep->link->name);   /* rank 0's (PMIx: by suffix) */
     if (ep->keys.auth) {
         if ((rc = cvia__dg_new_secret(ep->keys.secret))) {
             cvia_error(NET, "%s: drawing the job secret (getrandom): %s", ep->link->name,
@@ -80,7 +83,7 @@ static int dg_secret_get(struct dg_ep *ep)
 
     if (ep->args.rank == 0)
         return 0;
-    snprintf(key, sizeof(key), "%s.auth", ep->link->name);
+    snprintf(key, sizeof(key), "%s.auth.0", ep->link->name);   /* rank 0's (PMIx: by suffix) */
     if ((rc = cvia__boot_get(ep->args.boot, key, val, sizeof(val)))) {
         cvia_error(NET, "%s: rank 0 published no job secret", ep->link->name);
         return rc == -ENOENT ? -CVIA_EBOOT : rc;
