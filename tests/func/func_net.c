@@ -64,7 +64,8 @@
 
 #include <corevia/corevia.h>
 #include "pattern.h"
-#include "util/siphash.h"   /* compiled in: the MAC an outsider computes */
+#include "util/nh.h"        /* compiled in: the MAC an outsider computes */
+#include "util/siphash.h"
 
 static int rank, size;
 static unsigned long long seed = 1;
@@ -786,6 +787,29 @@ static void fg_capture(int fd, int eth, unsigned port)
     }
 }
 
+/* The MAC as the wire format defines it (src/prov/dgram/dgram.h), under
+ * @secret: SipHash-2-4 of the header after the MAC field, the payload's
+ * length and NH of the payload (its key: SipHash of counters), for a
+ * message datagram (no extension). */
+static uint64_t fg_mac(const unsigned char secret[16], const unsigned char *d, size_t len)
+{
+    static uint32_t nh[CVIA_NH_KEY_WORDS(2048)];
+    uint64_t tail[3] = { len - sizeof(struct wire_hdr), 0, 0 };
+    struct cvia_sip s;
+
+    for (size_t i = 0; i < sizeof(nh) / sizeof(nh[0]); i += 2) {
+        uint64_t ctr = 0x6e68000000000000ull | i, w = cvia__siphash24(secret, &ctr, sizeof(ctr));
+        nh[i] = (uint32_t)w;
+        nh[i + 1] = (uint32_t)(w >> 32);
+    }
+    cvia__sip_init(&s, secret);
+    cvia__sip_update(&s, d + 8, sizeof(struct wire_hdr) - 8);
+    if (tail[0])
+        cvia__nh2_scalar(d + sizeof(struct wire_hdr), tail[0], nh, tail + 1);
+    cvia__sip_update(&s, tail, sizeof(tail));
+    return cvia__sip_final(&s);
+}
+
 static void fg_send(int fd, int ifindex, const struct fg_frame *f)
 {
     struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = ifindex, .sll_halen = 6 };
@@ -837,7 +861,7 @@ static void fg_inject(int fd, int ifindex, uint64_t key, int part, uint64_t *rng
                 uint64_t mac;
                 for (int b = 0; b < 16; b++)
                     earlier[b] = (unsigned char)(mix(*rng + (uint64_t)b + (uint64_t)part * 16));
-                mac = cvia__siphash24(earlier, d + 8, dl - 8);
+                mac = fg_mac(earlier, d, dl);
                 memcpy(d, &mac, 8);
                 break;
             }

@@ -219,6 +219,21 @@ static const struct dg_link_ops fz_link = {
 
 static const uint8_t same_host[NRANKS] = { 1, 0, 0 };
 
+/* The payload hash's key, derived once from the fixed secret. */
+static uint32_t *fz_nh_key(void)
+{
+    static uint32_t *nh;
+
+    if (!nh) {
+        struct dg_keys k = { .auth = 1 };
+        for (int i = 0; i < 16; i++)
+            k.secret[i] = (unsigned char)(0x51 * i + 3);
+        CHECK(!cvia__dg_keys_derive(&k), "out of memory");
+        nh = k.nh;
+    }
+    return nh;
+}
+
 static void ep_setup(struct dg_ep *ep, uint8_t conf)
 {
     static const size_t segs[4] = { 200, 1432, 4096, 8192 };
@@ -234,6 +249,7 @@ static void ep_setup(struct dg_ep *ep, uint8_t conf)
     ep->keys.auth = ep->cfg.auth = !((conf >> 5) & 1);
     for (int i = 0; i < 16; i++)
         ep->keys.secret[i] = (unsigned char)(0x51 * i + 3);
+    ep->keys.nh = fz_nh_key();
     ep->cfg.window = 8 << (conf & 3);           /* 8 .. 64 */
     ep->cfg.cut = (conf >> 4) & 1 ? DG_CUT_MVIA : DG_CUT_PAGE;   /* at page boundaries, or not */
     ep->cfg.inject = 2048;
@@ -449,7 +465,7 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
         }
     }
     if (ctl & FZ_SEAL) {
-        struct iovec iov[2];
+        struct iovec iov[3];
         covered = n;
         h.job = dg_jobtag(ep->keys.job);
         h.flags = (uint8_t)((h.flags & ~DG_F_AUTH) | (ep->keys.auth ? DG_F_AUTH : 0));
@@ -460,9 +476,18 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
         }
         iov[0].iov_base = &h;
         iov[0].iov_len = sizeof(h);
-        iov[1].iov_base = d + sizeof(h);
-        iov[1].iov_len = covered - sizeof(h);
-        cvia__dg_seal(&h, iov, 2, 2, &ep->keys);
+        if (ep->keys.auth && (h.flags & DG_F_EXT) && n >= sizeof(h) + sizeof(e)) {
+            /* the extension alone, then the payload (as the engine seals) */
+            iov[1].iov_base = d + sizeof(h);
+            iov[1].iov_len = sizeof(e);
+            iov[2].iov_base = d + sizeof(h) + sizeof(e);
+            iov[2].iov_len = n - sizeof(h) - sizeof(e);
+            cvia__dg_seal(&h, iov, 3, 3, &ep->keys);
+        } else {
+            iov[1].iov_base = d + sizeof(h);
+            iov[1].iov_len = covered - sizeof(h);
+            cvia__dg_seal(&h, iov, 2, 2, &ep->keys);
+        }
     }
     memcpy(d, &h, sizeof(h));
     return n;
@@ -496,7 +521,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!size)
         return 0;
     {
-        struct dg_keys k = { .job = cvia__dg_job_key(JOBID), .auth = 0 };
+        struct dg_keys k = { .job = cvia__dg_job_key(JOBID), .auth = 0, .nh = fz_nh_key() };
         check_parse(data, size, &k);
         check_parse(data + 1, size - 1, &k);
         k.auth = 1;

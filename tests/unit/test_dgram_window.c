@@ -292,6 +292,8 @@ static void ep_setup(struct dg_ep *ep, int rank, const uint8_t *same_host,
     ep->keys.auth = auth;
     for (int i = 0; i < 16; i++)
         ep->keys.secret[i] = (unsigned char)(0xa0 + i);
+    if (auth && cvia__dg_keys_derive(&ep->keys))
+        exit(1);
     ep->cfg.window = window;
     ep->cfg.cut = DG_CUT_PAGE;
     ep->cfg.inject = 2048;
@@ -392,6 +394,8 @@ static int scenario(int k, double drop, double dup, double corrupt, double delay
            corrupt * 100, delay * 1e3, NMSG, n_sent, (clk - 1000.0) * 1e3);
     cvia__dg_ep_free(&a);
     cvia__dg_ep_free(&b);
+    cvia__dg_keys_free(&a.keys);
+    cvia__dg_keys_free(&b.keys);
     return !failed;
 }
 

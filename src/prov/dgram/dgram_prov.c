@@ -34,6 +34,7 @@ static void dg_free(struct dg_ep *ep)
 
     for (size_t i = 0; i < sizeof(ep->keys.secret); i++)
         secret[i] = 0;
+    cvia__dg_keys_free(&ep->keys);
     cvia__dg_ep_free(ep);
     free((char *)ep - offsetof(struct cvia_prov_ep, dg));
 }
@@ -63,6 +64,8 @@ static int dg_secret_put(struct dg_ep *ep)
             val[5 + 2 * i] = "0123456789abcdef"[ep->keys.secret[i] & 15];
         }
         val[36] = '\0';
+        if ((rc = cvia__dg_keys_derive(&ep->keys)))
+            return rc;
     } else {
         snprintf(val, sizeof(val), "no");
     }
@@ -105,6 +108,8 @@ static int dg_secret_get(struct dg_ep *ep)
         }
         if (rc)
             cvia_error(NET, "%s: the job secret from rank 0 is malformed", ep->link->name);
+        else
+            rc = cvia__dg_keys_derive(&ep->keys);
     } else if (strcmp(val, "no")) {
         cvia_error(NET, "%s: rank 0's CVIA_DGRAM_AUTH setting is unreadable", ep->link->name);
         rc = -CVIA_EBOOT;

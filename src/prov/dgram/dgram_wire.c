@@ -13,6 +13,7 @@
 
 #include <corevia/cvia_errno.h>
 #include "prov/dgram/dgram.h"
+#include "util/nh.h"
 #include "util/siphash.h"
 
 static const char *const dg_cut_names[] = { "page", "mvia", "fill", NULL };
@@ -189,17 +190,58 @@ int cvia__dg_new_secret(unsigned char secret[16])
     return 0;
 }
 
+int cvia__dg_keys_derive(struct dg_keys *k)
+{
+    const size_t n = CVIA_NH_KEY_WORDS(DG_NH_MAX);
+
+    if (!(k->nh = malloc(n * sizeof(*k->nh))))
+        return -ENOMEM;
+    /* SipHash of a counter, keyed by the secret: 8-byte inputs, so never
+     * one of the MAC's (40 bytes and more) */
+    for (size_t i = 0; i < n; i += 2) {
+        uint64_t ctr = 0x6e68000000000000ull | i, w = cvia__siphash24(k->secret, &ctr, sizeof(ctr));
+        k->nh[i] = (uint32_t)w;
+        if (i + 1 < n)
+            k->nh[i + 1] = (uint32_t)(w >> 32);
+    }
+    return 0;
+}
+
+void cvia__dg_keys_free(struct dg_keys *k)
+{
+    if (k->nh) {
+        volatile uint32_t *v = k->nh;
+        for (size_t i = 0; i < CVIA_NH_KEY_WORDS(DG_NH_MAX); i++)
+            v[i] = 0;
+        free(k->nh);
+        k->nh = NULL;
+    }
+}
+
+static uint64_t dg_mac(const struct dg_keys *k, const void *hdr, const void *ext,
+                       const void *payload, size_t plen)
+{
+    struct cvia_sip s;
+    uint64_t tail[3] = { plen, 0, 0 };
+
+    cvia__sip_init(&s, k->secret);
+    cvia__sip_update(&s, (const uint8_t *)hdr + DG_MAC_SKIP, sizeof(struct dg_hdr) - DG_MAC_SKIP);
+    if (ext)
+        cvia__sip_update(&s, ext, sizeof(struct dg_ext));
+    if (plen)
+        cvia__nh2(payload, plen, k->nh, tail + 1);
+    cvia__sip_update(&s, tail, sizeof(tail));
+    return cvia__sip_final(&s);
+}
+
 void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
                    const struct dg_keys *k)
 {
     if (k->auth) {
-        struct cvia_sip s;
-        cvia__sip_init(&s, k->secret);
-        cvia__sip_update(&s, (const uint8_t *)iov[0].iov_base + DG_MAC_SKIP,
-                         iov[0].iov_len - DG_MAC_SKIP);
-        for (int i = 1; i < n; i++)
-            cvia__sip_update(&s, iov[i].iov_base, iov[i].iov_len);
-        h->mac = cvia__sip_final(&s);
+        int ext = (h->flags & DG_F_EXT) && n > 1 && iov[1].iov_len == sizeof(struct dg_ext);
+        h->mac = dg_mac(k, iov[0].iov_base, ext ? iov[1].iov_base : NULL,
+                        n > 1 + ext ? iov[1 + ext].iov_base : NULL,
+                        n > 1 + ext ? iov[1 + ext].iov_len : 0);
     } else {
         uint32_t crc = cvia__crc32c(dg_seed(k->job), (const uint8_t *)iov[0].iov_base + DG_MAC_SKIP,
                                     iov[0].iov_len - DG_MAC_SKIP);
@@ -225,7 +267,9 @@ int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct 
     if (!(h->flags & DG_F_AUTH) != !k->auth)
         return DG_BAD_MAC;
     if (k->auth) {
-        if (cvia__siphash24(k->secret, p + DG_MAC_SKIP, len - DG_MAC_SKIP) != h->mac)
+        size_t at = sizeof(*h) + ((h->flags & DG_F_EXT) ? sizeof(*ext) : 0);
+        if (len < at || len - at > DG_NH_MAX ||
+            dg_mac(k, p, (h->flags & DG_F_EXT) ? p + sizeof(*h) : NULL, p + at, len - at) != h->mac)
             return DG_BAD_MAC;
     } else {
         size_t covered = len;
