@@ -11,7 +11,7 @@
 # Prints one line per run and a summary with the paired ratio on/off.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$top/build REPEAT=5 MTU=1500 NETS="udp eth" LAT_ITERS=2000 BW_ITERS=40
+BUILD=$top/build REPEAT=5 MTU=1500 NETS="udp eth" LAT_ITERS=5000 BW_ITERS=300
 while [ $# -gt 0 ]; do
     case "$1" in
         --build) BUILD=$2; shift 2 ;;

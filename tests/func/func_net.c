@@ -788,26 +788,20 @@ static void fg_capture(int fd, int eth, unsigned port)
 }
 
 /* The MAC as the wire format defines it (src/prov/dgram/dgram.h), under
- * @secret: SipHash-2-4 of the header after the MAC field, the payload's
- * length and NH of the payload (its key: SipHash of counters), for a
- * message datagram (no extension). */
+ * @secret: SipHash-2-4 of the length and NH of all after the MAC field
+ * (NH's key: SipHash of counters). */
 static uint64_t fg_mac(const unsigned char secret[16], const unsigned char *d, size_t len)
 {
     static uint32_t nh[CVIA_NH_KEY_WORDS(2048)];
-    uint64_t tail[3] = { len - sizeof(struct wire_hdr), 0, 0 };
-    struct cvia_sip s;
+    uint64_t tail[3] = { len - 8, 0, 0 };
 
     for (size_t i = 0; i < sizeof(nh) / sizeof(nh[0]); i += 2) {
         uint64_t ctr = 0x6e68000000000000ull | i, w = cvia__siphash24(secret, &ctr, sizeof(ctr));
         nh[i] = (uint32_t)w;
         nh[i + 1] = (uint32_t)(w >> 32);
     }
-    cvia__sip_init(&s, secret);
-    cvia__sip_update(&s, d + 8, sizeof(struct wire_hdr) - 8);
-    if (tail[0])
-        cvia__nh2_scalar(d + sizeof(struct wire_hdr), tail[0], nh, tail + 1);
-    cvia__sip_update(&s, tail, sizeof(tail));
-    return cvia__sip_final(&s);
+    cvia__nh2_scalar(d + 8, len - 8, nh, tail + 1);
+    return cvia__siphash24(secret, tail, sizeof(tail));
 }
 
 static void fg_send(int fd, int ifindex, const struct fg_frame *f)
@@ -815,8 +809,15 @@ static void fg_send(int fd, int ifindex, const struct fg_frame *f)
     struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = ifindex, .sll_halen = 6 };
 
     memcpy(to.sll_addr, f->b, 6);
-    if (sendto(fd, f->b, f->len, 0, (const struct sockaddr *)&to, sizeof(to)) != (ssize_t)f->len)
-        FAIL("injecting a frame: %s", strerror(errno));
+    /* a full device queue refuses for a moment: every frame must go, as
+     * the counters are checked exactly (bounded: 2 s) */
+    for (int tries = 0; sendto(fd, f->b, f->len, 0, (const struct sockaddr *)&to, sizeof(to)) !=
+                        (ssize_t)f->len; tries++) {
+        struct timespec ts = { 0, 100000 };
+        if ((errno != ENOBUFS && errno != EAGAIN && errno != EINTR) || tries >= 20000)
+            FAIL("injecting a frame: %s", strerror(errno));
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Part @part of every kind, each datagram made from a captured template. */

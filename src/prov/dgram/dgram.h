@@ -155,11 +155,11 @@ struct dg_keys {
                                 * hash's key, derived from @secret */
 };
 
-/* The MAC: SipHash-2-4 keyed by the secret over the header after the MAC
- * field, the extension, the payload's length and NH of the payload (two
- * iterations, 2^-64 collisions, ~10x faster than SipHash over the bytes):
- * a universal hash then a PRF. Payloads up to DG_NH_MAX bytes. */
-#define DG_NH_MAX 65536
+/* The MAC: SipHash-2-4 keyed by the secret over 24 bytes, the length and
+ * NH of the datagram after the MAC field (header, extension, payload; two
+ * iterations: 2^-64 collisions, ~10x faster than SipHash over the bytes):
+ * a universal hash then a PRF. Up to DG_NH_MAX bytes after the MAC field. */
+#define DG_NH_MAX (65536 + 64)
 /* Derive k->nh from k->secret (allocates); free with cvia__dg_keys_free. */
 int  cvia__dg_keys_derive(struct dg_keys *k);
 void cvia__dg_keys_free(struct dg_keys *k);
