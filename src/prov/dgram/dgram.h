@@ -12,12 +12,13 @@
  * or the segment's offset) so that a page-sized segment fills a
  * page-sized payload exactly (a 4096-byte segment in a 4136-byte eth MTU,
  * the paper's 4138). One-sided operations add a 32-byte extension to their
- * first segment. A SipHash-2-4 MAC keyed by the job's secret (16 random
- * bytes that rank 0 draws and the launcher or PMIx hands to the others)
- * covers header, extension and payload, and is checked before anything
- * of a datagram is used: forged, altered and earlier jobs' datagrams fail
- * it and are dropped, counted (CVIA_DGRAM_AUTH=no: a CRC-32C keyed by the
- * public job key instead, which catches corruption only). The job tag in
+ * first segment. A MAC (NH, then SipHash-2-4) keyed by the job's secret
+ * (16 random bytes that rank 0 draws and the launcher or PMIx hands to
+ * the others) covers header, extension and payload, and is checked
+ * before anything of a datagram is used: forged, altered and earlier
+ * jobs' datagrams fail it and are dropped, counted (CVIA_DGRAM_AUTH=no: a
+ * CRC-32C keyed by the public job key instead, which catches corruption
+ * only). The job tag in
  * the header is public; the socket filters drop other jobs' datagrams in
  * the kernel.
  *
@@ -76,9 +77,9 @@ enum dg_type {
  * a 64-bit MAC in front. Multi-byte fields are in host order (the ranks
  * and the length little-endian bytes), as every peer of a job shares it. */
 struct dg_hdr {
-    uint64_t mac;      /* SipHash-2-4 keyed by the job secret over all that
-                        * follows it (CVIA_DGRAM_AUTH=no: the CRC-32C keyed
-                        * by the job key, zero-extended) */
+    uint64_t mac;      /* NH + SipHash-2-4 keyed by the job secret over all
+                        * that follows it (CVIA_DGRAM_AUTH=no: the CRC-32C
+                        * keyed by the job key, zero-extended) */
     uint8_t  type;
     uint8_t  flags;
     uint16_t job;      /* the job tag (public, from the job id): tells

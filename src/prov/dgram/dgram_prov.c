@@ -355,7 +355,7 @@ static void dg_peer_info(struct cvia_prov_ep *pe, int peer, char *buf, size_t ca
              "%s; %s", ep->link->name, ep->seg,
              ep->cfg.cut == DG_CUT_PAGE ? "page" : ep->cfg.cut == DG_CUT_MVIA ? "mvia" : "fill",
              ep->win, ep->cfg.inject,
-             ep->keys.auth ? "SipHash-2-4 MAC over all (job secret)" :
+             ep->keys.auth ? "NH+SipHash-2-4 MAC over all (job secret)" :
              ep->cfg.csum_payload ? "CRC-32C over all" : "CRC-32C over headers", link);
     (void)peer;
 }

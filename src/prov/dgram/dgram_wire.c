@@ -51,9 +51,9 @@ static const struct cvia_param dg_params[] = {
       "Fault injection on sent datagrams, for tests: drop=P,dup=P,reorder=P,corrupt=P "
       "with probabilities P in [0,1], and seed=N.", 0, 0, NULL },
     { "AUTH", "yes", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, auth),
-      "Authenticate every datagram with a SipHash-2-4 MAC keyed by the job's secret (16 "
-      "random bytes drawn by rank 0 and handed to the others by the launcher or PMIx), "
-      "over header, extension and payload, checked before anything is delivered or "
+      "Authenticate every datagram with a 64-bit MAC (UMAC's NH hash under SipHash-2-4) "
+      "keyed by the job's secret (16 random bytes drawn by rank 0 and handed to the "
+      "others by the launcher or PMIx), over header, extension and payload, checked before anything is delivered or "
       "acknowledged: forged, altered and earlier jobs' datagrams are dropped and counted "
       "(forged). no: a CRC-32C keyed by the public job key instead, which catches "
       "corruption but not forgery. Every rank must have the same setting (checked at "
