@@ -35,7 +35,8 @@ static const struct cvia_param dg_params[] = {
       8, 16384, NULL },
     { "INJECT", "16k", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, inject),
       "Messages up to this size are copied into the send window and complete at once; "
-      "larger ones go from the user's buffer and complete when acknowledged.", 0, 0, NULL },
+      "larger ones go from the user's buffer and complete when acknowledged.", 0, 1L << 30,
+      NULL },
     { "RTO", "5ms", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rto),
       "First retransmission timeout; doubled at every retry up to CVIA_DGRAM_RTO_MAX.",
       0, 0, NULL },
@@ -69,7 +70,7 @@ static const struct cvia_param dg_params[] = {
       "order, corrupt, foreign, forged) to stderr at finalize.", 0, 0, NULL },
     { "RCVBUF", "8m", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, rcvbuf),
       "Socket receive and send buffer size asked for (forced past the system limit when "
-      "privileged).", 0, 0, NULL },
+      "privileged).", 0, 1L << 30, NULL },
     { "BATCH", "64", CVIA_PARAM_INT, offsetof(struct dg_cfg, batch),
       "Datagrams per sendmmsg/recvmmsg call.", 1, 1024, NULL },
     { NULL }
