@@ -22,7 +22,13 @@
 
 /* Both iterations of NH over @len bytes of @msg: out[0], out[1]. */
 void cvia__nh2(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
-/* The portable loop alone (the unit test compares the two). */
+/* The portable loop alone, and (x86-64, only where the CPU has them) the
+ * vector loops: the unit test compares them. */
 void cvia__nh2_scalar(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
+#if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+#define CVIA_NH_X86 1
+void cvia__nh2_avx2(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
+void cvia__nh2_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
+#endif
 
 #endif
