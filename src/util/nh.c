@@ -98,7 +98,7 @@ void cvia__nh2_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t
     const uint32_t *k = key;
     __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
     __m512i t0 = _mm512_setzero_si512(), t1 = _mm512_setzero_si512();
-    uint64_t a0, a1;
+    uint64_t lane[8], a0, a1;
 
     for (; len >= 128; p += 128, len -= 128, k += 32) {
         __m512i m = _mm512_loadu_si512((const void *)p);
@@ -119,8 +119,16 @@ void cvia__nh2_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t
         s0 = _mm512_add_epi64(s0, _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32)));
         s1 = _mm512_add_epi64(s1, _mm512_mul_epu32(y, _mm512_srli_epi64(y, 32)));
     }
-    a0 = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s0, t0));
-    a1 = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s1, t1));
+    /* summed unsigned (mod 2^64): gcc's _mm512_reduce_add_epi64 adds
+     * signed long longs, which overflows (UBSan says so) */
+    _mm512_storeu_si512((void *)lane, _mm512_add_epi64(s0, t0));
+    a0 = 0;
+    for (int i = 0; i < 8; i++)
+        a0 += lane[i];
+    _mm512_storeu_si512((void *)lane, _mm512_add_epi64(s1, t1));
+    a1 = 0;
+    for (int i = 0; i < 8; i++)
+        a1 += lane[i];
     nh_tail(p, len, k, &a0, &a1);
     out[0] = a0;
     out[1] = a1;
