@@ -10,7 +10,8 @@
  * construction) make it 2^-64. Not a MAC by itself: its output must go
  * through a PRF (the datagram MAC hashes it with SipHash-2-4, with the
  * message length). Little-endian words; the message is zero-padded to 16
- * bytes. AVX2 where the CPU has it, else a scalar loop (same result). */
+ * bytes. AVX-512 or AVX2 where the CPU has it, else a scalar loop (same
+ * result). */
 #ifndef COREVIA_UTIL_NH_H
 #define COREVIA_UTIL_NH_H
 
