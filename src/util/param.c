@@ -175,7 +175,8 @@ int cvia__param_parse(const struct cvia_param *p, const char *text, void *out)
     case CVIA_PARAM_SIZE:
         if ((rc = cvia__parse_size(text, &s)))
             return rc;
-        if ((p->min || p->max) && (s < (size_t)p->min || s > (size_t)p->max))
+        if ((p->min || p->max) ? s < (size_t)p->min || s > (size_t)p->max
+                               : (unsigned long long)s > CVIA_PARAM_SIZE_MAX)
             return -ERANGE;
         *(size_t *)out = s;
         return 0;
@@ -285,7 +286,7 @@ const char *cvia__param_syntax(const struct cvia_param *p)
                      p->min, p->max);
             return buf;
         }
-        return "memory size with optional unit (64k, 4m)";
+        return "memory size with optional unit (64k, 4m), up to 1024t";
     case CVIA_PARAM_TIME:
         snprintf(buf, sizeof(buf), "decimal time with optional unit (10us, 5ms, 2s; "
                  "default s), %gs..%gs", p->min ? (double)p->min * 1e-6 : 0.0,

@@ -26,6 +26,9 @@ enum cvia_param_type {
 
 /* The longest time any CVIA_* time variable takes, in seconds. */
 #define CVIA_PARAM_TIME_MAX 3600.0
+/* The largest size a CVIA_* size variable without bounds of its own takes
+ * (1 PiB: "1t" still means "never" for a threshold; 2^64 - 1 is a typo). */
+#define CVIA_PARAM_SIZE_MAX (1ull << 50)
 
 struct cvia_param {
     const char *name;       /* without prefix: "SLOT_SIZE" */

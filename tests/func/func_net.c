@@ -27,6 +27,18 @@
  *              fields, a datagram for another rank; messages still flow
  *              around it. The counters
  *              (CVIA_DGRAM_STATS=1) are checked by net_stats.sh.
+ *   forged     (udp or eth, MAC on) rank 0 captures its own frames to rank 1
+ *              on the wire (AF_PACKET), then injects at rank 1, in parts
+ *              with messages flowing between: exact replays of them, the
+ *              same with a byte or the sequence number altered, random
+ *              MACs, MACs under another secret (an earlier job's: same job
+ *              tag, same ranks), unauthenticated ones (CRC under the public
+ *              key, as CVIA_DGRAM_AUTH=no would send) and other jobs'
+ *              (another job tag: the socket filter's). None may be
+ *              delivered (payloads checked; nothing under the forged tag
+ *              arrives); the counters account for them (net_stats.sh).
+ *   authmix    rank 1 runs with CVIA_DGRAM_AUTH=no, rank 0 with yes: rank
+ *              1 fails at connection with CVIA_ECONFIG.
  * Rank 0 prints "ok CASE"; the silent cases print "expected-error NAME"
  * from the survivor (run.sh --expect-fail).
  * FUNC_NET_SEED (default 1) seeds sizes, tags and payloads of `stream`;
@@ -43,6 +55,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -50,6 +64,8 @@
 
 #include <corevia/corevia.h>
 #include "pattern.h"
+#include "util/nh.h"        /* compiled in: the MAC an outsider computes */
+#include "util/siphash.h"
 
 static int rank, size;
 static unsigned long long seed = 1;
@@ -458,15 +474,21 @@ static int case_silent(int rx)
 /* The datagram header as src/prov/dgram/dgram.h defines it, written out
  * again here: this program speaks the wire format as an outsider would. */
 struct wire_hdr {
+    uint64_t mac;      /* SipHash-2-4 with the job secret; AUTH=no: CRC-32C */
     uint8_t  type, flags;
-    uint16_t ctx;
-    uint32_t src, dst, seq, ack, sack;
+    uint16_t job;      /* the job tag: the key's low 16 bits */
+    uint32_t seq, ack, sack;
     int32_t  tag;
-    uint32_t csum;
-    uint64_t lenoff;   /* high 16 bits: the job tag, the key's low 16 */
+    uint8_t  src[3], dst[3], lenoff[6];   /* little-endian */
 };
 _Static_assert(sizeof(struct wire_hdr) == 40, "the dgram header is 40 bytes");
-enum { W_MSG = 1, W_ACK = 16, W_F_FIRST = 1, W_F_LAST = 2 };
+enum { W_MSG = 1, W_ACK = 16, W_F_FIRST = 1, W_F_LAST = 2, W_F_AUTH = 0x80, W_JOB_OFF = 10 };
+
+static void put_le(uint8_t *p, int n, uint64_t v)
+{
+    for (int i = 0; i < n; i++, v >>= 8)
+        p[i] = (uint8_t)v;
+}
 
 /* What rank 0 sends, by the counter it must land in at rank 1 (the
  * test's CMake entry checks them: corrupt at most GB_CORRUPT). */
@@ -499,18 +521,13 @@ static uint64_t job_key(uint64_t jobid)
     return z ? z : 1;
 }
 
-/* CRC-32C seeded by the key, over the datagram with csum = 0. */
+/* CVIA_DGRAM_AUTH=no: CRC-32C seeded by the key, over all after the MAC
+ * field, in the MAC field. */
 static void seal(unsigned char *d, size_t len, uint64_t key)
 {
-    struct wire_hdr h;
-    uint32_t crc = crc32c(0xffffffffu, &key, sizeof(key));
+    uint64_t mac = (uint32_t)~crc32c(crc32c(0xffffffffu, &key, sizeof(key)), d + 8, len - 8);
 
-    memcpy(&h, d, sizeof(h));
-    h.csum = 0;
-    memcpy(d, &h, sizeof(h));
-    crc = ~crc32c(crc, d, len);
-    h.csum = crc;
-    memcpy(d, &h, sizeof(h));
+    memcpy(d, &mac, sizeof(mac));
 }
 
 static uint32_t dgram_dst = 1;
@@ -518,8 +535,11 @@ static uint32_t dgram_dst = 1;
 static size_t make_dgram(unsigned char *d, uint64_t key, uint32_t src, uint8_t type,
                          uint8_t flags, uint32_t seq, size_t plen, uint64_t *rng)
 {
-    struct wire_hdr h = { .type = type, .flags = flags, .src = src, .dst = dgram_dst, .seq = seq,
-                          .ack = 1, .tag = 3, .lenoff = plen | (key & 0xffff) << 48 };
+    struct wire_hdr h = { .type = type, .flags = flags, .job = (uint16_t)key, .seq = seq,
+                          .ack = 1, .tag = 3 };
+    put_le(h.src, 3, src);
+    put_le(h.dst, 3, dgram_dst);
+    put_le(h.lenoff, 6, plen);
     memcpy(d, &h, sizeof(h));
     for (size_t i = 0; i < plen; i++) {
         *rng = mix(*rng);
@@ -553,8 +573,8 @@ static void send_garbage(int fd, const struct sockaddr_in *to, uint64_t key, int
             *rng = mix(*rng);
             d[b] = (unsigned char)*rng;
         }
-        if (len >= sizeof(struct wire_hdr) && !memcmp(d + 38, &key, 2))
-            d[38] ^= 1;   /* not by chance ours (the job tag: lenoff's top bits) */
+        if (len >= sizeof(struct wire_hdr) && !memcmp(d + W_JOB_OFF, &key, 2))
+            d[W_JOB_OFF] ^= 1;   /* not by chance ours (the job tag) */
         send_raw(fd, to, d, len);
     }
     for (int i = 0; i < SHARE(GB_SHORT); i++) {
@@ -574,7 +594,7 @@ static void send_garbage(int fd, const struct sockaddr_in *to, uint64_t key, int
         *rng = mix(*rng);
         len = make_dgram(d, key, 0, W_MSG, W_F_FIRST | W_F_LAST, 1, 64 + *rng % 1000, rng);
         i2 = (*rng >> 16) % (len - 2);   /* any bit but the job tag's */
-        d[i2 < 38 ? i2 : i2 + 2] ^= (unsigned char)(1u << (*rng & 7));
+        d[i2 < W_JOB_OFF ? i2 : i2 + 2] ^= (unsigned char)(1u << (*rng & 7));
         send_raw(fd, to, d, len);
     }
     for (int i = 0; i < SHARE(GB_IMPOSTOR); i++) {
@@ -688,16 +708,268 @@ static int case_garbage(void)
     return 0;
 }
 
+/* ---- forged ---------------------------------------------------------------- */
+
+enum {
+    FG_TEMPLATES = 64,    /* of rank 0's data frames to rank 1, captured */
+    FG_REPLAY = 16,       /* exact replays of each: dup at rank 1 */
+    FG_ALTERED = 3000,    /* a captured frame, a byte or the sequence changed: forged */
+    FG_RANDOM = 2000,     /* a random MAC: forged */
+    FG_EARLIER = 2000,    /* MAC under another secret (an earlier job's): forged */
+    FG_NOAUTH = 1000,     /* no AUTH flag, CRC under the public key: forged */
+    FG_OTHERJOB = 1000,   /* another job tag: dropped by the socket filter */
+    FG_PARTS = 50,        /* so that the eth receive ring (512 frames) never fills */
+    FG_TAG = 3,           /* the tag forged messages carry (make_dgram's) */
+};
+
+struct fg_frame {
+    unsigned char b[2048];
+    size_t len, off;      /* frame length; where the corevia datagram starts */
+    size_t udp_csum;      /* offset of the UDP checksum (0: eth) */
+};
+
+static struct fg_frame fg_tmpl[FG_TEMPLATES];
+static int fg_ntmpl;
+
+/* The first interface that is up and not loopback: its index. */
+static int fg_ifindex(void)
+{
+    struct ifaddrs *ifa, *i;
+    int idx = 0;
+
+    if (getifaddrs(&ifa) < 0)
+        return 0;
+    for (i = ifa; i && !idx; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_PACKET && (i->ifa_flags & IFF_UP) &&
+            !(i->ifa_flags & IFF_LOOPBACK))
+            idx = (int)if_nametoindex(i->ifa_name);
+    freeifaddrs(ifa);
+    return idx;
+}
+
+/* Keep the captured frames that carry a data datagram from rank 0 to 1. */
+static void fg_capture(int fd, int eth, unsigned port)
+{
+    for (int n = 0; n < 100000 && fg_ntmpl < FG_TEMPLATES; n++) {
+        struct fg_frame *f = &fg_tmpl[fg_ntmpl];
+        struct sockaddr_ll from;
+        socklen_t fl = sizeof(from);
+        ssize_t r = recvfrom(fd, f->b, sizeof(f->b), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+        size_t off;
+        if (r < 0)
+            break;
+        /* one datagram per frame: not the GSO batches the udp link sends */
+        if (from.sll_pkttype != PACKET_OUTGOING || r < 14 || r > 14 + 1500)
+            continue;
+        f->len = (size_t)r;
+        f->udp_csum = 0;
+        if (eth) {
+            if (f->b[12] != 0x88 || f->b[13] != 0xb5)
+                continue;
+            off = 14;
+        } else {
+            size_t ihl;
+            if (f->b[12] != 0x08 || f->b[13] != 0x00 || r < 14 + 20 || f->b[14 + 9] != 17)
+                continue;
+            ihl = (size_t)(f->b[14] & 15) * 4;
+            if ((size_t)r < 14 + ihl + 8 ||
+                ((unsigned)f->b[14 + ihl + 2] << 8 | f->b[14 + ihl + 3]) != port)
+                continue;
+            off = 14 + ihl + 8;
+            f->udp_csum = 14 + ihl + 6;
+        }
+        if (f->len < off + sizeof(struct wire_hdr) || f->b[off + 8] != W_MSG)
+            continue;
+        f->off = off;
+        if (f->udp_csum)   /* captured before the device's checksum offload: none */
+            f->b[f->udp_csum] = f->b[f->udp_csum + 1] = 0;
+        fg_ntmpl++;
+    }
+}
+
+/* The MAC as the wire format defines it (src/prov/dgram/dgram.h), under
+ * @secret: SipHash-2-4 of the length and NH of all after the MAC field
+ * (NH's key: SipHash of counters). */
+static uint64_t fg_mac(const unsigned char secret[16], const unsigned char *d, size_t len)
+{
+    static uint32_t nh[CVIA_NH_KEY_WORDS(2048)];
+    uint64_t tail[3] = { len - 8, 0, 0 };
+
+    for (size_t i = 0; i < sizeof(nh) / sizeof(nh[0]); i += 2) {
+        uint64_t ctr = 0x6e68000000000000ull | i, w = cvia__siphash24(secret, &ctr, sizeof(ctr));
+        nh[i] = (uint32_t)w;
+        nh[i + 1] = (uint32_t)(w >> 32);
+    }
+    cvia__nh2_scalar(d + 8, len - 8, nh, tail + 1);
+    return cvia__siphash24(secret, tail, sizeof(tail));
+}
+
+static void fg_send(int fd, int ifindex, const struct fg_frame *f)
+{
+    struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = ifindex, .sll_halen = 6 };
+
+    memcpy(to.sll_addr, f->b, 6);
+    /* a full device queue refuses for a moment: every frame must go, as
+     * the counters are checked exactly (bounded: 2 s) */
+    for (int tries = 0; sendto(fd, f->b, f->len, 0, (const struct sockaddr *)&to, sizeof(to)) !=
+                        (ssize_t)f->len; tries++) {
+        struct timespec ts = { 0, 100000 };
+        if ((errno != ENOBUFS && errno != EAGAIN && errno != EINTR) || tries >= 20000)
+            FAIL("injecting a frame: %s", strerror(errno));
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Part @part of every kind, each datagram made from a captured template. */
+static void fg_inject(int fd, int ifindex, uint64_t key, int part, uint64_t *rng,
+                      unsigned long sent[6])
+{
+    static struct fg_frame f;
+    unsigned char earlier[16];
+
+#define SHARE(total) ((total) * (part + 1) / FG_PARTS - (total) * part / FG_PARTS)
+    for (int i = 0; i < SHARE(FG_TEMPLATES * FG_REPLAY); i++) {
+        fg_send(fd, ifindex, &fg_tmpl[(part * 7 + i) % fg_ntmpl]);
+        sent[0]++;
+    }
+    for (int kind = 1; kind <= 5; kind++) {
+        static const int total[6] = { 0, FG_ALTERED, FG_RANDOM, FG_EARLIER, FG_NOAUTH,
+                                      FG_OTHERJOB };
+        for (int i = 0; i < SHARE(total[kind]); i++) {
+            unsigned char *d;
+            size_t dl;
+            uint32_t seq;
+            *rng = mix(*rng);
+            f = fg_tmpl[*rng % (uint64_t)fg_ntmpl];
+            d = f.b + f.off;
+            dl = f.len - f.off;
+            memcpy(&seq, d + 12, 4);
+            seq += 1 + (uint32_t)(*rng >> 32) % 64;   /* the next ones rank 1 expects */
+            memcpy(d + 12, &seq, 4);
+            d[24] = FG_TAG;   /* the tag, low byte: a delivered forgery shows */
+            d[25] = d[26] = d[27] = 0;
+            switch (kind) {
+            case 1:   /* altered: the MAC of the original, a byte changed too */
+                if (dl > sizeof(struct wire_hdr))
+                    d[sizeof(struct wire_hdr) + (*rng >> 8) % (dl - sizeof(struct wire_hdr))] ^= 0x5a;
+                break;
+            case 2: {
+                uint64_t mac = mix(*rng);
+                memcpy(d, &mac, 8);
+                break;
+            }
+            case 3: {
+                uint64_t mac;
+                for (int b = 0; b < 16; b++)
+                    earlier[b] = (unsigned char)(mix(*rng + (uint64_t)b + (uint64_t)part * 16));
+                mac = fg_mac(earlier, d, dl);
+                memcpy(d, &mac, 8);
+                break;
+            }
+            case 4:
+                d[9] &= (unsigned char)~W_F_AUTH;
+                seal(d, dl, key);
+                break;
+            case 5:
+                d[W_JOB_OFF] ^= 0x5a;
+                break;
+            }
+            fg_send(fd, ifindex, &f);
+            sent[kind]++;
+        }
+    }
+#undef SHARE
+}
+
+static int case_forged(void)
+{
+    const char *net = getenv("CVIA_NET");
+    const int eth = net && !strcmp(net, "eth");
+    const unsigned port = (unsigned)env_long("FUNC_NET_PORT", 47000) + 1;
+    uint64_t key = job_key(strtoull(getenv("CVIA_JOBID"), NULL, 16)), rng = 4242;
+    unsigned long sent[6] = { 0 };
+    int fd = -1, ifindex = 0;
+
+    if (size != 2)
+        FAIL("forged needs 2 ranks");
+    if (rank == 0) {
+        ifindex = fg_ifindex();
+        fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+        if (fd < 0 || !ifindex)
+            FAIL("a packet socket on this host's interface: %s (needs CAP_NET_RAW)",
+                 strerror(errno));
+        {
+            struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+                                       .sll_ifindex = ifindex };
+            int b = 4 << 20;
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &b, sizeof(b));
+            if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+                FAIL("bind the packet socket: %s", strerror(errno));
+        }
+    }
+    exchange(0, 50);
+    if (rank == 0) {
+        fg_capture(fd, eth, port);
+        if (fg_ntmpl < 8)
+            FAIL("captured only %d of rank 0's data frames to rank 1", fg_ntmpl);
+    }
+    CHECK_RC(cvia_barrier());
+    for (int part = 0; part < FG_PARTS; part++) {
+        if (rank == 0) {
+            cvia_req_t q;
+            CHECK_RC(cvia_isend(NULL, 0, 1, 31, &q));
+            fg_inject(fd, ifindex, key, part, &rng, sent);
+            CHECK_RC(cvia_wait(&q, NULL));
+        } else {
+            CHECK_RC(cvia_recv(NULL, 0, 0, 31, NULL));
+        }
+        exchange(1 + part, 4);
+    }
+    exchange(100, 100);
+    CHECK_RC(cvia_barrier());
+    if (rank == 1) {   /* nothing forged became a message */
+        cvia_req_t rq;
+        int done = 1;
+        char buf[64];
+        CHECK_RC(cvia_irecv(buf, sizeof(buf), CVIA_ANY_SOURCE, CVIA_ANY_TAG, &rq));
+        for (int i = 0; i < 100; i++) {
+            int rc = cvia_progress();   /* > 0: events */
+            if (rc < 0)
+                FAIL("cvia_progress: %s", cvia_err_name(rc));
+        }
+        CHECK_RC(cvia_test(&rq, &done, NULL));
+        if (done)
+            FAIL("a message arrived that no rank sent (a forgery was delivered)");
+        CHECK_RC(cvia_cancel(&rq));
+        CHECK_RC(cvia_wait(&rq, NULL));
+    } else {
+        close(fd);
+        printf("forged: %d frames captured; sent %lu replays, %lu altered, %lu random-MAC, "
+               "%lu earlier-secret, %lu unauthenticated, %lu other-job: %lu in all\n", fg_ntmpl,
+               sent[0], sent[1], sent[2], sent[3], sent[4], sent[5],
+               sent[0] + sent[1] + sent[2] + sent[3] + sent[4] + sent[5]);
+    }
+    CHECK_RC(cvia_barrier());
+    return 0;
+}
+
+static int case_authmix(void)
+{
+    return 0;   /* reached only if the mismatch went unnoticed */
+}
+
 int main(int argc, char **argv)
 {
     int rc, ret = 0;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: func_net stream|silent|silent-rx|garbage\n");
+        fprintf(stderr, "usage: func_net stream|silent|silent-rx|garbage|forged|authmix\n");
         return 2;
     }
     seed = (unsigned long long)env_long("FUNC_NET_SEED", 1);
-    if (!strcmp(argv[1], "garbage")) {
+    if (!strcmp(argv[1], "authmix") && env_long("CVIA_RANK", 0) == 1)
+        setenv("CVIA_DGRAM_AUTH", "no", 1);
+    if (!strcmp(argv[1], "garbage") || !strcmp(argv[1], "forged")) {
         /* a known port, so that rank 0 can aim at rank 1's */
         char port[16];
         snprintf(port, sizeof(port), "%ld",
@@ -706,6 +978,10 @@ int main(int argc, char **argv)
     }
     if ((rc = cvia_init(&argc, &argv))) {
         fprintf(stderr, "func_net: cvia_init: %s\n", cvia_strerror(rc));
+        if (!strcmp(argv[1], "authmix") && rc == -CVIA_ECONFIG) {
+            printf("rank %ld: expected-error %s\n", env_long("CVIA_RANK", 0), cvia_err_name(rc));
+            fflush(stdout);
+        }
         return 1;
     }
     rank = cvia_rank();
@@ -714,6 +990,8 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "silent"))    return case_silent(0);
     else if (!strcmp(argv[1], "silent-rx")) return case_silent(1);
     else if (!strcmp(argv[1], "garbage"))   ret = case_garbage();
+    else if (!strcmp(argv[1], "forged"))    ret = case_forged();
+    else if (!strcmp(argv[1], "authmix"))   ret = case_authmix();
     else {
         fprintf(stderr, "func_net: unknown case %s\n", argv[1]);
         return 2;

@@ -219,6 +219,21 @@ static const struct dg_link_ops fz_link = {
 
 static const uint8_t same_host[NRANKS] = { 1, 0, 0 };
 
+/* The payload hash's key, derived once from the fixed secret. */
+static uint32_t *fz_nh_key(void)
+{
+    static uint32_t *nh;
+
+    if (!nh) {
+        struct dg_keys k = { .auth = 1 };
+        for (int i = 0; i < 16; i++)
+            k.secret[i] = (unsigned char)(0x51 * i + 3);
+        CHECK(!cvia__dg_keys_derive(&k), "out of memory");
+        nh = k.nh;
+    }
+    return nh;
+}
+
 static void ep_setup(struct dg_ep *ep, uint8_t conf)
 {
     static const size_t segs[4] = { 200, 1432, 4096, 8192 };
@@ -230,7 +245,11 @@ static void ep_setup(struct dg_ep *ep, uint8_t conf)
     ep->args.up = &fz_up;
     ep->args.same_host = same_host;
     ep->link = &fz_link;
-    ep->key = cvia__dg_job_key(JOBID);
+    ep->keys.job = cvia__dg_job_key(JOBID);
+    ep->keys.auth = ep->cfg.auth = !((conf >> 5) & 1);
+    for (int i = 0; i < 16; i++)
+        ep->keys.secret[i] = (unsigned char)(0x51 * i + 3);
+    ep->keys.nh = fz_nh_key();
     ep->cfg.window = 8 << (conf & 3);           /* 8 .. 64 */
     ep->cfg.cut = (conf >> 4) & 1 ? DG_CUT_MVIA : DG_CUT_PAGE;   /* at page boundaries, or not */
     ep->cfg.inject = 2048;
@@ -238,7 +257,7 @@ static void ep_setup(struct dg_ep *ep, uint8_t conf)
     ep->cfg.rto_max = 0.008;
     ep->cfg.ack_delay = 0.0005;
     ep->cfg.peer_timeout = 0.05;
-    ep->cfg.csum_payload = !((conf >> 5) & 1);
+    ep->cfg.csum_payload = 0;   /* bit 5: MAC over all, or CRC over headers */
     ep->cfg.batch = (conf >> 6) & 1 ? 4 : 32;
     if (conf >> 7) {
         CHECK(!cvia__dg_faults_parse("drop=0.1,dup=0.1,reorder=0.1,corrupt=0.1,seed=7",
@@ -340,7 +359,7 @@ static void post(struct dg_ep *ep, int kind, int peer, size_t len, uint64_t off)
 /* ---- input records ------------------------------------------------------------- */
 
 enum {
-    FZ_SEAL  = 0x01,   /* the job tag in lenoff, then the checksum made right */
+    FZ_SEAL  = 0x01,   /* the job tag, then the MAC (or CRC) made right */
     FZ_AIM   = 0x02,   /* from a remote rank (1 or 2), to us */
     FZ_WIN   = 0x04,   /* sequence in the receive window, ack in the send window
                         * (or, top bit set, about 2^31 away from its start) */
@@ -374,11 +393,11 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
         return n;
     memcpy(&h, d, sizeof(h));
     if (ctl & FZ_AIM) {
-        h.src = 1 + (h.src + 1) % 2;   /* 1 and 2 stay */
-        h.dst = 0;
+        dg_set_src(&h, 1 + (dg_src(&h) + 1) % 2);   /* 1 and 2 stay */
+        dg_set_dst(&h, 0);
     }
-    if ((ctl & FZ_WIN) && h.src > 0 && h.src < NRANKS) {
-        const struct dg_peer *pp = &ep->peers[h.src];
+    if ((ctl & FZ_WIN) && dg_src(&h) > 0 && dg_src(&h) < NRANKS) {
+        const struct dg_peer *pp = &ep->peers[dg_src(&h)];
         uint64_t len = dg_lenoff(&h);
         h.seq = pp->rcv_nxt + h.seq % (ep->win + 4);
         if (h.ack >> 31)   /* around the half range, where the signed comparisons turn */
@@ -389,11 +408,11 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
             len %= 3 * ep->seg + 1;
         else if (h.tag & 1)
             len = pp->rx_got;
-        h.lenoff = (h.lenoff & ~DG_LEN_MASK) | len;
+        dg_set_lenoff(&h, len);
     }
-    if ((ctl & FZ_SHAPE) && h.src > 0 && h.src < NRANKS && h.type != DG_ACK &&
+    if ((ctl & FZ_SHAPE) && dg_src(&h) > 0 && dg_src(&h) < NRANKS && h.type != DG_ACK &&
         h.type != DG_PING) {
-        const struct dg_peer *pp = &ep->peers[h.src];
+        const struct dg_peer *pp = &ep->peers[dg_src(&h)];
         if (!(h.seq & 7))
             h.seq = pp->rcv_nxt;
         if (pp->rx_active) {   /* the next segment of the message under way */
@@ -403,7 +422,7 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
             }
             h.type = pp->rx_first.type;
             h.flags &= (uint8_t)~(DG_F_FIRST | DG_F_EXT | DG_F_LAST);
-            h.lenoff = (h.lenoff & ~DG_LEN_MASK) | pp->rx_got;
+            dg_set_lenoff(&h, pp->rx_got);
             total = dg_lenoff(&pp->rx_first) - pp->rx_got;
         } else {   /* a message of its own */
             if (h.type < DG_MSG || h.type > DG_BYE)
@@ -413,7 +432,7 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
             if (h.type != DG_MSG && h.type != DG_BYE && n >= sizeof(h) + sizeof(e))
                 h.flags |= DG_F_EXT;
             if (h.type == DG_RMAR || h.type == DG_WACK || h.type == DG_BYE)
-                h.lenoff &= ~DG_LEN_MASK;
+                dg_set_lenoff(&h, 0);
             total = dg_lenoff(&h);
         }
         shaped = 1;
@@ -434,7 +453,7 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
             struct cvia_xfer *x = pending_of(e.aux);
             if (x && !(h.tag & 1)) {   /* the length the read waits for */
                 total = x->len;
-                h.lenoff = (h.lenoff & ~DG_LEN_MASK) | total;
+                dg_set_lenoff(&h, total);
             }
         }
     }
@@ -446,26 +465,36 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
         }
     }
     if (ctl & FZ_SEAL) {
-        struct iovec iov[2];
+        struct iovec iov[3];
         covered = n;
-        h.lenoff = (h.lenoff & DG_LEN_MASK) | (uint64_t)dg_jobtag(ep->key) << 48;
-        if (h.flags & DG_F_HCSUM) {
+        h.job = dg_jobtag(ep->keys.job);
+        h.flags = (uint8_t)((h.flags & ~DG_F_AUTH) | (ep->keys.auth ? DG_F_AUTH : 0));
+        if (!ep->keys.auth && (h.flags & DG_F_HCSUM)) {
             covered = sizeof(h) + ((h.flags & DG_F_EXT) ? sizeof(e) : 0);
             if (covered > n)
                 covered = n;
         }
         iov[0].iov_base = &h;
         iov[0].iov_len = sizeof(h);
-        iov[1].iov_base = d + sizeof(h);
-        iov[1].iov_len = covered - sizeof(h);
-        cvia__dg_seal(&h, iov, 2, ep->key);
+        if (ep->keys.auth && (h.flags & DG_F_EXT) && n >= sizeof(h) + sizeof(e)) {
+            /* the extension alone, then the payload (as the engine seals) */
+            iov[1].iov_base = d + sizeof(h);
+            iov[1].iov_len = sizeof(e);
+            iov[2].iov_base = d + sizeof(h) + sizeof(e);
+            iov[2].iov_len = n - sizeof(h) - sizeof(e);
+            cvia__dg_seal(&h, iov, 3, 3, &ep->keys);
+        } else {
+            iov[1].iov_base = d + sizeof(h);
+            iov[1].iov_len = covered - sizeof(h);
+            cvia__dg_seal(&h, iov, 2, 2, &ep->keys);
+        }
     }
     memcpy(d, &h, sizeof(h));
     return n;
 }
 
 /* The parser alone: never past the end, a payload inside the datagram. */
-static void check_parse(const uint8_t *d, size_t n, uint64_t key)
+static void check_parse(const uint8_t *d, size_t n, const struct dg_keys *key)
 {
     struct dg_hdr h;
     struct dg_ext e;
@@ -474,6 +503,8 @@ static void check_parse(const uint8_t *d, size_t n, uint64_t key)
     int bad = cvia__dg_parse(d, n, key, &h, &e, &payload, &plen);
 
     CHECK(bad >= DG_OK && bad <= DG_BAD_FORMAT, "parse returned %d", bad);
+    if (bad == DG_OK)
+        CHECK(!(h.flags & DG_F_AUTH) == !key->auth, "the other CVIA_DGRAM_AUTH setting passed");
     if (bad == DG_OK)
         CHECK(payload >= d + sizeof(h) && payload + plen == d + n, "payload outside the datagram");
 }
@@ -489,8 +520,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (!size)
         return 0;
-    check_parse(data, size, cvia__dg_job_key(JOBID));
-    check_parse(data + 1, size - 1, cvia__dg_job_key(JOBID));
+    {
+        struct dg_keys k = { .job = cvia__dg_job_key(JOBID), .auth = 0, .nh = fz_nh_key() };
+        check_parse(data, size, &k);
+        check_parse(data + 1, size - 1, &k);
+        k.auth = 1;
+        check_parse(data, size, &k);
+    }
 
     fz_clock = 1000.0;
     link_cap = 1 << 30;
@@ -570,9 +606,12 @@ static size_t dgram(uint8_t *out, uint8_t type, uint8_t flags, uint32_t src, uin
                     uint32_t ack, uint32_t sack, uint64_t lenoff, const struct dg_ext *e,
                     size_t plen)
 {
-    struct dg_hdr h = { .type = type, .flags = flags, .src = src, .dst = 0, .seq = seq,
-                        .ack = ack, .sack = sack, .tag = 5, .lenoff = lenoff };
+    struct dg_hdr h = { .type = type, .flags = flags, .seq = seq, .ack = ack, .sack = sack,
+                        .tag = 5 };
     size_t n = sizeof(h);
+
+    dg_set_src(&h, src);
+    dg_set_lenoff(&h, lenoff & DG_MAX_LEN);
 
     memcpy(out, &h, sizeof(h));
     if (e) {

@@ -232,6 +232,7 @@ struct tcfg {
     long   i;
     long   iu;                 /* unlimited */
     size_t sz;
+    size_t szu;                /* unbounded */
     double t;
     int    b;
     int    tri;
@@ -243,6 +244,7 @@ static const struct cvia_param tparams[] = {
     { "INT", "3", CVIA_PARAM_INT, offsetof(struct tcfg, i), "an int", -5, 5, NULL },
     { "INTU", "0", CVIA_PARAM_INT, offsetof(struct tcfg, iu), "an int", 0, 0, NULL },
     { "SIZE", "1k", CVIA_PARAM_SIZE, offsetof(struct tcfg, sz), "a size", 128, 1 << 20, NULL },
+    { "SIZEU", "0", CVIA_PARAM_SIZE, offsetof(struct tcfg, szu), "a size", 0, 0, NULL },
     { "TIME", "5ms", CVIA_PARAM_TIME, offsetof(struct tcfg, t), "a time", 0, 0, NULL },
     { "BOOL", "y", CVIA_PARAM_BOOL, offsetof(struct tcfg, b), "a bool", 0, 0, NULL },
     { "TRI", "auto", CVIA_PARAM_TRI, offsetof(struct tcfg, tri), "a tri", 0, 0, NULL },
@@ -255,7 +257,7 @@ static const struct cvia_param_table ttable = {
     .cfg_size = sizeof(struct tcfg),
 };
 
-enum { P_STR, P_INT, P_INTU, P_SIZE, P_TIME, P_BOOL, P_TRI, P_ENUM };
+enum { P_STR, P_INT, P_INTU, P_SIZE, P_SIZEU, P_TIME, P_BOOL, P_TRI, P_ENUM };
 
 static void test_param_parse(void)
 {
@@ -302,6 +304,17 @@ static void test_param_parse(void)
     good &= cvia__param_parse(&tparams[P_SIZE], "4x", &c.sz) == -EINVAL;
     tap_ok(good && c.sz == 1 << 20, "param_parse SIZE [128, 1m]: bounds accepted, "
            "127/1m+1/0/2m -ERANGE, junk -EINVAL, untouched on error");
+
+    good = cvia__param_parse(&tparams[P_SIZEU], "1t", &c.sz) == 0 && c.sz == 1ull << 40;
+    good &= cvia__param_parse(&tparams[P_SIZEU], "1024t", &c.sz) == 0 && c.sz == 1ull << 50;
+    good &= cvia__param_parse(&tparams[P_SIZEU], "1125899906842625", &c.sz) == -ERANGE;
+    good &= cvia__param_parse(&tparams[P_SIZEU], "16777215t", &c.sz) == -ERANGE;
+    good &= cvia__param_parse(&tparams[P_SIZEU], "18446744073709551615", &c.sz) == -ERANGE;
+    good &= cvia__param_parse(&tparams[P_SIZEU], "0x10", &c.sz) == -EINVAL;
+    good &= cvia__param_parse(&tparams[P_SIZEU], "1e3", &c.sz) == -EINVAL;
+    good &= cvia__param_parse(&tparams[P_SIZEU], " 5", &c.sz) == -EINVAL;
+    tap_ok(good && c.sz == 1ull << 50, "param_parse SIZE without bounds: up to "
+           "CVIA_PARAM_SIZE_MAX (1024t), beyond -ERANGE; hex, exponent, space -EINVAL");
 
     c.t = 9;
     good = cvia__param_parse(&tparams[P_TIME], "10us", &c.t) == 0 && near(c.t, 10e-6);
@@ -443,7 +456,10 @@ static void test_format(void)
     char buf[64];
     size_t z;
 
-    ps.min = ps.max = 0;
+    /* bounds of its own as wide as a long (an unbounded SIZE stops at
+     * CVIA_PARAM_SIZE_MAX, 2^50): formatting is what this checks */
+    ps.min = 0;
+    ps.max = LONG_MAX;
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         good &= round_trip(&ps, sizes[i], "SIZE");
     tap_ok(good, "format/parse round trip of sizes 0 .. 2^53 (k/m/g/t when exact)");
@@ -879,7 +895,7 @@ static void test_registry(void)
     clear_cvia_env();
 }
 
-#define NTESTS 70
+#define NTESTS 71
 
 int main(void)
 {

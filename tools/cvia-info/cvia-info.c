@@ -244,7 +244,9 @@ static void info_man(void)
            "descriptions.\n\nThis page is generated from the parameter tables in the "
            "source (`cvia-info --man`); do not edit it by hand.\n\n");
     printf("# SYNTAX OF VALUES\n\n"
-           "size\n:   bytes, with an optional unit k, m, g, t (powers of 1024): `64k`, `4m`.\n\n"
+           "size\n:   decimal bytes, with an optional unit k, m, g, t (powers of 1024): `64k`, "
+           "`4m`; no sign, hex or exponent. A size without a range of its own is at most "
+           "`1024t`.\n\n"
            "time\n:   seconds, or with a unit ns, us, ms, s, m, h: `10us`, `20ms`, `2s`.\n\n"
            "boolean\n:   y, yes, on, true, 1 / n, no, off, false, 0.\n\n"
            "tri-state\n:   a boolean, or auto.\n\n");

@@ -12,8 +12,15 @@
  * or the segment's offset) so that a page-sized segment fills a
  * page-sized payload exactly (a 4096-byte segment in a 4136-byte eth MTU,
  * the paper's 4138). One-sided operations add a 32-byte extension to their
- * first segment. A keyed CRC-32C covers header and payload: corrupt
- * datagrams and datagrams of other jobs fail it and are dropped, counted.
+ * first segment. A MAC (NH, then SipHash-2-4) keyed by the job's secret
+ * (16 random bytes that rank 0 draws and the launcher or PMIx hands to
+ * the others) covers header, extension and payload, and is checked
+ * before anything of a datagram is used: forged, altered and earlier
+ * jobs' datagrams fail it and are dropped, counted (CVIA_DGRAM_AUTH=no: a
+ * CRC-32C keyed by the public job key instead, which catches corruption
+ * only). The job tag in
+ * the header is public; the socket filters drop other jobs' datagrams in
+ * the kernel.
  *
  * Reliability: per peer, sequence numbers count segments; the receiver
  * acknowledges cumulatively with a 32-bit SACK map, piggybacked on its own
@@ -61,32 +68,60 @@ enum dg_type {
 #define DG_F_ACKREQ 0x04   /* acknowledge at once */
 #define DG_F_IMM    0x08   /* RMAW: raise immediate data at the target */
 #define DG_F_EXT    0x10   /* struct dg_ext precedes the payload */
-#define DG_F_HCSUM  0x20   /* the CRC covers header and extension only */
+#define DG_F_CTX    0x20   /* MSG: the core's internal context (else the user's) */
+#define DG_F_HCSUM  0x40   /* CVIA_DGRAM_AUTH=no: the CRC covers header and extension only */
+#define DG_F_AUTH   0x80   /* sealed with the MAC (CVIA_DGRAM_AUTH=yes) */
 
+/* 40 bytes, so that a page of payload fills the paper's 4138-byte eth MTU
+ * with 2 bytes to spare; 24-bit ranks and a 48-bit length leave room for
+ * a 64-bit MAC in front. Multi-byte fields are in host order (the ranks
+ * and the length little-endian bytes), as every peer of a job shares it. */
 struct dg_hdr {
+    uint64_t mac;      /* NH + SipHash-2-4 keyed by the job secret over all
+                        * that follows it (CVIA_DGRAM_AUTH=no: the CRC-32C
+                        * keyed by the job key, zero-extended) */
     uint8_t  type;
     uint8_t  flags;
-    uint16_t ctx;
-    uint32_t src;      /* sender's rank */
-    uint32_t dst;      /* receiver's rank (ranks of a host share its MAC) */
+    uint16_t job;      /* the job tag (public, from the job id): tells
+                        * foreign from forged; the socket filters check it */
     uint32_t seq;
     uint32_t ack;      /* every seq below it has arrived */
     uint32_t sack;     /* bit i: seq ack + 1 + i has arrived */
     int32_t  tag;
-    uint32_t csum;     /* CRC-32C keyed by the job key, over all, csum = 0 */
-    uint64_t lenoff;   /* low 48 bits: FIRST: message length, else the
-                        * segment's offset; high 16: the job tag (low bits
-                        * of the job key: tells foreign from corrupt) */
+    uint8_t  src[3];   /* sender's rank */
+    uint8_t  dst[3];   /* receiver's rank (ranks of a host share its MAC) */
+    uint8_t  lenoff[6];   /* FIRST: message length, else the segment's offset */
 };
 _Static_assert(sizeof(struct dg_hdr) == 40, "dgram header is 40 bytes");
 
-#define DG_LEN_MASK ((UINT64_C(1) << 48) - 1)
-#define DG_MAX_LEN  DG_LEN_MASK
+#define DG_HDR_JOB_OFF 10   /* offsetof(struct dg_hdr, job), for the socket filters */
+#define DG_HDR_DST_OFF 31   /* offsetof(struct dg_hdr, dst) */
+#define DG_MAC_SKIP    8    /* the MAC covers the datagram from here */
+#define DG_MAX_RANKS   (1 << 24)
+#define DG_MAX_LEN     ((UINT64_C(1) << 48) - 1)
 
-static inline uint64_t dg_lenoff(const struct dg_hdr *h)
+static inline uint64_t dg_get_le(const uint8_t *p, int n)
 {
-    return h->lenoff & DG_LEN_MASK;
+    uint64_t v = 0;
+
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
 }
+
+static inline void dg_put_le(uint8_t *p, int n, uint64_t v)
+{
+    for (int i = 0; i < n; i++, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static inline uint64_t dg_lenoff(const struct dg_hdr *h) { return dg_get_le(h->lenoff, 6); }
+static inline uint32_t dg_src(const struct dg_hdr *h) { return (uint32_t)dg_get_le(h->src, 3); }
+static inline uint32_t dg_dst(const struct dg_hdr *h) { return (uint32_t)dg_get_le(h->dst, 3); }
+static inline uint16_t dg_ctx(const struct dg_hdr *h) { return (h->flags & DG_F_CTX) ? 1 : 0; }
+static inline void dg_set_lenoff(struct dg_hdr *h, uint64_t v) { dg_put_le(h->lenoff, 6, v); }
+static inline void dg_set_src(struct dg_hdr *h, uint32_t v) { dg_put_le(h->src, 3, v); }
+static inline void dg_set_dst(struct dg_hdr *h, uint32_t v) { dg_put_le(h->dst, 3, v); }
 
 static inline uint16_t dg_jobtag(uint64_t key)
 {
@@ -105,21 +140,52 @@ _Static_assert(sizeof(struct dg_ext) == 32, "dgram extension is 32 bytes");
 enum dg_bad {
     DG_OK = 0,
     DG_BAD_SHORT,     /* shorter than a header */
-    DG_BAD_FOREIGN,   /* another job's (or no job's) */
-    DG_BAD_CSUM,      /* corrupt */
+    DG_BAD_FOREIGN,   /* another job's (or no job's): the job tag differs */
+    DG_BAD_CSUM,      /* CVIA_DGRAM_AUTH=no: the CRC fails (corrupt) */
+    DG_BAD_MAC,       /* our job tag, but the MAC fails (forged, altered, an
+                       * earlier job's) or the other CVIA_DGRAM_AUTH setting */
     DG_BAD_FORMAT,    /* checksum right, fields impossible */
 };
+
+/* What a datagram is sealed and checked with. */
+struct dg_keys {
+    uint64_t job;              /* public, from the job id: job tag, CRC seed */
+    int      auth;             /* 1: MAC with @secret; 0: CRC-32C with @job */
+    unsigned char secret[16];  /* from getrandom, distributed by the launcher */
+    uint32_t *nh;              /* [CVIA_NH_KEY_WORDS(DG_NH_MAX)]: the payload
+                                * hash's key, derived from @secret */
+};
+
+/* The MAC: SipHash-2-4 keyed by the secret over 24 bytes, the length and
+ * NH of the datagram after the MAC field (header, extension, payload; two
+ * iterations: 2^-64 collisions, ~10x faster than SipHash over the bytes):
+ * a universal hash then a PRF. Up to DG_NH_MAX bytes after the MAC field. */
+#define DG_NH_MAX (65536 + 64)
+/* Derive k->nh from k->secret (allocates); free with cvia__dg_keys_free. */
+int  cvia__dg_keys_derive(struct dg_keys *k);
+void cvia__dg_keys_free(struct dg_keys *k);
 
 /* Check a received datagram: header copied to @h, payload (after any
  * extension, copied to @ext) at *payload. Pure: no state, never reads past
  * @len (the fuzzer's entry point). */
-int cvia__dg_parse(const void *buf, size_t len, uint64_t key, struct dg_hdr *h,
+int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
                    struct dg_ext *ext, const uint8_t **payload, size_t *plen);
-/* Fill h->csum for a datagram made of @iov. */
-void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, uint64_t key);
+/* Fill h->mac for a datagram made of @iov: iov[0] the header, then the
+ * extension alone if h has DG_F_EXT, then at most one payload; with
+ * CVIA_DGRAM_AUTH=no, the CRC covers only the first @covered iovecs. */
+void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
+                   const struct dg_keys *k);
 uint32_t cvia__crc32c(uint32_t crc, const void *buf, size_t len);
-/* The job's datagram key (never 0). */
+/* The job's public datagram key (never 0): the job tag, the first
+ * sequence numbers, the CRC seed when CVIA_DGRAM_AUTH=no. */
 uint64_t cvia__dg_job_key(uint64_t jobid);
+/* Attach a classic BPF filter to @fd that lets in only datagrams of this
+ * job (the header's job tag) for @rank, the header at offset @base of what
+ * the socket's filter sees (eth: 0; UDP: 8, past the UDP header); with
+ * @not_outgoing, also drops what this host sends (AF_PACKET). 0 or -errno. */
+int cvia__dg_attach_filter(int fd, uint32_t base, int not_outgoing, uint64_t jobkey, int rank);
+/* A fresh job secret from the kernel's generator. 0 or -errno. */
+int cvia__dg_new_secret(unsigned char secret[16]);
 
 static inline int dg_seq_lt(uint32_t a, uint32_t b)
 {
@@ -145,7 +211,8 @@ struct dg_cfg {
     double ack_delay;
     double peer_timeout;
     char   faults[CVIA_PARAM_STRLEN];
-    int    csum_payload;   /* 1: CRC over the payload too */
+    int    csum_payload;   /* 1: CRC over the payload too (auth off) */
+    int    auth;           /* 1: SipHash-2-4 MAC on every datagram */
     int    stats;          /* print counters at finalize */
     size_t rcvbuf;
     long   batch;          /* datagrams per sendmmsg/recvmmsg */
@@ -259,6 +326,7 @@ struct dg_peer {
     double   ack_owed_since;
     double   last_heard;
     double   pinged_at;
+    double   dup_ack_at;      /* when a duplicate last made us acknowledge */
     struct dg_hdr ack_hdr;    /* a standalone ACK or PING being sent */
     uint32_t ooo_count;
     uint8_t  **ooo;           /* [window] out-of-order datagrams, copied */
@@ -274,6 +342,7 @@ struct dg_peer {
 
 struct dg_stats {
     uint64_t tx, rx, retx, acks, dups, ooo, corrupt, foreign, format, faults, stale, other;
+    uint64_t forged;               /* failed the MAC: forged, altered, an earlier job's */
     uint64_t rx_calls, tx_calls;   /* link recv calls that returned datagrams; link sends */
 };
 
@@ -282,7 +351,7 @@ struct dg_ep {
     struct dg_cfg cfg;
     const struct dg_link_ops *link;
     void    *link_priv;
-    uint64_t key;
+    struct dg_keys keys;      /* keys.job: the public job key */
     size_t   seg;             /* payload bytes per segment */
     uint32_t win;             /* window, segments */
     struct dg_faults faults;

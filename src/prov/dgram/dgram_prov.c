@@ -30,8 +30,92 @@ double cvia__dg_now(void)
 
 static void dg_free(struct dg_ep *ep)
 {
+    volatile unsigned char *secret = ep->keys.secret;   /* wiped, not optimized away */
+
+    for (size_t i = 0; i < sizeof(ep->keys.secret); i++)
+        secret[i] = 0;
+    cvia__dg_keys_free(&ep->keys);
     cvia__dg_ep_free(ep);
     free((char *)ep - offsetof(struct cvia_prov_ep, dg));
+}
+
+/* The job secret: rank 0 draws it and publishes it through the boot
+ * store (the launcher's socket, private to the user, or PMIx's job-private
+ * store) with its CVIA_DGRAM_AUTH setting, "<link>.auth.0" = "yes-<hex>" or
+ * "no"; every rank with remote peers reads it after the fence. Never in a
+ * name, argv, the environment or a log line. */
+static int dg_secret_put(struct dg_ep *ep)
+{
+    char key[64], val[48];
+    int rc;
+
+    if (ep->args.rank != 0 || ep->args.size < 2)
+        return 0;
+    snprintf(key, sizeof(key), "%s.auth.0", ep->link->name);   /* rank 0's (PMIx: by suffix) */
+    if (ep->keys.auth) {
+        if ((rc = cvia__dg_new_secret(ep->keys.secret))) {
+            cvia_error(NET, "%s: drawing the job secret (getrandom): %s", ep->link->name,
+                       strerror(-rc));
+            return rc;
+        }
+        memcpy(val, "yes-", 4);
+        for (int i = 0; i < 16; i++) {
+            val[4 + 2 * i] = "0123456789abcdef"[ep->keys.secret[i] >> 4];
+            val[5 + 2 * i] = "0123456789abcdef"[ep->keys.secret[i] & 15];
+        }
+        val[36] = '\0';
+        if ((rc = cvia__dg_keys_derive(&ep->keys)))
+            return rc;
+    } else {
+        snprintf(val, sizeof(val), "no");
+    }
+    rc = cvia__boot_put(ep->args.boot, key, val);
+    explicit_bzero(val, sizeof(val));
+    return rc;
+}
+
+static int dg_hexval(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int dg_secret_get(struct dg_ep *ep)
+{
+    char key[64], val[64];
+    int rc, theirs;
+
+    if (ep->args.rank == 0)
+        return 0;
+    snprintf(key, sizeof(key), "%s.auth.0", ep->link->name);   /* rank 0's (PMIx: by suffix) */
+    if ((rc = cvia__boot_get(ep->args.boot, key, val, sizeof(val)))) {
+        cvia_error(NET, "%s: rank 0 published no job secret", ep->link->name);
+        return rc == -ENOENT ? -CVIA_EBOOT : rc;
+    }
+    theirs = !strncmp(val, "yes-", 4);
+    if (theirs != ep->keys.auth) {
+        cvia_error(CONF, "CVIA_DGRAM_AUTH=%s on rank %d but %s on rank 0: every rank must "
+                   "have the same setting", ep->keys.auth ? "yes" : "no", ep->args.rank,
+                   theirs ? "yes" : "no");
+        rc = -CVIA_ECONFIG;
+    } else if (theirs) {
+        rc = strlen(val) == 36 ? 0 : -CVIA_EBOOT;
+        for (int i = 0; i < 16 && !rc; i++) {
+            int hi = dg_hexval(val[4 + 2 * i]), lo = dg_hexval(val[5 + 2 * i]);
+            if (hi < 0 || lo < 0)
+                rc = -CVIA_EBOOT;
+            else
+                ep->keys.secret[i] = (unsigned char)(hi << 4 | lo);
+        }
+        if (rc)
+            cvia_error(NET, "%s: the job secret from rank 0 is malformed", ep->link->name);
+        else
+            rc = cvia__dg_keys_derive(&ep->keys);
+    } else if (strcmp(val, "no")) {
+        cvia_error(NET, "%s: rank 0's CVIA_DGRAM_AUTH setting is unreadable", ep->link->name);
+        rc = -CVIA_EBOOT;
+    }
+    explicit_bzero(val, sizeof(val));
+    return rc;
 }
 
 int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *link,
@@ -46,7 +130,7 @@ int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *l
         return -ENOMEM;
     ep->args = *args;
     ep->link = link;
-    ep->key = cvia__dg_job_key(args->jobid);
+    ep->keys.job = cvia__dg_job_key(args->jobid);
     cvia_mlock_init(&ep->qlock);
     cvia_mlock_init(&ep->busy);
     if ((rc = cvia__param_load(&cvia__dgram_param_table, &ep->cfg)))
@@ -63,6 +147,15 @@ int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *l
         if (ep->faults.corrupt > 0)
             ep->cfg.csum_payload = 1;   /* the hook corrupts past the link's check */
     }
+    ep->keys.auth = ep->cfg.auth;
+    if (args->size > DG_MAX_RANKS) {
+        cvia_error(NET, "%s: %d ranks; the datagram header carries ranks below %d",
+                   link->name, args->size, DG_MAX_RANKS);
+        rc = -CVIA_ECONFIG;
+        goto err;
+    }
+    if ((rc = dg_secret_put(ep)))
+        goto err;
     if ((rc = cvia__dg_ep_alloc(ep)))
         goto err;
     if ((rc = link->open(ep, addr, sizeof(addr))))
@@ -115,6 +208,8 @@ static int dg_connect(struct cvia_prov_ep *pe)
 
     if (!ep->nremote)
         return 0;
+    if ((rc = dg_secret_get(ep)))
+        return rc;
     if ((rc = dg_size(ep)))
         return rc;
     ep->now = cvia__dg_now();
@@ -145,12 +240,14 @@ static void dg_print_stats(struct dg_ep *ep)
     const struct dg_stats *s = &ep->st;
 
     fprintf(stderr, "corevia[%d] %s stats: segment %zu window %u tx %llu rx %llu retx %llu "
-            "acks %llu dup %llu ooo %llu corrupt %llu foreign %llu format %llu stale %llu "
-            "faults %llu other %llu rx_calls %llu tx_calls %llu\n", ep->args.rank, ep->link->name, ep->seg, ep->win,
+            "acks %llu dup %llu ooo %llu corrupt %llu foreign %llu forged %llu format %llu "
+            "stale %llu faults %llu other %llu rx_calls %llu tx_calls %llu\n", ep->args.rank,
+            ep->link->name, ep->seg, ep->win,
             (unsigned long long)s->tx, (unsigned long long)s->rx, (unsigned long long)s->retx,
             (unsigned long long)s->acks, (unsigned long long)s->dups,
             (unsigned long long)s->ooo, (unsigned long long)s->corrupt,
-            (unsigned long long)s->foreign, (unsigned long long)s->format,
+            (unsigned long long)s->foreign, (unsigned long long)s->forged,
+            (unsigned long long)s->format,
             (unsigned long long)s->stale, (unsigned long long)s->faults,
             (unsigned long long)s->other, (unsigned long long)s->rx_calls,
             (unsigned long long)s->tx_calls);
@@ -255,10 +352,11 @@ static void dg_peer_info(struct cvia_prov_ep *pe, int peer, char *buf, size_t ca
 
     ep->link->describe(ep, link, sizeof(link));
     snprintf(buf, cap, "%s: %zu-byte segments (CVIA_DGRAM_CUT=%s), window %u, inject up to %zu B, "
-             "CRC-32C over %s; %s", ep->link->name, ep->seg,
+             "%s; %s", ep->link->name, ep->seg,
              ep->cfg.cut == DG_CUT_PAGE ? "page" : ep->cfg.cut == DG_CUT_MVIA ? "mvia" : "fill",
              ep->win, ep->cfg.inject,
-             ep->cfg.csum_payload ? "all" : "headers", link);
+             ep->keys.auth ? "NH+SipHash-2-4 MAC over all (job secret)" :
+             ep->cfg.csum_payload ? "CRC-32C over all" : "CRC-32C over headers", link);
     (void)peer;
 }
 

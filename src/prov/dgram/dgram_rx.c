@@ -59,7 +59,7 @@ static int dg_begin(struct dg_ep *ep, int peer, const struct dg_hdr *h, const st
     pp->rx_active = 1;
     switch (h->type) {
     case DG_MSG:
-        x = up->match(up->core, peer, h->ctx, h->tag, (size_t)dg_lenoff(h), 0, 0);
+        x = up->match(up->core, peer, dg_ctx(h), h->tag, (size_t)dg_lenoff(h), 0, 0);
         pp->rx_x = x;
         return 0;
     case DG_RMAW:
@@ -227,22 +227,25 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
     struct dg_peer *pp;
     int peer, bad;
 
-    bad = cvia__dg_parse(buf, len, ep->key, &h, &e, &payload, &plen);
+    /* nothing of a datagram is used before it passed the MAC (or CRC) */
+    bad = cvia__dg_parse(buf, len, &ep->keys, &h, &e, &payload, &plen);
     if (bad) {
         if (bad == DG_BAD_FOREIGN)
             ep->st.foreign++;
         else if (bad == DG_BAD_CSUM)
             ep->st.corrupt++;
+        else if (bad == DG_BAD_MAC)
+            ep->st.forged++;
         else
             ep->st.format++;
         return 0;
     }
-    if (h.dst != (uint32_t)ep->args.rank) {
+    if (dg_dst(&h) != (uint32_t)ep->args.rank) {
         ep->st.other++;   /* for another rank of this host (eth: one MAC) */
         return 0;
     }
-    peer = (int)h.src;
-    if (h.src >= (uint32_t)ep->args.size || !ep->peers[peer].remote ||
+    peer = (int)dg_src(&h);
+    if (dg_src(&h) >= (uint32_t)ep->args.size || !ep->peers[peer].remote ||
         (in && !ep->link->from_peer(ep, peer, in))) {
         ep->st.foreign++;   /* right key, wrong sender: refused */
         return 0;
@@ -262,10 +265,18 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
         pp->ack_owed++;
         return 0;
     }
-    if (dg_seq_lt(h.seq, pp->rcv_nxt)) {   /* its acknowledgement was lost */
+    if (dg_seq_lt(h.seq, pp->rcv_nxt)) {
+        /* its acknowledgement was lost, or a replay: never delivered
+         * again, and acknowledged again at most once per ACK_DELAY (or RTO/8), so
+         * that a flood of replays does not become a flood of ACKs (a
+         * sender's retransmission comes an RTO apart) */
         ep->st.dups++;
-        pp->ack_now = 1;
-        pp->ack_owed++;
+        if (ep->now - pp->dup_ack_at >= (ep->cfg.ack_delay < ep->cfg.rto / 8 ?
+                                          ep->cfg.ack_delay : ep->cfg.rto / 8)) {
+            pp->dup_ack_at = ep->now;
+            pp->ack_now = 1;
+            pp->ack_owed++;
+        }
         return 0;
     }
     if (!dg_seq_lt(h.seq, pp->rcv_nxt + ep->win)) {

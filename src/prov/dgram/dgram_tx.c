@@ -31,7 +31,7 @@ static struct dg_slot *slot_of(struct dg_ep *ep, struct dg_peer *pp, uint32_t se
  * billion segments. */
 static uint32_t dg_isn(const struct dg_ep *ep, int src, int dst)
 {
-    uint64_t h = cvia__dg_job_key(ep->key ^ ((uint64_t)(uint32_t)src << 32) ^ (uint32_t)dst);
+    uint64_t h = cvia__dg_job_key(ep->keys.job ^ ((uint64_t)(uint32_t)src << 32) ^ (uint32_t)dst);
 
     return 0xfffff000u + (uint32_t)(h & 0xfff);
 }
@@ -172,7 +172,7 @@ static int dg_post(struct dg_ep *ep, int peer, struct cvia_xfer *x)
 int cvia__dg_send(struct dg_ep *ep, struct cvia_xfer *x)
 {
     if (x->peer < 0 || x->peer >= ep->args.size || !ep->peers[x->peer].remote ||
-        x->len > DG_MAX_LEN)
+        x->len > DG_MAX_LEN || x->ctx > CVIA_CTX_INTERNAL)
         return -EINVAL;
     x->flags &= (uint16_t)~(DG_XFER_OP | DG_XFER_RMA);
     return dg_post(ep, x->peer, x);
@@ -304,12 +304,14 @@ static int dg_cut(struct dg_ep *ep, struct dg_peer *pp, int peer)
     s->hdr.type = type;
     s->hdr.flags = (uint8_t)((first ? DG_F_FIRST : 0) | (end == total ? DG_F_LAST : 0) |
                              (ext ? DG_F_EXT : 0) | (is_op ? op_of(x)->flags : 0));
-    s->hdr.ctx = is_op ? 0 : x->ctx;
+    if (!is_op && type == DG_MSG && x->ctx == CVIA_CTX_INTERNAL)
+        s->hdr.flags |= DG_F_CTX;
     s->hdr.tag = is_op ? 0 : x->tag;
-    s->hdr.src = (uint32_t)ep->args.rank;
-    s->hdr.dst = (uint32_t)peer;
+    dg_set_src(&s->hdr, (uint32_t)ep->args.rank);
+    dg_set_dst(&s->hdr, (uint32_t)peer);
     s->hdr.seq = pp->snd_nxt;
-    s->hdr.lenoff = (first ? total : off) | (uint64_t)dg_jobtag(ep->key) << 48;
+    s->hdr.job = dg_jobtag(ep->keys.job);
+    dg_set_lenoff(&s->hdr, first ? total : off);
     if (ext)
         s->ext = op_of(x)->ext;
     s->len = end - off;
@@ -485,9 +487,9 @@ void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type)
     memset(&pp->ack_hdr, 0, sizeof(pp->ack_hdr));
     pp->ack_hdr.type = type;
     pp->ack_hdr.flags = type == DG_PING ? DG_F_ACKREQ : 0;
-    pp->ack_hdr.lenoff = (uint64_t)dg_jobtag(ep->key) << 48;
-    pp->ack_hdr.src = (uint32_t)ep->args.rank;
-    pp->ack_hdr.dst = (uint32_t)peer;
+    pp->ack_hdr.job = dg_jobtag(ep->keys.job);
+    dg_set_src(&pp->ack_hdr, (uint32_t)ep->args.rank);
+    dg_set_dst(&pp->ack_hdr, (uint32_t)peer);
     pp->ack_hdr.seq = pp->snd_nxt;
     ep->st.acks++;
 }
@@ -571,7 +573,9 @@ static void dg_finish(struct dg_ep *ep, int i)
 
     h->ack = pp->rcv_nxt;
     h->sack = dg_sack(ep, pp);
-    h->flags &= (uint8_t)~DG_F_HCSUM;
+    h->flags &= (uint8_t)~(DG_F_HCSUM | DG_F_AUTH);
+    if (ep->keys.auth)
+        h->flags |= DG_F_AUTH;
     o->iov[0].iov_base = h;
     o->iov[0].iov_len = sizeof(*h);
     o->iovcnt = 1;
@@ -583,12 +587,12 @@ static void dg_finish(struct dg_ep *ep, int i)
     if (s && s->len) {
         o->iov[o->iovcnt].iov_base = (void *)(uintptr_t)s->data;
         o->iov[o->iovcnt++].iov_len = s->len;
-        if (ep->cfg.csum_payload)
+        if (ep->cfg.csum_payload || ep->keys.auth)
             covered = o->iovcnt;
         else
             h->flags |= DG_F_HCSUM;
     }
-    cvia__dg_seal(h, o->iov, covered, ep->key);
+    cvia__dg_seal(h, o->iov, o->iovcnt, covered, &ep->keys);
     /* whatever goes to the peer carries our acknowledgement */
     pp->ack_owed = 0;
     pp->ack_now = 0;

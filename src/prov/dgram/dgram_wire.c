@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
-/* dgram wire format: the keyed CRC-32C, sealing and parsing a datagram,
- * the job key, the fault-hook spec, and the CVIA_DGRAM_* variables. */
+/* dgram wire format: the keyed CRC-32C, sealing and parsing a datagram
+ * (SipHash-2-4 MAC, or the CRC with CVIA_DGRAM_AUTH=no), the job key and
+ * secret, the fault-hook spec, and the CVIA_DGRAM_* variables. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/if_packet.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 
 #include <corevia/cvia_errno.h>
 #include "prov/dgram/dgram.h"
+#include "util/nh.h"
+#include "util/siphash.h"
 
 static const char *const dg_cut_names[] = { "page", "mvia", "fill", NULL };
 
@@ -28,7 +35,8 @@ static const struct cvia_param dg_params[] = {
       8, 16384, NULL },
     { "INJECT", "16k", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, inject),
       "Messages up to this size are copied into the send window and complete at once; "
-      "larger ones go from the user's buffer and complete when acknowledged.", 0, 0, NULL },
+      "larger ones go from the user's buffer and complete when acknowledged.", 0, 1L << 30,
+      NULL },
     { "RTO", "5ms", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rto),
       "First retransmission timeout; doubled at every retry up to CVIA_DGRAM_RTO_MAX.",
       0, 0, NULL },
@@ -43,17 +51,26 @@ static const struct cvia_param dg_params[] = {
     { "FAULTS", "", CVIA_PARAM_STRING, offsetof(struct dg_cfg, faults),
       "Fault injection on sent datagrams, for tests: drop=P,dup=P,reorder=P,corrupt=P "
       "with probabilities P in [0,1], and seed=N.", 0, 0, NULL },
+    { "AUTH", "yes", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, auth),
+      "Authenticate every datagram with a 64-bit MAC (UMAC's NH hash under SipHash-2-4) "
+      "keyed by the job's secret (16 random bytes drawn by rank 0 and handed to the "
+      "others by the launcher or PMIx), over header, extension and payload, checked before anything is delivered or "
+      "acknowledged: forged, altered and earlier jobs' datagrams are dropped and counted "
+      "(forged). no: a CRC-32C keyed by the public job key instead, which catches "
+      "corruption but not forgery. Every rank must have the same setting (checked at "
+      "connection).", 0, 0, NULL },
     { "CSUM_PAYLOAD", "no", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, csum_payload),
-      "Cover the payload with the CRC-32C too, not only header and extension (no: the "
-      "payload is trusted to the link's own check, UDP's checksum or Ethernet's FCS; "
-      "forced on when CVIA_DGRAM_FAULTS corrupts datagrams, as that hook corrupts past "
-      "the link's check).", 0, 0, NULL },
+      "With CVIA_DGRAM_AUTH=no: cover the payload with the CRC-32C too, not only header "
+      "and extension (no: the payload is trusted to the link's own check, UDP's checksum "
+      "or Ethernet's FCS; forced on when CVIA_DGRAM_FAULTS corrupts datagrams, as that "
+      "hook corrupts past the link's check). The MAC always covers the payload.",
+      0, 0, NULL },
     { "STATS", "no", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, stats),
       "Print the endpoint's datagram counters (sent, retransmitted, duplicate, out of "
-      "order, corrupt, foreign) to stderr at finalize.", 0, 0, NULL },
+      "order, corrupt, foreign, forged) to stderr at finalize.", 0, 0, NULL },
     { "RCVBUF", "8m", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, rcvbuf),
       "Socket receive and send buffer size asked for (forced past the system limit when "
-      "privileged).", 0, 0, NULL },
+      "privileged).", 0, 1L << 30, NULL },
     { "BATCH", "64", CVIA_PARAM_INT, offsetof(struct dg_cfg, batch),
       "Datagrams per sendmmsg/recvmmsg call.", 1, 1024, NULL },
     { NULL }
@@ -159,41 +176,131 @@ uint64_t cvia__dg_job_key(uint64_t jobid)
     return z ? z : 1;
 }
 
-void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, uint64_t key)
+int cvia__dg_new_secret(unsigned char secret[16])
 {
-    uint32_t crc = dg_seed(key);
+    size_t got = 0;
 
-    h->csum = 0;
-    for (int i = 0; i < n; i++)
-        crc = cvia__crc32c(crc, iov[i].iov_base, iov[i].iov_len);
-    h->csum = ~crc;
+    while (got < 16) {
+        ssize_t n = getrandom(secret + got, 16 - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        got += (size_t)n;
+    }
+    return 0;
 }
 
-int cvia__dg_parse(const void *buf, size_t len, uint64_t key, struct dg_hdr *h,
+int cvia__dg_keys_derive(struct dg_keys *k)
+{
+    const size_t n = CVIA_NH_KEY_WORDS(DG_NH_MAX);
+
+    if (!(k->nh = malloc(n * sizeof(*k->nh))))
+        return -ENOMEM;
+    /* SipHash of a counter, keyed by the secret: 8-byte inputs, so never
+     * one of the MAC's (40 bytes and more) */
+    for (size_t i = 0; i < n; i += 2) {
+        uint64_t ctr = 0x6e68000000000000ull | i, w = cvia__siphash24(k->secret, &ctr, sizeof(ctr));
+        k->nh[i] = (uint32_t)w;
+        if (i + 1 < n)
+            k->nh[i + 1] = (uint32_t)(w >> 32);
+    }
+    return 0;
+}
+
+void cvia__dg_keys_free(struct dg_keys *k)
+{
+    if (k->nh) {
+        volatile uint32_t *v = k->nh;
+        for (size_t i = 0; i < CVIA_NH_KEY_WORDS(DG_NH_MAX); i++)
+            v[i] = 0;
+        free(k->nh);
+        k->nh = NULL;
+    }
+}
+
+/* NH of one piece of the datagram, at @*words of the key; every piece
+ * but the last is a multiple of 16 bytes, so the sum over the pieces is
+ * NH of them concatenated. */
+static void dg_nh_piece(const struct dg_keys *k, const void *p, size_t n, size_t *words,
+                        uint64_t acc[2])
+{
+    uint64_t part[2];
+
+    cvia__nh2(p, n, k->nh + *words, part);
+    acc[0] += part[0];
+    acc[1] += part[1];
+    *words += n / 4;
+}
+
+/* SipHash-2-4 keyed by the secret of (length, NH of the datagram after
+ * the MAC field): 24 bytes, whatever the datagram's size. */
+static uint64_t dg_mac(const struct dg_keys *k, const void *hdr, const void *ext,
+                       const void *payload, size_t plen)
+{
+    uint64_t tail[3] = { 0, 0, 0 };
+    size_t words = 0;
+
+    dg_nh_piece(k, (const uint8_t *)hdr + DG_MAC_SKIP, sizeof(struct dg_hdr) - DG_MAC_SKIP,
+                &words, tail + 1);
+    if (ext)
+        dg_nh_piece(k, ext, sizeof(struct dg_ext), &words, tail + 1);
+    if (plen)
+        dg_nh_piece(k, payload, plen, &words, tail + 1);
+    tail[0] = sizeof(struct dg_hdr) - DG_MAC_SKIP + (ext ? sizeof(struct dg_ext) : 0) + plen;
+    return cvia__siphash24(k->secret, tail, sizeof(tail));
+}
+
+void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
+                   const struct dg_keys *k)
+{
+    if (k->auth) {
+        int ext = (h->flags & DG_F_EXT) && n > 1 && iov[1].iov_len == sizeof(struct dg_ext);
+        h->mac = dg_mac(k, iov[0].iov_base, ext ? iov[1].iov_base : NULL,
+                        n > 1 + ext ? iov[1 + ext].iov_base : NULL,
+                        n > 1 + ext ? iov[1 + ext].iov_len : 0);
+    } else {
+        uint32_t crc = cvia__crc32c(dg_seed(k->job), (const uint8_t *)iov[0].iov_base + DG_MAC_SKIP,
+                                    iov[0].iov_len - DG_MAC_SKIP);
+        for (int i = 1; i < covered; i++)
+            crc = cvia__crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+        h->mac = ~crc;
+    }
+}
+
+int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
                    struct dg_ext *ext, const uint8_t **payload, size_t *plen)
 {
     const uint8_t *p = buf;
-    uint32_t want, crc;
-    size_t off = sizeof(*h), covered;
+    size_t off = sizeof(*h);
 
     if (len < sizeof(*h))
         return DG_BAD_SHORT;
     memcpy(h, p, sizeof(*h));
-    if ((uint16_t)(h->lenoff >> 48) != dg_jobtag(key))
+    if (h->job != dg_jobtag(k->job))
         return DG_BAD_FOREIGN;
-    want = h->csum;
-    h->csum = 0;
-    covered = len;
-    if (h->flags & DG_F_HCSUM) {   /* header and extension only */
-        covered = sizeof(*h) + ((h->flags & DG_F_EXT) ? sizeof(*ext) : 0);
-        if (covered > len)
-            covered = len;
+    /* the other setting of CVIA_DGRAM_AUTH is refused whole: a receiver
+     * that authenticates never takes a datagram that is not */
+    if (!(h->flags & DG_F_AUTH) != !k->auth)
+        return DG_BAD_MAC;
+    if (k->auth) {
+        uint64_t tail[3] = { len - DG_MAC_SKIP, 0, 0 };
+        if (len - DG_MAC_SKIP > DG_NH_MAX)
+            return DG_BAD_MAC;
+        cvia__nh2(p + DG_MAC_SKIP, len - DG_MAC_SKIP, k->nh, tail + 1);
+        if (cvia__siphash24(k->secret, tail, sizeof(tail)) != h->mac)
+            return DG_BAD_MAC;
+    } else {
+        size_t covered = len;
+        if (h->flags & DG_F_HCSUM) {   /* header and extension only */
+            covered = sizeof(*h) + ((h->flags & DG_F_EXT) ? sizeof(*ext) : 0);
+            if (covered > len)
+                covered = len;
+        }
+        if ((uint64_t)~cvia__crc32c(dg_seed(k->job), p + DG_MAC_SKIP, covered - DG_MAC_SKIP) !=
+            h->mac)
+            return DG_BAD_CSUM;
     }
-    crc = cvia__crc32c(dg_seed(key), h, sizeof(*h));
-    crc = cvia__crc32c(crc, p + sizeof(*h), covered - sizeof(*h));
-    h->csum = want;
-    if (~crc != want)
-        return DG_BAD_CSUM;
     if (h->flags & DG_F_EXT) {
         if (len < off + sizeof(*ext))
             return DG_BAD_FORMAT;
@@ -209,9 +316,46 @@ int cvia__dg_parse(const void *buf, size_t len, uint64_t key, struct dg_hdr *h,
     if ((h->type == DG_RMAW || h->type == DG_WACK || h->type == DG_RMAR ||
          h->type == DG_RRESP) && (h->flags & DG_F_FIRST) && !(h->flags & DG_F_EXT))
         return DG_BAD_FORMAT;
+    if ((h->flags & DG_F_CTX) && h->type != DG_MSG)
+        return DG_BAD_FORMAT;
     *payload = p + off;
     *plen = len - off;
     return DG_OK;
+}
+
+/* ---- the socket filter ---------------------------------------------- */
+
+int cvia__dg_attach_filter(int fd, uint32_t base, int not_outgoing, uint64_t jobkey, int rank)
+{
+    /* cBPF loads are big-endian: compare with the header's bytes as such */
+    uint16_t job = dg_jobtag(jobkey);
+    uint8_t jb[2];
+    uint32_t want_job, want_dst;
+    struct sock_filter code[9];
+    unsigned n = 0;
+
+    memcpy(jb, &job, 2);
+    want_job = (uint32_t)jb[0] << 8 | jb[1];
+    want_dst = ((uint32_t)rank & 0xff) << 16 | ((uint32_t)rank & 0xff00) | ((uint32_t)rank >> 16 & 0xff);
+    if (not_outgoing) {
+        code[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS,
+                                                 (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE));
+        code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 6, 0);
+    }
+    /* a load past the end of the packet drops it (too short for a header) */
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, base + DG_HDR_JOB_OFF);
+    code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, want_job, 0, 4);
+    /* the word before the 3-byte destination rank, masked to it */
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, base + DG_HDR_DST_OFF - 1);
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x00ffffff);
+    code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, want_dst, 0, 1);
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0x40000);
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+    struct sock_fprog prog = { .len = (unsigned short)n, .filter = code };
+
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0)
+        return -errno;
+    return 0;
 }
 
 /* ---- fault hooks --------------------------------------------------- */

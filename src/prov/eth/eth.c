@@ -3,8 +3,9 @@
 /* eth provider: the dgram engine directly on Ethernet frames, beneath IP,
  * as M-VIA ran (paper 002). An AF_PACKET socket bound to one interface and
  * a local-experimental EtherType (IEEE 802 0x88B5 by default); a classic
- * BPF filter lets in only frames for this rank (ranks of a host share the
- * interface's MAC, so the header's destination rank decides). Frames
+ * BPF filter lets in only frames of this job (the header's job tag) for
+ * this rank (ranks of a host share the interface's MAC, so the header's
+ * destination rank decides). Frames
  * arrive in a PACKET_MMAP receive ring (TPACKET_V2) that the engine reads
  * in place: no system call to receive, only to send (sendmmsg, gathered
  * from the send window). Without the ring (CVIA_ETH_RING=0, or where the
@@ -129,26 +130,6 @@ static int eth_pick_if(struct eth_link *e)
     return rc;
 }
 
-/* Only frames for this rank, and none this host sends. */
-static int eth_filter(struct eth_link *e, int rank)
-{
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 3, 0),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct dg_hdr, dst)),
-        /* the load reads big-endian; the header is in host order */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl((uint32_t)rank), 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, 0x40000),
-        BPF_STMT(BPF_RET | BPF_K, 0),
-    };
-    struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
-
-    if (setsockopt(e->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0) {
-        cvia_error(NET, "eth: attaching the frame filter: %s", strerror(errno));
-        return -errno;
-    }
-    return 0;
-}
 
 /* The receive ring; 0, or a negative error (then recvmmsg is used). */
 static int eth_ring(struct eth_link *e)
@@ -221,8 +202,11 @@ static int eth_open(struct dg_ep *ep, char *addr, size_t cap)
                    errno == EPERM ? " (needs CAP_NET_RAW; use CVIA_NET=udp otherwise)" : "");
         goto err;
     }
-    if ((rc = eth_filter(e, ep->args.rank)))
+    /* only frames of this job for this rank, and none this host sends */
+    if ((rc = cvia__dg_attach_filter(e->fd, 0, 1, ep->keys.job, ep->args.rank))) {
+        cvia_error(NET, "eth: attaching the frame filter: %s", strerror(-rc));
         goto err;
+    }
     if (e->cfg.ring && (rc = eth_ring(e)))
         cvia_warn(NET, "eth: no PACKET_MMAP receive ring (%s); receiving by recvmmsg",
                   strerror(-rc));

@@ -30,7 +30,7 @@ static const struct cvia_param tcp_params[] = {
     { "CONNECT_TIMEOUT", "30s", CVIA_PARAM_TIME, offsetof(struct tcp_cfg, connect_timeout),
       "Longest wait for the connections to all peers at cvia_init.", 0, 0, NULL },
     { "SNDBUF", "0", CVIA_PARAM_SIZE, offsetof(struct tcp_cfg, sndbuf),
-      "Socket send and receive buffer size (0: the kernel's autotuning).", 0, 0, NULL },
+      "Socket send and receive buffer size (0: the kernel's autotuning).", 0, 1L << 30, NULL },
     { NULL }
 };
 

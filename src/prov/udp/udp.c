@@ -183,6 +183,13 @@ static int udp_open(struct dg_ep *ep, char *addr, size_t cap)
         goto err;
     }
     setsockopt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+    /* other jobs' datagrams and other ranks' do not wake this one: the
+     * filter sees the UDP header first */
+    if ((rc = cvia__dg_attach_filter(u->fd, (uint32_t)sizeof(struct udphdr), 0, ep->keys.job,
+                                     ep->args.rank))) {
+        cvia_error(NET, "udp: attaching the socket filter: %s", strerror(-rc));
+        goto err;
+    }
     udp_bufsize(u->fd, ep->cfg.rcvbuf);
     if (u->cfg.gro) {
         int one = 1;

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* NH, two Toeplitz iterations (see nh.h): a scalar loop over 16-byte
+ * blocks, an AVX2 loop over 64-byte blocks (four 32x32->64 products per
+ * instruction) and an AVX-512 one over 128 (eight), the widest the CPU
+ * has chosen once at the first call. */
+#include <string.h>
+
+#include "util/nh.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+static inline uint32_t le32(const unsigned char *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
+}
+
+/* One 16-byte block: both iterations, key words k[0..3] and k[4..7]. */
+static inline void nh_block(const unsigned char *p, const uint32_t *k, uint64_t *a0, uint64_t *a1)
+{
+    uint32_t m0 = le32(p), m1 = le32(p + 4), m2 = le32(p + 8), m3 = le32(p + 12);
+
+    *a0 += (uint64_t)(uint32_t)(m0 + k[0]) * (uint32_t)(m1 + k[1]) +
+           (uint64_t)(uint32_t)(m2 + k[2]) * (uint32_t)(m3 + k[3]);
+    *a1 += (uint64_t)(uint32_t)(m0 + k[4]) * (uint32_t)(m1 + k[5]) +
+           (uint64_t)(uint32_t)(m2 + k[6]) * (uint32_t)(m3 + k[7]);
+}
+
+/* The blocks from @p on, the last one zero-padded. */
+static void nh_tail(const unsigned char *p, size_t len, const uint32_t *k, uint64_t *a0,
+                    uint64_t *a1)
+{
+    for (; len >= 16; p += 16, len -= 16, k += 4)
+        nh_block(p, k, a0, a1);
+    if (len) {
+        unsigned char last[16] = { 0 };
+        memcpy(last, p, len);
+        nh_block(last, k, a0, a1);
+    }
+}
+
+void cvia__nh2_scalar(const void *msg, size_t len, const uint32_t *key, uint64_t out[2])
+{
+    uint64_t a0 = 0, a1 = 0;
+
+    nh_tail(msg, len, key, &a0, &a1);
+    out[0] = a0;
+    out[1] = a1;
+}
+
+#if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+__attribute__((target("avx2")))
+void cvia__nh2_avx2(const void *msg, size_t len, const uint32_t *key, uint64_t out[2])
+{
+    const unsigned char *p = msg;
+    const uint32_t *k = key;
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    __m256i t0 = _mm256_setzero_si256(), t1 = _mm256_setzero_si256();
+    uint64_t lane[4], a0, a1;
+
+    /* 64 bytes per round, two independent sums per iteration */
+    for (; len >= 64; p += 64, len -= 64, k += 16) {
+        __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)p);
+        __m256i n = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+        __m256i x = _mm256_add_epi32(m, _mm256_loadu_si256((const __m256i *)(const void *)k));
+        __m256i y = _mm256_add_epi32(m, _mm256_loadu_si256((const __m256i *)(const void *)(k + 4)));
+        __m256i u = _mm256_add_epi32(n, _mm256_loadu_si256((const __m256i *)(const void *)(k + 8)));
+        __m256i v = _mm256_add_epi32(n, _mm256_loadu_si256((const __m256i *)(const void *)(k + 12)));
+        s0 = _mm256_add_epi64(s0, _mm256_mul_epu32(x, _mm256_srli_epi64(x, 32)));
+        s1 = _mm256_add_epi64(s1, _mm256_mul_epu32(y, _mm256_srli_epi64(y, 32)));
+        t0 = _mm256_add_epi64(t0, _mm256_mul_epu32(u, _mm256_srli_epi64(u, 32)));
+        t1 = _mm256_add_epi64(t1, _mm256_mul_epu32(v, _mm256_srli_epi64(v, 32)));
+    }
+    s0 = _mm256_add_epi64(s0, t0);
+    s1 = _mm256_add_epi64(s1, t1);
+    _mm256_storeu_si256((__m256i *)(void *)lane, s0);
+    a0 = lane[0] + lane[1] + lane[2] + lane[3];
+    _mm256_storeu_si256((__m256i *)(void *)lane, s1);
+    a1 = lane[0] + lane[1] + lane[2] + lane[3];
+    nh_tail(p, len, k, &a0, &a1);
+    out[0] = a0;
+    out[1] = a1;
+}
+
+/* AVX-512: 128 bytes per round, eight products per instruction. */
+__attribute__((target("avx512f")))
+void cvia__nh2_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t out[2])
+{
+    const unsigned char *p = msg;
+    const uint32_t *k = key;
+    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+    __m512i t0 = _mm512_setzero_si512(), t1 = _mm512_setzero_si512();
+    uint64_t lane[8], a0, a1;
+
+    for (; len >= 128; p += 128, len -= 128, k += 32) {
+        __m512i m = _mm512_loadu_si512((const void *)p);
+        __m512i n = _mm512_loadu_si512((const void *)(p + 64));
+        __m512i x = _mm512_add_epi32(m, _mm512_loadu_si512((const void *)k));
+        __m512i y = _mm512_add_epi32(m, _mm512_loadu_si512((const void *)(k + 4)));
+        __m512i u = _mm512_add_epi32(n, _mm512_loadu_si512((const void *)(k + 16)));
+        __m512i v = _mm512_add_epi32(n, _mm512_loadu_si512((const void *)(k + 20)));
+        s0 = _mm512_add_epi64(s0, _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32)));
+        s1 = _mm512_add_epi64(s1, _mm512_mul_epu32(y, _mm512_srli_epi64(y, 32)));
+        t0 = _mm512_add_epi64(t0, _mm512_mul_epu32(u, _mm512_srli_epi64(u, 32)));
+        t1 = _mm512_add_epi64(t1, _mm512_mul_epu32(v, _mm512_srli_epi64(v, 32)));
+    }
+    for (; len >= 64; p += 64, len -= 64, k += 16) {
+        __m512i m = _mm512_loadu_si512((const void *)p);
+        __m512i x = _mm512_add_epi32(m, _mm512_loadu_si512((const void *)k));
+        __m512i y = _mm512_add_epi32(m, _mm512_loadu_si512((const void *)(k + 4)));
+        s0 = _mm512_add_epi64(s0, _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32)));
+        s1 = _mm512_add_epi64(s1, _mm512_mul_epu32(y, _mm512_srli_epi64(y, 32)));
+    }
+    /* summed unsigned (mod 2^64): gcc's _mm512_reduce_add_epi64 adds
+     * signed long longs, which overflows (UBSan says so) */
+    _mm512_storeu_si512((void *)lane, _mm512_add_epi64(s0, t0));
+    a0 = 0;
+    for (int i = 0; i < 8; i++)
+        a0 += lane[i];
+    _mm512_storeu_si512((void *)lane, _mm512_add_epi64(s1, t1));
+    a1 = 0;
+    for (int i = 0; i < 8; i++)
+        a1 += lane[i];
+    nh_tail(p, len, k, &a0, &a1);
+    out[0] = a0;
+    out[1] = a1;
+}
+#endif
+
+static void nh2_first(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
+static void (*nh2_impl)(const void *, size_t, const uint32_t *, uint64_t *) = nh2_first;
+
+static void nh2_first(const void *msg, size_t len, const uint32_t *key, uint64_t out[2])
+{
+    void (*f)(const void *, size_t, const uint32_t *, uint64_t *) = cvia__nh2_scalar;
+
+#if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        f = cvia__nh2_avx512;
+    else if (__builtin_cpu_supports("avx2"))
+        f = cvia__nh2_avx2;
+#endif
+    __atomic_store_n(&nh2_impl, f, __ATOMIC_RELEASE);
+    f(msg, len, key, out);
+}
+
+void cvia__nh2(const void *msg, size_t len, const uint32_t *key, uint64_t out[2])
+{
+    __atomic_load_n(&nh2_impl, __ATOMIC_ACQUIRE)(msg, len, key, out);
+}
