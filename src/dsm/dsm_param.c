@@ -35,8 +35,12 @@ static const struct cvia_param dsm_params[] = {
       "Size of each of the two diff buffers a home keeps for every writer "
       "(used alternately; a larger diff is sent in pieces).", 4096, 1 << 26, NULL },
     { "NAP", "50us", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, nap),
-      "How long the DSM service thread sleeps between polls while its "
-      "application thread computes: the longest a peer's request waits.",
+      "How long the DSM service thread sleeps between polls where it cannot "
+      "sleep until work comes: while its application thread waits (after "
+      "CVIA_DSM_WAIT_SPIN), and, with ranks on other hosts, while it computes "
+      "(then the longest a peer's request waits). With every rank on one host "
+      "a computing rank's service thread sleeps until a peer writes to it or "
+      "its application needs it.",
       0, 0, NULL },
     { "SLICE", "0", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, slice),
       "Scheduler time slice the DSM service thread asks for (sched_setattr, "
