@@ -55,6 +55,16 @@ static const struct cvia_param dsm_params[] = {
     { "POLLS", "200", CVIA_PARAM_INT, offsetof(struct dsm_cfg, polls),
       "Idle polls the DSM service thread makes after its last event before "
       "it starts to sleep.", 0, 100000000, NULL },
+    { "POLL", "50ms", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, poll),
+      "How often a rank makes the writes it did since the last time visible "
+      "to ranks that read them without synchronizing (a flag polled in a "
+      "loop): its service thread writes the changed bytes of units not "
+      "released yet to their homes and tells every rank to drop its copies of "
+      "the units written. A write is then seen by a rank polling it within "
+      "about CVIA_DSM_POLL plus a message and a fetch, whatever either rank "
+      "does (two unsynchronized writes are not ordered: data read after a "
+      "flag still needs an acquire); 0 turns this off (HLRC alone: a write is "
+      "seen only after an acquire that follows the writer's release).", 0, 0, NULL },
     { "PREFETCH", "64", CVIA_PARAM_INT, offsetof(struct dsm_cfg, prefetch),
       "At a barrier, how many of the units it invalidates (among those this "
       "rank had touched since it fetched them) a rank fetches again at once, "

@@ -467,6 +467,7 @@ static void dispatch(struct dsm *d, const struct dsm_hdr *h, char *data, size_t 
     case M_ALLOC_NOTE:
     case M_ALLOC_ACK:
     case M_ALLOC_Q:     dsm_on_alloc(d, h); break;
+    case M_POLLNOTE:    dsm_on_pollnote(d, h, data, len); break;
     case M_GRANT:
     case M_BAR_RELEASE:
     case M_START:
@@ -618,7 +619,9 @@ static void *svc_main(void *arg)
     sigset_t all;
     unsigned idle = 0, loops = 0;
     uint32_t seen_epoch = 0;
-    double quiet_since = 0;
+    double quiet_since = 0, next_tick = 0;
+    unsigned tloops = 0;
+    const int ticks = d->cfg.poll > 0 && d->size > 1;
 
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -631,6 +634,13 @@ static void *svc_main(void *arg)
             n += drain_out(d);
         if (d->deferred)
             n += retry_deferred(d, &seen_epoch);
+        if (ticks && (!(++tloops & 1023) || !n)) {
+            double t = dsm_now();
+            if (t >= next_tick) {
+                next_tick = t + d->cfg.poll;
+                dsm_poll_tick(d);
+            }
+        }
         /* pend and npend are under send_lock: peeked at here as hints */
         if (CVIA_HINT_LOAD(d->pend) && (!(++loops & 127) || CVIA_HINT_LOAD(d->npend) > 256 ||
                                         atomic_load(&d->stop)))
@@ -679,7 +689,7 @@ static void *svc_main(void *arg)
              * without an event, and deferred fetches wait for the epoch,
              * so with either pending it naps) */
             if (!waiting && !d->nout && !d->deferred)
-                rc = cvia_imm_block(ck, 0);
+                rc = cvia_imm_block(ck, ticks ? d->cfg.poll : 0);
             if (rc == -EOPNOTSUPP)
                 dsm_futex_wait(&d->kick, k, d->cfg.nap > 0 ? d->cfg.nap : 1e-6);
             else if (rc < 0)
