@@ -687,12 +687,18 @@ int cvia_imm_block(uint32_t kicks, double max_s)
         max_s = c->cfg.liveness;
     if ((n = cvia_imm_poll(NULL, 0)) < 0)   /* progress once */
         return n;
+    /* announced before looking: an event another thread's progress queues
+     * from now on kicks us (cvia__imm_event), one queued before is seen */
+    atomic_fetch_add(&c->imm_sleepers, 1);
     cvia_mlock_lock(&c->imm_lock);
     n = c->imm_len;
     cvia_mlock_unlock(&c->imm_lock);
-    if (n || atomic_load(&c->kicks) != kicks)
+    if (n || atomic_load(&c->kicks) != kicks) {
+        atomic_fetch_sub(&c->imm_sleepers, 1);
         return n > 0;
+    }
     ops->block(c->prov[pi].ep, max_s, &c->kicks, kicks);
+    atomic_fetch_sub(&c->imm_sleepers, 1);
     if (cvia_mlock_trylock(&c->slow_lock)) {
         double t = now_s();
         if (t >= c->next_check) {
