@@ -24,6 +24,7 @@ struct dsm_cfg {
     double wait_spin;            /* hot polling while the app waits */
     long   polls;                /* idle polls before it sleeps */
     double poll;                 /* flush and announce unsynchronized writes */
+    double idle;                 /* naps before the service thread blocks */
     long   prefetch;             /* units refetched at a barrier */
     int    stats;                /* DSM_STATS_* */
     char   stats_file[CVIA_PARAM_STRLEN];

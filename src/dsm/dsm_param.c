@@ -42,6 +42,14 @@ static const struct cvia_param dsm_params[] = {
       "a computing rank's service thread sleeps until a peer writes to it or "
       "its application needs it.",
       0, 0, NULL },
+    { "IDLE", "1ms", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, idle),
+      "While its application thread computes, how long after its last event "
+      "the DSM service thread keeps napping CVIA_DSM_NAP at a time before it "
+      "sleeps until a peer writes to it or its application needs it (with "
+      "every rank on one host; elsewhere it keeps napping): short enough that "
+      "a long computation pays nothing, long enough that faults in quick "
+      "succession do not each wait for a wake-up through the kernel.",
+      0, 0, NULL },
     { "SLICE", "0", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, slice),
       "Scheduler time slice the DSM service thread asks for (sched_setattr, "
       "honoured by EEVDF from Linux 6.12); 0 keeps the kernel's default. "
@@ -55,7 +63,7 @@ static const struct cvia_param dsm_params[] = {
     { "POLLS", "200", CVIA_PARAM_INT, offsetof(struct dsm_cfg, polls),
       "Idle polls the DSM service thread makes after its last event before "
       "it starts to sleep.", 0, 100000000, NULL },
-    { "POLL", "50ms", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, poll),
+    { "POLL", "200ms", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, poll),
       "How often a rank makes the writes it did since the last time visible "
       "to ranks that read them without synchronizing (a flag polled in a "
       "loop): its service thread writes the changed bytes of units not "

@@ -619,7 +619,7 @@ static void *svc_main(void *arg)
     sigset_t all;
     unsigned idle = 0, loops = 0;
     uint32_t seen_epoch = 0;
-    double quiet_since = 0, next_tick = 0;
+    double quiet_since = 0, next_tick = 0, napping_since = 0;
     unsigned tloops = 0;
     const int ticks = d->cfg.poll > 0 && d->size > 1;
 
@@ -648,6 +648,7 @@ static void *svc_main(void *arg)
         if (n) {
             idle = 0;
             quiet_since = 0;
+            napping_since = 0;
             if (d->woke_app) {
                 /* the application thread, likely on this core, has what
                  * it waited for: let it run now rather than after our slice */
@@ -684,11 +685,16 @@ static void *svc_main(void *arg)
         if ((waiting || !atomic_load(&d->app_waiting)) && !atomic_load(&d->stop) &&
             atomic_load(&d->fault.state) != F_REQ && atomic_load(&d->kick) == k) {
             int rc = -EOPNOTSUPP;
-            /* nothing owed and the application computes: sleep until a
-             * peer writes or the application kicks (credits come back
-             * without an event, and deferred fetches wait for the epoch,
-             * so with either pending it naps) */
-            if (!waiting && !d->nout && !d->deferred)
+            double t = dsm_now();
+            if (!napping_since)
+                napping_since = t;
+            /* nothing owed, the application computes, and nothing came
+             * for CVIA_DSM_IDLE: sleep until a peer writes or the
+             * application kicks (credits come back without an event, and
+             * deferred fetches wait for the epoch, so with either pending
+             * it naps). Until then nap: a fault's request is served
+             * within a nap, without a wake-up through the kernel */
+            if (!waiting && !d->nout && !d->deferred && t - napping_since >= d->cfg.idle)
                 rc = cvia_imm_block(ck, ticks ? d->cfg.poll : 0);
             if (rc == -EOPNOTSUPP)
                 dsm_futex_wait(&d->kick, k, d->cfg.nap > 0 ? d->cfg.nap : 1e-6);
