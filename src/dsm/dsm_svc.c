@@ -9,7 +9,8 @@
  *
  * While the application thread waits for it (a fault, a lock, a barrier)
  * it polls without pause; while the application computes, it polls
- * CVIA_DSM_POLLS times after its last event and then sleeps: with every
+ * CVIA_DSM_POLLS times after its last event, naps CVIA_DSM_NAP at a time
+ * for CVIA_DSM_IDLE, and then sleeps: with every
  * peer on this host in cvia_imm_block(), until a peer writes (corevia's
  * futex in the shm segment) or the application kicks (cvia_imm_kick(),
  * async-signal-safe, so the fault handler may); with peers elsewhere,
