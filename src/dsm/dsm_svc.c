@@ -59,14 +59,19 @@ void dsm_futex_wake(_Atomic uint32_t *w)
     syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Async-signal-safe (the fault handler kicks). The service thread sleeps
- * either on d->kick or in cvia_imm_block(): wake both. */
+/* Async-signal-safe (the fault handler kicks). The service thread naps
+ * on d->kick (svc_sleeping 1) or sleeps in cvia_imm_block() (2); only the
+ * latter needs corevia's kick, which also wakes whatever else sleeps on
+ * this rank's shm segment (the watchdog). */
 void dsm_kick(struct dsm *d)
 {
+    int s;
+
     atomic_fetch_add(&d->kick, 1);
-    if (atomic_load(&svc_sleeping)) {
+    if ((s = atomic_load(&svc_sleeping))) {
         dsm_futex_wake(&d->kick);
-        cvia_imm_kick();
+        if (s == 2)
+            cvia_imm_kick();
     }
 }
 
@@ -695,8 +700,12 @@ static void *svc_main(void *arg)
              * deferred fetches wait for the epoch, so with either pending
              * it naps). Until then nap: a fault's request is served
              * within a nap, without a wake-up through the kernel */
-            if (!waiting && !d->nout && !d->deferred && t - napping_since >= d->cfg.idle)
-                rc = cvia_imm_block(ck, ticks ? d->cfg.poll : 0);
+            if (!waiting && !d->nout && !d->deferred && t - napping_since >= d->cfg.idle) {
+                /* announced, then the kick looked at again: a kicker that
+                 * missed the 2 bumped the kick before we look */
+                atomic_store(&svc_sleeping, 2);
+                rc = atomic_load(&d->kick) == k ? cvia_imm_block(ck, ticks ? d->cfg.poll : 0) : 0;
+            }
             if (rc == -EOPNOTSUPP)
                 dsm_futex_wait(&d->kick, k, d->cfg.nap > 0 ? d->cfg.nap : 1e-6);
             else if (rc < 0)
