@@ -22,11 +22,12 @@
 MAIN_ENV
 
 #define MB 32                 /* molecules per force lock */
+#define MAXBLK 4096           /* force locks: up to MAXBLK * MB molecules */
 
 struct global {
     BARDEC(start)
     LOCKDEC(elock)
-    ALOCKDEC(flock, 1)
+    ALOCKDEC(flock, MAXBLK)
     double epot[64];          /* potential energy of each step */
     unsigned long t0, t1;
 };
@@ -205,8 +206,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (nmol < 8 || steps < 1 || steps > 64) {
-        fprintf(stderr, "water: need NMOL >= 8 and 1 <= STEPS <= 64\n");
+    if (nmol < 8 || nmol > MAXBLK * MB || steps < 1 || steps > 64) {
+        fprintf(stderr, "water: need 8 <= NMOL <= %d and 1 <= STEPS <= 64\n", MAXBLK * MB);
         return 2;
     }
     L = cbrt((double)nmol) * 1.2;      /* a liquid-like density */

@@ -347,6 +347,80 @@ CVIA_API int cvia_mem_free(void *ptr);
  *  Does not return. */
 CVIA_API void cvia_abort(int code, const char *why);
 
+/** @name Introspection: configuration variables and providers
+ *
+ * What cvia-info shows, for any program: every `CVIA_*` variable this
+ * process knows (the core's, and those of the layers it has loaded: the
+ * DSM library, the libfabric provider) with its value in force, and the
+ * providers built into the library with their state on this machine.
+ * Added in version node CVIA_1.1.
+ * @{ */
+
+/** Room for a variable's value or default, printed. */
+#define CVIA_VAR_VALUE_MAX 288
+
+/** One configuration variable, as cvia_var_info() describes it. */
+typedef struct cvia_var_info {
+    char        name[64];   /**< full name: "CVIA_SHM_SLOT_SIZE" */
+    const char *component;  /**< "core", "shm", "dsm", "fi", ... */
+    const char *syntax;     /**< what a value looks like */
+    const char *desc;       /**< what it does */
+    char        dflt[CVIA_VAR_VALUE_MAX];   /**< the default, printed as value is */
+    char        value[CVIA_VAR_VALUE_MAX];  /**< the value in force */
+    int         set;        /**< 1 if the environment sets it */
+    int         valid;      /**< 0 if the environment's value does not parse
+                             *   (value then shows the default) */
+    const char *dflt_text;  /**< the default as the documentation writes it */
+} cvia_var_info_t;
+
+/**
+ * Describe the @p index-th variable (0, 1, ... in a stable order: by
+ * component, then as declared). @p size is sizeof(cvia_var_info_t) as the
+ * caller was compiled (later versions may add fields at the end). 0, or
+ * -ENOENT past the last one, -EINVAL for a bad argument. The strings stay
+ * valid while the layer that declared the variable stays loaded.
+ */
+CVIA_API int cvia_var_info(int index, cvia_var_info_t *info, size_t size);
+
+/** Warn once on stderr (at CVIA_LOG=warn) for each `CVIA_*` name in the
+ *  environment that no loaded component declares, suggesting the nearest
+ *  known name; cvia_init() does the same. Returns how many it found. */
+CVIA_API int cvia_var_check(void);
+
+/** A table of variables (corevia's own format, src/util/param.h): not part
+ *  of the API; only corevia's own layers, built from the same source, make
+ *  one. */
+struct cvia_param_table;
+
+/**
+ * For corevia's own layers above the core (the DSM library, the libfabric
+ * provider): make their variables known to cvia_var_info() and to the
+ * check for unknown `CVIA_*` names, for as long as they are loaded. A
+ * second registration of the same prefix is a no-op. 0, -EINVAL, or
+ * -ENOSPC when too many layers are registered.
+ */
+CVIA_API int cvia_var_register(const struct cvia_param_table *table);
+/** Forget a table before the layer that owns it is unloaded. 0 or -ENOENT. */
+CVIA_API int cvia_var_unregister(const struct cvia_param_table *table);
+
+/** A provider built into the library, as cvia_provider_info() describes it. */
+typedef struct cvia_provider_info {
+    const char *name;       /**< "shm", "tcp", "udp", "eth" */
+    const char *desc;       /**< one line: what it is */
+    char        state[512]; /**< whether and how it works on this machine */
+} cvia_provider_info_t;
+
+/** Describe the @p index-th provider; @p size as for cvia_var_info(). 0,
+ *  -ENOENT past the last one, -EINVAL. */
+CVIA_API int cvia_provider_info(int index, cvia_provider_info_t *info, size_t size);
+
+/** Remove what jobs of this user that died left behind for the @p index-th
+ *  provider (shared-memory segments of processes that no longer exist).
+ *  The number removed, -ENOENT past the last provider, or another negative
+ *  code. Never touches a live job's resources. */
+CVIA_API int cvia_provider_cleanup(int index);
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif

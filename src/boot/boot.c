@@ -29,6 +29,7 @@
 #include "boot/boot_pmix.h"
 #endif
 #include "util/log.h"
+#include "util/clock.h"
 
 struct boot_kv {
     char *key;
@@ -55,13 +56,6 @@ struct cvia_boot {
     size_t   rlen;            /* bytes in rbuf */
     char     rbuf[2 * CVIA_BOOT_LINE_MAX];
 };
-
-static double boot_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Keys and values: 1..max bytes of printable ASCII other than space. */
 static int boot_check_word(const char *s, size_t max)
@@ -225,7 +219,7 @@ int cvia__boot_open(double timeout_s, struct cvia_boot **boot_p)
                       "(use srun --mpi=pmix)", tasks);
         b->size = b->local_size = 1;
         if (getrandom(&b->jobid, sizeof(b->jobid), 0) != (ssize_t)sizeof(b->jobid))
-            b->jobid = ((uint64_t)getpid() << 32) ^ (uint64_t)(boot_now() * 1e9);
+            b->jobid = ((uint64_t)getpid() << 32) ^ (uint64_t)(cvia__clock_s() * 1e9);
         *boot_p = b;
         return 0;
     }
@@ -390,7 +384,7 @@ static int boot_send(struct cvia_boot *b, const char *fmt, ...)
 static int boot_wait(struct cvia_boot *b, const int *pending, int fence,
                      const char *what)
 {
-    double deadline = b->timeout_s > 0 ? boot_now() + b->timeout_s : 0;
+    double deadline = b->timeout_s > 0 ? cvia__clock_s() + b->timeout_s : 0;
 
     b->refused = 0;
     for (;;) {
@@ -402,7 +396,7 @@ static int boot_wait(struct cvia_boot *b, const int *pending, int fence,
             return -CVIA_EBOOT;
         int ms = -1;
         if (deadline > 0) {
-            double left = deadline - boot_now();
+            double left = deadline - cvia__clock_s();
             if (left <= 0) {
                 cvia_error(BOOT, "%s: no reply from the launcher after %g s",
                            what, b->timeout_s);

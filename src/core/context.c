@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "util/clock.h"
 
 #ifndef CVIA_VERSION_STRING
 #define CVIA_VERSION_STRING "0.1.0"
@@ -33,13 +34,6 @@ static struct cvia_boot *pre_boot;
 const char *cvia_version(void)
 {
     return CVIA_VERSION_STRING;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int cvia__progress(struct cvia_ctx *c)
@@ -162,7 +156,7 @@ void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block)
         cvia_cpu_relax();
         return;
     }
-    t = now_s();
+    t = cvia__clock_s();
     if (s == 1)
         w->t0 = t;
     el = t - w->t0;
@@ -178,13 +172,13 @@ void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block)
         long before = check ? thread_nivcsw() : 0;
         double t1;
         sched_yield();
-        t1 = now_s();
+        t1 = cvia__clock_s();
         if (check && t1 - t > 2e-6 && thread_nivcsw() > before)
             shared_until = t1 + 0.01;
         t = t1;
     } else {
         idle_block(c, NULL, 0);
-        t = now_s();
+        t = cvia__clock_s();
         s = 0;   /* a blocked wait looks for dead peers after every sleep */
     }
     if ((s & 31) == 0 && cvia_mlock_trylock(&c->slow_lock)) {
@@ -642,7 +636,7 @@ int cvia_check_peers(void)
 
     CHECK_INIT(c);
     cvia_mlock_lock(&c->slow_lock);
-    c->next_check = now_s() + c->cfg.liveness;
+    c->next_check = cvia__clock_s() + c->cfg.liveness;
     check_liveness(c);
     cvia_mlock_unlock(&c->slow_lock);
     cvia_mlock_lock(&c->lock);
@@ -700,7 +694,7 @@ int cvia_imm_block(uint32_t kicks, double max_s)
     ops->block(c->prov[pi].ep, max_s, &c->kicks, kicks);
     atomic_fetch_sub(&c->imm_sleepers, 1);
     if (cvia_mlock_trylock(&c->slow_lock)) {
-        double t = now_s();
+        double t = cvia__clock_s();
         if (t >= c->next_check) {
             c->next_check = t + c->cfg.liveness;
             check_liveness(c);

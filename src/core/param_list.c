@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
-/* The core's CVIA_* variables, and the list of every table in the library
- * (cvia-info prints them, the man page is generated from them, and unknown
- * CVIA_* names are checked against them). */
+/* The core's CVIA_* variables, the list of the library's tables and the
+ * tables the layers above register (cvia-info prints them through
+ * cvia_var_info, the man page is generated from them, and unknown CVIA_*
+ * names are checked against them). */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "core/core.h"
 #include "util/param.h"
@@ -109,10 +113,11 @@ extern const struct cvia_param_table cvia__eth_param_table;
 extern const struct cvia_param_table cvia__dgram_param_table;
 extern const struct cvia_param_table cvia__topo_param_table;
 extern const struct cvia_param_table cvia__mem_param_table;
-extern const struct cvia_param_table cvia__dsm_param_table;
-extern const struct cvia_param_table cvia__fab_param_table;
 
-const struct cvia_param_table *const cvia__param_tables[] = {
+/* The library's own tables. The layers above the core (the DSM library,
+ * the libfabric provider) register theirs when they are loaded: the core
+ * knows their variables only in a process that uses them. */
+static const struct cvia_param_table *const core_tables[] = {
     &cvia__core_param_table,
     &cvia__boot_param_table,
     &cvia__topo_param_table,
@@ -122,8 +127,76 @@ const struct cvia_param_table *const cvia__param_tables[] = {
     &cvia__udp_param_table,
     &cvia__eth_param_table,
     &cvia__dgram_param_table,
-    &cvia__dsm_param_table,
-    &cvia__fab_param_table,
-    &cvia__test_param_table,
-    NULL,
 };
+#define NCORE ((int)(sizeof(core_tables) / sizeof(core_tables[0])))
+
+/* Registered tables, filled in order and never compacted: a slot once
+ * used holds a table or, after cvia_var_unregister, the empty table. */
+#define NLAYERS 8
+static _Atomic(const struct cvia_param_table *) layer_tables[NLAYERS];
+static const struct cvia_param no_params[] = { { NULL } };
+static const struct cvia_param_table gone = {
+    .component = "", .prefix = "", .params = no_params, .cfg_size = 1,
+};
+
+/* Name spaces of the layers above the core that belong to this project
+ * (src/dsm, src/fabric): a CVIA_DSM_* or CVIA_FI_* name in a process that
+ * has not loaded that layer is not reported as unknown. The core knows
+ * the prefixes, not the variables. */
+const char *const cvia__param_layer_prefixes[] = { "DSM_", "FI_", NULL };
+
+/* Order: the library's, the layers', and the test suite's last. */
+const struct cvia_param_table *cvia__param_table(int i)
+{
+    int used = 0;
+
+    if (i < 0)
+        return NULL;
+    if (i < NCORE)
+        return core_tables[i];
+    i -= NCORE;
+    /* slots fill in order and are never emptied: the used ones come first */
+    while (used < NLAYERS && atomic_load_explicit(&layer_tables[used], memory_order_acquire))
+        used++;
+    if (i < used)
+        return atomic_load_explicit(&layer_tables[i], memory_order_acquire);
+    return i == used ? &cvia__test_param_table : NULL;
+}
+
+int cvia_var_register(const struct cvia_param_table *t)
+{
+    if (!t || !t->component || !t->prefix || !t->params || !t->component[0])
+        return -EINVAL;
+    for (int i = 0; i < NLAYERS; i++) {
+        const struct cvia_param_table *cur =
+            atomic_load_explicit(&layer_tables[i], memory_order_acquire);
+
+        if (cur == t || (cur && cur != &gone && !strcmp(cur->prefix, t->prefix)))
+            return 0;   /* already known (this copy or another of the layer) */
+    }
+    for (int i = 0; i < NLAYERS; i++) {
+        const struct cvia_param_table *cur =
+            atomic_load_explicit(&layer_tables[i], memory_order_acquire);
+
+        while (!cur || cur == &gone) {
+            if (atomic_compare_exchange_weak_explicit(&layer_tables[i], &cur, t,
+                                                      memory_order_acq_rel,
+                                                      memory_order_acquire))
+                return 0;
+        }
+    }
+    return -ENOSPC;
+}
+
+int cvia_var_unregister(const struct cvia_param_table *t)
+{
+    for (int i = 0; i < NLAYERS; i++) {
+        const struct cvia_param_table *cur = t;
+
+        if (atomic_compare_exchange_strong_explicit(&layer_tables[i], &cur, &gone,
+                                                    memory_order_acq_rel,
+                                                    memory_order_relaxed))
+            return 0;
+    }
+    return -ENOENT;
+}

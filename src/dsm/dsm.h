@@ -81,7 +81,6 @@ struct dsm_unit {
     uint8_t  noted:1;    /* non-home: a poll note came (a fetch then repeats) */
     uint8_t  indirty:1;  /* in d->dirty (a unit dropped by a poll note while
                             dirty may be written again in the same interval) */
-    uint32_t fepoch;     /* non-home: barrier epoch of the last fetch */
     uint32_t wepoch;     /* epoch of the first write since the last poll tick */
     uint64_t copyset;    /* home: other ranks that may hold a valid copy */
     uint64_t bwriters;   /* barrier scratch: writers in the epoch */

@@ -172,7 +172,6 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         cvia_spin_lock(&d->lock);
         if (d->cfg.fetch == DSM_FETCH_COPY)   /* the paper's base: one more copy */
             memcpy(d->pview + u * d->unit, d->land, d->unit);
-        x->fepoch = d->epoch;
         if (x->noted && again < 2)
             continue;
         x->state = U_CLEAN;
@@ -278,7 +277,6 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
         if (x->noted)
             continue;
         x->state = U_CLEAN;
-        x->fepoch = d->epoch;
         ADD(prefetches, 1);
         ADD(fetches, 1);
         ADD(pages_fetched, d->unit / d->page);
@@ -323,7 +321,6 @@ void dsm_page_landed(struct dsm *d, uint64_t imm)
         /* valid, but left inaccessible: the first touch tells whether the
          * prefetch was used, which decides whether to prefetch it again */
         x->state = U_CLEAN;
-        x->fepoch = d->epoch;
         ADD(fetches, 1);
         ADD(pages_fetched, d->unit / d->page);
         ADD(fetch_bytes, d->unit);

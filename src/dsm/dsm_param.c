@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
 /* CVIA_DSM_* variables: the only place they are documented (cvia-info and
- * man/cvia-config.7.md are generated from this table). Compiled into
- * libcorevia (the list of every table) and into the DSM library, which
- * reads it (src/dsm/dsm_init.c). */
+ * man/cvia-config.7.md are generated from this table). Compiled into the
+ * DSM library, which reads it (src/dsm/dsm_init.c) and registers it with
+ * libcorevia while loaded. */
 #include <stddef.h>
+
+#include <corevia/corevia.h>
 
 #include "dsm/dsm_cfg.h"
 
@@ -95,3 +97,15 @@ const struct cvia_param_table cvia__dsm_param_table = {
     .component = "dsm", .prefix = "DSM_", .params = dsm_params,
     .cfg_size = sizeof(struct dsm_cfg),
 };
+
+/* Known to libcorevia (cvia_var_info, the unknown-name check) while this
+ * DSM library is loaded. */
+__attribute__((constructor)) static void register_params(void)
+{
+    cvia_var_register(&cvia__dsm_param_table);
+}
+
+__attribute__((destructor)) static void unregister_params(void)
+{
+    cvia_var_unregister(&cvia__dsm_param_table);
+}

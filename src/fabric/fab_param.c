@@ -2,9 +2,11 @@
 /* Copyright (c) 2026 corevia developers */
 /* CVIA_FI_* variables of the libfabric provider: the only place they are
  * documented (cvia-info and man/cvia-config.7.md are generated from this
- * table). Compiled into libcorevia (the list of every table) and into
- * libcorevia-fi.so, which reads it. */
+ * table). Compiled into libcorevia-fi.so, which reads it and registers
+ * it with libcorevia while loaded. */
 #include <stddef.h>
+
+#include <corevia/corevia.h>
 
 #include "fabric/fab_cfg.h"
 
@@ -54,3 +56,15 @@ const struct cvia_param_table cvia__fab_param_table = {
     .component = "fi", .prefix = "FI_", .params = fab_params,
     .cfg_size = sizeof(struct fab_cfg),
 };
+
+/* Known to libcorevia (cvia_var_info, the unknown-name check) while this
+ * provider is loaded. */
+__attribute__((constructor)) static void register_params(void)
+{
+    cvia_var_register(&cvia__fab_param_table);
+}
+
+__attribute__((destructor)) static void unregister_params(void)
+{
+    cvia_var_unregister(&cvia__fab_param_table);
+}

@@ -47,8 +47,14 @@ struct cvia_param_table {
     size_t      cfg_size;   /* sizeof the struct the offsets point into */
 };
 
-/* Every table of the library, NULL-terminated (src/core/param_list.c). */
-extern const struct cvia_param_table *const cvia__param_tables[];
+/* The @i-th table this process knows: the library's own, then those the
+ * layers above registered (cvia_var_register); NULL past the last. An
+ * unregistered layer leaves an empty table behind (src/core/param_list.c). */
+const struct cvia_param_table *cvia__param_table(int i);
+
+/* Prefixes of the layers above the core (NULL-terminated): their names are
+ * not reported unknown in a process that has not loaded them. */
+extern const char *const cvia__param_layer_prefixes[];
 
 /* Fill @cfg from defaults, then from the environment. On a bad value logs
  * one error naming the variable and returns -CVIA_ECONFIG; @cfg is then

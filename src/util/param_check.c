@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
 /* The unknown-name check: every CVIA_* variable in the environment against
- * every table of the library (cvia__param_tables, src/core/param_list.c).
+ * every table this process knows (cvia__param_table, src/core/param_list.c).
  * Apart from param.c because it needs that list: the DSM library and the
  * libfabric provider link a private copy of the parsers and the loader
  * (param.c, log.c) to read their own tables, and must not pull in the
@@ -31,8 +31,8 @@ int cvia__param_check_unknown(const char *const *extra)
         memcpy(name, *e, len);
         name[len] = '\0';
         best[0] = '\0';
-        for (int ti = 0; cvia__param_tables[ti] && !known; ti++) {
-            const struct cvia_param_table *t = cvia__param_tables[ti];
+        const struct cvia_param_table *t;
+        for (int ti = 0; (t = cvia__param_table(ti)) && !known; ti++) {
             for (const struct cvia_param *p = t->params; p->name; p++) {
                 size_t d;
                 cvia__param_varname(t, p, var, sizeof(var));
@@ -57,6 +57,18 @@ int cvia__param_check_unknown(const char *const *extra)
             if (d < best_d) {
                 best_d = d;
                 snprintf(best, sizeof(best), "%s", extra[i]);
+            }
+        }
+        if (!known) {
+            /* a layer's name space, and that layer is not loaded here */
+            for (int i = 0; cvia__param_layer_prefixes[i] && !known; i++) {
+                const char *lp = cvia__param_layer_prefixes[i];
+                int loaded = 0;
+                if (strncmp(name + 5, lp, strlen(lp)))
+                    continue;
+                for (int ti = 0; (t = cvia__param_table(ti)); ti++)
+                    loaded |= !strcmp(t->prefix, lp);
+                known = !loaded;
             }
         }
         if (known)

@@ -10,6 +10,10 @@ expect_fail=0
 if [ "${1:-}" = --expect-fail ]; then expect_fail=1; shift; fi
 [ $# -eq 4 ] || { echo "usage: run.sh [--expect-fail] CVIA_RUN NP PROG CASE" >&2; exit 2; }
 run=$1 np=$2 prog=$3 case=$4
+# FUNC_RUN_STDIN: a file that becomes the job's stdin (cvia-run hands it to rank 0)
+if [ -n "${FUNC_RUN_STDIN:-}" ]; then
+    exec <"$FUNC_RUN_STDIN" || { echo "run.sh: cannot read FUNC_RUN_STDIN $FUNC_RUN_STDIN" >&2; exit 2; }
+fi
 mult=${CVIA_TEST_TIMEOUT_MULTIPLIER:-1}
 limit=$((60 * mult))
 token="cvia-test-$$-$RANDOM"

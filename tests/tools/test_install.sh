@@ -80,6 +80,22 @@ if out=$(timeout "$T" "$prefix/bin/cvia-info" --version 2>&1) && grep -qF "$(pkg
 else
     bad "installed cvia-info --version: $out"
 fi
+# cvia-info describes the installed library and the layers installed with
+# it: it loads libcorevia.so.0 from the prefix, and lists the DSM's and the
+# provider's variables, which they register when loaded from there
+lib=$(ldd "$prefix/bin/cvia-info" 2>/dev/null | awk '$1 == "libcorevia.so.0" { print $3 }')
+if [ "$(readlink -f "$lib")" = "$(readlink -f "$libdir/libcorevia.so.0")" ]; then
+    ok "installed cvia-info links the installed libcorevia.so.0"
+else
+    bad "installed cvia-info links '$lib', not $libdir/libcorevia.so.0"
+fi
+conf=$(env -u FI_PROVIDER_PATH timeout "$T" "$prefix/bin/cvia-info" -c 2>&1)
+want="CVIA_DSM_SIZE"
+[ -e "$libdir/libfabric/libcorevia-fi.so" ] && want="$want CVIA_FI_EAGER"
+miss=""
+for v in $want; do grep -q "^#* *$v=" <<<"$conf" || miss="$miss $v"; done
+if [ -z "$miss" ]; then ok "installed cvia-info -c lists the installed layers' variables ($want)"
+else bad "installed cvia-info -c lacks$miss"; fi
 if out=$(timeout "$T" "$prefix/bin/cvia-run" -n 2 -- "$prefix/libexec/corevia/sor" small 2>&1); then
     ok "installed cvia-run runs the installed DSM application sor on 2 ranks"
 else

@@ -3,7 +3,8 @@
 /* Unit test of util/param.c: the value parsers, typed parsing with ranges,
  * formatting (round trip), loading from the environment with errors that
  * name the variable, unknown-variable warnings with suggestions, and the
- * soundness of every table in cvia__param_tables. TAP output. */
+ * soundness of every table (the library's and the layers' registered
+ * ones), registration and cvia_var_info. TAP output. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <corevia/corevia.h>
 #include <corevia/cvia_errno.h>
 #include "util/log.h"
 #include "util/param.h"
@@ -502,8 +504,8 @@ static void test_tables(void)
         exit(1);
     }
     clear_cvia_env();
-    for (int ti = 0; cvia__param_tables[ti]; ti++) {
-        const struct cvia_param_table *t = cvia__param_tables[ti];
+    const struct cvia_param_table *t;
+    for (int ti = 0; (t = cvia__param_table(ti)); ti++) {
         void *cfg;
         int rc;
 
@@ -591,7 +593,7 @@ static void test_tables(void)
         free(cfg);
     }
     regfree(&re);
-    tap_ok(good_tab && ntables >= 4, "cvia__param_tables: %d tables, each with a component, "
+    tap_ok(good_tab && ntables >= 4, "cvia__param_table: %d tables, each with a component, "
            "prefix ending in _, params and cfg_size", ntables);
     tap_ok(good_name, "every variable name (%zu) matches ^CVIA_[A-Z0-9_]+$", nnames);
     tap_ok(good_uniq, "every variable name is unique across tables");
@@ -802,7 +804,82 @@ static void test_check_unknown(void)
     clear_cvia_env();
 }
 
-#define NTESTS 62
+
+extern const struct cvia_param_table cvia__dsm_param_table;
+extern const struct cvia_param_table cvia__fab_param_table;
+
+/* The layers register their tables (here: by the constructors of
+ * dsm_param.c and fab_param.c, linked into this test as into their
+ * libraries); the core lists them after its own, and cvia_var_info
+ * describes every variable. */
+static void test_registry(void)
+{
+    const struct cvia_param_table *t;
+    int dsm = -1, fi = -1, n = 0, nvars = 0, rc, good = 1;
+    cvia_var_info_t v;
+    const char *err;
+
+    clear_cvia_env();
+    for (int ti = 0; (t = cvia__param_table(ti)); ti++, n++) {
+        if (t == &cvia__dsm_param_table)
+            dsm = ti;
+        if (t == &cvia__fab_param_table)
+            fi = ti;
+    }
+    tap_ok(dsm >= 0 && fi >= 0, "the DSM's and the provider's tables are registered at load "
+           "(tables %d and %d of %d)", dsm, fi, n);
+    tap_ok(cvia_var_register(&cvia__dsm_param_table) == 0 && cvia__param_table(n) == NULL,
+           "registering a table again changes nothing");
+
+    while ((rc = cvia_var_info(nvars, &v, sizeof(v))) == 0) {
+        good &= v.name[0] == 'C' && v.component && v.syntax && v.desc && v.valid && !v.set;
+        good &= !strcmp(v.value, v.dflt);
+        nvars++;
+    }
+    tap_ok(rc == -ENOENT && nvars > 50 && good, "cvia_var_info: %d variables, each named, "
+           "at its default in a clean environment; -ENOENT past the last", nvars);
+
+    setenv("CVIA_DSM_SIZE", "64m", 1);
+    setenv("CVIA_SHM_SLOT_SIZE", "abc", 1);
+    int seen = 0;
+    for (int i = 0; cvia_var_info(i, &v, sizeof(v)) == 0; i++) {
+        if (!strcmp(v.name, "CVIA_DSM_SIZE"))
+            seen += v.set && v.valid && !strcmp(v.value, "64m") && !strcmp(v.component, "dsm");
+        if (!strcmp(v.name, "CVIA_SHM_SLOT_SIZE"))
+            seen += v.set && !v.valid && !strcmp(v.value, v.dflt);
+    }
+    tap_ok(seen == 2, "cvia_var_info: a set value is shown as parsed; a bad one is flagged "
+           "invalid and shows the default");
+    unsetenv("CVIA_SHM_SLOT_SIZE");
+
+    /* unloaded: the DSM's variables are gone, and its name space is not
+     * reported unknown (the process may simply not use the DSM) */
+    tap_ok(cvia_var_unregister(&cvia__dsm_param_table) == 0 &&
+           cvia_var_unregister(&cvia__dsm_param_table) == -ENOENT,
+           "cvia_var_unregister: 0, then -ENOENT");
+    int found = 0;
+    for (int i = 0; cvia_var_info(i, &v, sizeof(v)) == 0; i++)
+        found |= !strcmp(v.name, "CVIA_DSM_SIZE");
+    setenv("CVIA_DSM_SIZ", "1", 1);
+    capture_start();
+    rc = cvia__param_check_unknown(NULL);
+    err = capture_end();
+    tap_ok(!found && rc == 0 && !err[0], "DSM not loaded: its variables are not listed, and "
+           "CVIA_DSM_* names are not reported unknown");
+    cvia_var_register(&cvia__dsm_param_table);
+    capture_start();
+    rc = cvia__param_check_unknown(NULL);
+    err = capture_end();
+    tap_ok(rc == 1 && strstr(err, "did you mean CVIA_DSM_SIZE"),
+           "DSM loaded again: CVIA_DSM_SIZ is unknown, CVIA_DSM_SIZE suggested");
+    if (rc != 1)
+        tap_diag("stderr was: %s", err);
+    tap_ok(cvia_var_info(-1, &v, sizeof(v)) == -EINVAL && cvia_var_info(0, NULL, 1) == -EINVAL &&
+           cvia_var_register(NULL) == -EINVAL, "bad arguments: -EINVAL");
+    clear_cvia_env();
+}
+
+#define NTESTS 70
 
 int main(void)
 {
@@ -818,6 +895,7 @@ int main(void)
     test_load();            /* 10 */
     test_edit_distance();   /* 2 */
     test_check_unknown();   /* 8 */
+    test_registry();        /* 8 */
     if (tap_n != NTESTS)
         printf("# planned %d tests, ran %d\n", NTESTS, tap_n);
     return tap_failed || tap_n != NTESTS ? 1 : 0;

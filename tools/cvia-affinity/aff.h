@@ -28,7 +28,8 @@
 
 #include "topo/topo_cpu.h"
 #include "topo/topo_nic.h"
-#include "aff_json.h"
+#include "util/json.h"
+#include "util/clock.h"
 
 #define AFF_MAX_DEV   32
 #define AFF_NAMELEN   64
@@ -255,7 +256,6 @@ int  aff_irqbalance_pid(const char *root);
 
 /* ---- shared helpers (aff_util.c) ----------------------------------------- */
 
-double aff_now(void);                 /* CLOCK_MONOTONIC, seconds */
 double aff_cpu_self(void);            /* user + system time of this process, seconds */
 /* @pus as a cpu_set_t; returns how many PUs it holds. */
 int  aff_cpuset_of(hwloc_const_bitmap_t pus, cpu_set_t *set);

@@ -189,11 +189,11 @@ static int one_stream(hwloc_topology_t t, struct aff_lab *lab, const struct an_o
         _exit(0);
     }
     close(qp[1]);
-    deadline = aff_now() + secs + 30;
+    deadline = cvia__clock_s() + secs + 30;
     /* bounded wait for the receiver's result */
     for (;;) {
         struct pollfd p = { .fd = sp[0], .events = POLLIN };
-        int left = (int)((deadline - aff_now()) * 1000);
+        int left = (int)((deadline - cvia__clock_s()) * 1000);
         if (left <= 0 || poll(&p, 1, left) <= 0) {
             snprintf(err, cap, "stream did not finish within %.0f s", secs + 30);
             kill(src, SIGKILL);

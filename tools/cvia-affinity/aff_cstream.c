@@ -77,17 +77,17 @@ static void cs_send(const struct aff_cstream_opts *o)
     /* the receiver has posted its receives and is running */
     if ((rc = cvia_barrier()))
         cs_fail("barrier: %s", cvia_strerror(rc));
-    t0 = aff_now();
+    t0 = cvia__clock_s();
     for (int i = 0;; i = (i + 1) % o->window) {
         if (req[i] && (rc = cvia_wait(&req[i], NULL)))
             cs_fail("send: %s", cvia_strerror(rc));
-        if ((t = aff_now()) - t0 >= o->secs)
+        if ((t = cvia__clock_s()) - t0 >= o->secs)
             break;
         if (o->rate > 0) {
             /* paced: keep progressing (the provider writes what is queued
              * only in our calls), napping while far from due */
             double due = t0 + sent / o->rate;
-            while ((t = aff_now()) < due && t - t0 < o->secs) {
+            while ((t = cvia__clock_s()) < due && t - t0 < o->secs) {
                 cvia_progress();
                 if (due - t > 200e-6) {
                     struct timespec nap = { 0, 100000 };
@@ -104,7 +104,7 @@ static void cs_send(const struct aff_cstream_opts *o)
     if ((rc = cvia_waitall((size_t)o->window, req, NULL)))
         cs_fail("send: %s", cvia_strerror(rc));
     end.bytes = sent;
-    end.secs = aff_now() - t0;
+    end.secs = cvia__clock_s() - t0;
     if ((rc = cvia_send(&end, sizeof(end), 1, TAG_DATA)))
         cs_fail("send: %s", cvia_strerror(rc));
     free(req);
@@ -134,7 +134,7 @@ static void cs_recv(const struct aff_cstream_opts *o, const char *path, int json
         /* the window opens with the sender's start, not with the first
          * message: a receiver the scheduler keeps waiting is slow, not a
          * burst at memory speed from the socket buffers */
-        t0 = aff_now();
+        t0 = cvia__clock_s();
         cpu0 = aff_cpu_self();
         aff_cpustat_read(&c0);
     }
@@ -142,7 +142,7 @@ static void cs_recv(const struct aff_cstream_opts *o, const char *path, int json
         cvia_status_t st;
         double t;
         rc = cvia_wait(&req[i], &st);
-        t = aff_now();
+        t = cvia__clock_s();
         if (rc)
             cs_fail("receive: %s", cvia_strerror(rc));
         if (st.len < o->chunk) {       /* the end */
@@ -170,7 +170,7 @@ static void cs_recv(const struct aff_cstream_opts *o, const char *path, int json
         if ((rc = cvia_irecv(bufs + (size_t)i * o->chunk, o->chunk, 0, TAG_DATA, &req[i])))
             cs_fail("receive: %s", cvia_strerror(rc));
     }
-    win = aff_now() - t0;
+    win = cvia__clock_s() - t0;
     r.cpu_s = aff_cpu_self() - cpu0;
     for (int i = 0; i < o->window; i++)   /* the receives the end left posted */
         if (req[i] && cvia_cancel(&req[i]) == -EBUSY)
@@ -271,8 +271,8 @@ int aff_cstream_rank(const struct aff_cstream_opts *o, int json)
 /* Network providers this corevia has (the values CVIA_NET takes). */
 static const struct cvia_param *net_param(void)
 {
-    for (int i = 0; cvia__param_tables[i]; i++) {
-        const struct cvia_param_table *t = cvia__param_tables[i];
+    const struct cvia_param_table *t;
+    for (int i = 0; (t = cvia__param_table(i)); i++) {
         if (strcmp(t->prefix, ""))
             continue;
         for (const struct cvia_param *p = t->params; p->name; p++)
@@ -342,7 +342,7 @@ static int drain(int fd[2], char *buf[2], size_t len[2], double deadline)
 
     while (open_) {
         struct pollfd p[2];
-        int n = 0, left = (int)((deadline - aff_now()) * 1000);
+        int n = 0, left = (int)((deadline - cvia__clock_s()) * 1000);
         if (left <= 0)
             return -ETIMEDOUT;
         for (int i = 0; i < 2; i++)
@@ -474,7 +474,7 @@ int aff_cstream_run(const struct aff_cstream_job *j, const struct aff_cstream_op
     fd[0] = out[0];
     fd[1] = errp[0];
     out[0] = errp[0] = -1;
-    if (drain(fd, buf, len, aff_now() + job_limit + 15) < 0) {
+    if (drain(fd, buf, len, cvia__clock_s() + job_limit + 15) < 0) {
         /* cvia-run's own --timeout should have come first: it is stuck */
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);

@@ -513,7 +513,7 @@ static void period(struct live *L, long k, double t0)
     int pids[AFF_MAX_WATCH], npids = discover(L, pids);
     struct aff_obs obs = { 0 };
     struct aff_decision *d = NULL;
-    double t = aff_now(), dt = t - L->cs_t;
+    double t = cvia__clock_s(), dt = t - L->cs_t;
     int n;
 
     if (npids > L->max_watched)
@@ -681,7 +681,7 @@ static int run_live(struct aff_env *e, struct aff_dopts *o)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    t0 = aff_now();
+    t0 = cvia__clock_s();
     cpu0 = aff_cpu_self();
     aff_cpustat_read(&L.cs_prev);
     L.cs_t = t0;
@@ -704,7 +704,7 @@ static int run_live(struct aff_env *e, struct aff_dopts *o)
         restore_one(L.tr[i], 0);
         free(L.tr[i]);
     }
-    elapsed = aff_now() - t0;
+    elapsed = cvia__clock_s() - t0;
     used = aff_cpu_self() - cpu0;
     if (o->json) {
         struct jw w;

@@ -74,7 +74,7 @@ int aff_stream_connect(const char *addr, int port, double timeout)
 {
     struct sockaddr_storage ss;
     socklen_t len;
-    double end = aff_now() + timeout;
+    double end = cvia__clock_s() + timeout;
     int rc;
 
     if ((rc = resolve(addr, port, 0, &ss, &len)))
@@ -87,7 +87,7 @@ int aff_stream_connect(const char *addr, int port, double timeout)
             return fd;
         rc = -errno;
         close(fd);
-        if ((rc != -ECONNREFUSED && rc != -ENETUNREACH && rc != -EADDRNOTAVAIL) || aff_now() > end)
+        if ((rc != -ECONNREFUSED && rc != -ENETUNREACH && rc != -EADDRNOTAVAIL) || cvia__clock_s() > end)
             return rc;
         usleep(20000);
     }
@@ -125,7 +125,7 @@ int aff_stream_recv(int fd, size_t chunk, double timeout, double omit, struct af
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     for (;;) {
         ssize_t n = read(fd, buf, chunk);
-        double t = aff_now();
+        double t = cvia__clock_s();
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -157,7 +157,7 @@ int aff_stream_recv(int fd, size_t chunk, double timeout, double omit, struct af
 int aff_stream_send(int fd, double secs, double rate, size_t chunk, struct aff_stream_res *r)
 {
     char *buf = malloc(chunk);
-    double cpu0 = aff_cpu_self(), t0 = aff_now(), t;
+    double cpu0 = aff_cpu_self(), t0 = cvia__clock_s(), t;
     int rc = 0;
 
     memset(r, 0, sizeof(*r));
@@ -165,7 +165,7 @@ int aff_stream_send(int fd, double secs, double rate, size_t chunk, struct aff_s
         return -ENOMEM;
     memset(buf, 0x5a, chunk);
     signal(SIGPIPE, SIG_IGN);
-    while ((t = aff_now()) - t0 < secs) {
+    while ((t = cvia__clock_s()) - t0 < secs) {
         ssize_t n;
         if (rate > 0) {
             double due = t0 + r->bytes / rate;
@@ -185,7 +185,7 @@ int aff_stream_send(int fd, double secs, double rate, size_t chunk, struct aff_s
         r->bytes += (double)n;
         r->calls++;
     }
-    r->secs = aff_now() - t0;
+    r->secs = cvia__clock_s() - t0;
     shutdown(fd, SHUT_WR);
     /* wait for the receiver to close, so its count is complete */
     {

@@ -12,14 +12,6 @@
 
 #include "aff.h"
 
-double aff_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 double aff_cpu_self(void)
 {
     struct rusage ru;

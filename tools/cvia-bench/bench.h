@@ -191,7 +191,9 @@ FILE *bench_tmpfile(char *path, size_t cap, const char *suffix);
 int   bench_gp_run(const char *script);
 /* "# buffers: ..." in words */
 void  bench_buffers_text(char *out, size_t cap, const struct bench_report *rep);
-void  bench_json_str(FILE *f, const char *s);
+struct jw;
+/* tool, version, host, cpu_model, cpus_online, date (and benchmark) */
+void  bench_json_head(struct jw *w, const struct bench_report *rep, const char *benchmark);
 
 /* --buffers auto: the bytes each side cycles through (rep->footprint,
  * rep->llc); rep->buffers, rep->arena from @o. */

@@ -42,6 +42,7 @@
 #include "bench_mbw.h"
 #include "bench_mbw_int.h"
 #include "boot/boot_env.h"
+#include "util/clock.h"
 
 #define MBW_LARGE      8192         /* osu's LARGE_MESSAGE_SIZE */
 #define MBW_MAX_PAIRS  4096
@@ -399,13 +400,6 @@ static int mbw_launch(int argc, char **argv, const struct mbw_plan *p)
 
 /* ---- measuring ------------------------------------------------------------ */
 
-static double mbw_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t mbw_word(uint64_t seed, uint64_t i)
 {
     uint64_t x = (seed + i) * 0xBF58476D1CE4E5B9ull;
@@ -484,7 +478,7 @@ static double mbw_one(struct mbw_ctx *c, size_t size, long iters, long warmup, i
     for (long i = 0; i < warmup + iters; i++) {
         if (i == warmup) {
             MBW_CALL("barrier", cvia_barrier());
-            t0 = mbw_now();
+            t0 = cvia__clock_s();
         }
         if (c->sender) {
             unsigned char *sb = c->sbuf + (size_t)(i % c->sslots) * c->stride;
@@ -509,7 +503,7 @@ static double mbw_one(struct mbw_ctx *c, size_t size, long iters, long warmup, i
             MBW_CALL("send ack", cvia_send(c->ack, MBW_ACK_LEN, c->peer, TAG_MBW_ACK));
         }
     }
-    return mbw_now() - t0;
+    return cvia__clock_s() - t0;
 }
 
 static int mbw_cmp_d(const void *a, const void *b)

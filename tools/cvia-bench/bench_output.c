@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "util/clock.h"
+#include "util/json.h"
 
 const char *const bench_kind_name[BENCH_NKINDS] = { "latency", "bw", "bibw", "memcpy" };
 
@@ -157,13 +159,6 @@ void bench_summarize(struct bench_result *r)
 
 static FILE *bench_progress_dirty;  /* where a \r progress line is showing */
 
-static double bench_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A rough a-priori cost: 1 us per message plus copying at 2 GB/s. */
 static double bench_estimate_s(const struct bench_result *r)
 {
@@ -209,7 +204,7 @@ void bench_progress_start(struct bench_progress *p, const struct bench_report *r
     p->total = rep->nres * (size_t)rep->repeat;
     if (!quiet)
         p->tty = bench_progress_tty();
-    p->t0 = bench_now_s();
+    p->t0 = cvia__clock_s();
     p->on = est * rep->repeat > BENCH_PROGRESS_S;
 }
 
@@ -219,7 +214,7 @@ void bench_progress_step(struct bench_progress *p, const struct bench_result *r)
     char runs[48] = "";
 
     p->step++;
-    if (p->quiet || (!p->on && bench_now_s() - p->t0 <= BENCH_PROGRESS_S))
+    if (p->quiet || (!p->on && cvia__clock_s() - p->t0 <= BENCH_PROGRESS_S))
         return;
     p->on = 1;
     if (p->repeat > 1)
@@ -430,111 +425,119 @@ int bench_print_csv(FILE *f, const struct bench_report *rep)
     return ferror(f) ? -1 : 0;
 }
 
-void bench_json_str(FILE *f, const char *s)
+/* The report's header, shared by every JSON output of cvia-bench. */
+void bench_json_head(struct jw *w, const struct bench_report *rep, const char *benchmark)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
+    jw_str(w, "tool", "cvia-bench");
+    if (benchmark)
+        jw_str(w, "benchmark", benchmark);
+    jw_str(w, "version", rep->version);
+    jw_str(w, "host", rep->host);
+    jw_str(w, "cpu_model", rep->cpu_model);
+    jw_int(w, "cpus_online", rep->ncpus);
+    jw_str(w, "date", rep->date);
+}
+
+static void bench_json_runs(struct jw *w, const char *key, const double *v, int n, int decimals)
+{
+    jw_arr(w, key);
+    for (int k = 0; k < n; k++)
+        jw_fixed(w, NULL, v[k], decimals);
+    jw_end_arr(w);
 }
 
 int bench_print_json(FILE *f, const struct bench_report *rep)
 {
     const struct bench_place *p = &rep->place;
+    struct jw w;
+    char b[320];
 
-    fputs("{\n  \"tool\": \"cvia-bench\",\n  \"version\": ", f);
-    bench_json_str(f, rep->version);
-    fputs(",\n  \"host\": ", f);
-    bench_json_str(f, rep->host);
-    fputs(",\n  \"cpu_model\": ", f);
-    bench_json_str(f, rep->cpu_model);
-    fprintf(f, ",\n  \"cpus_online\": %d", rep->ncpus);
-    fputs(",\n  \"date\": ", f);
-    bench_json_str(f, rep->date);
-    fprintf(f, ",\n  \"ranks\": %d,\n  \"placement\": {\"bind\": ", rep->nranks);
-    if (rep->bind)
-        bench_json_str(f, rep->bind);
-    else
-        fputs("null", f);
-    fprintf(f, ", \"cpus\": [%d, %d], \"cpus_end\": [%d, %d], \"allowed_cpus\": [",
-            p->cpu[0], p->cpu[1], p->cpu_end[0], p->cpu_end[1]);
-    bench_json_str(f, p->affinity[0]);
-    fputs(", ", f);
-    bench_json_str(f, p->affinity[1]);
-    fputs("]", f);
+    jw_init_flags(&w, f, JW_PRETTY);
+    jw_obj(&w, NULL);
+    bench_json_head(&w, rep, NULL);
+    jw_int(&w, "ranks", rep->nranks);
+    jw_obj(&w, "placement");
+    jw_str(&w, "bind", rep->bind);
+    jw_arr(&w, "cpus");
+    jw_int(&w, NULL, p->cpu[0]);
+    jw_int(&w, NULL, p->cpu[1]);
+    jw_end_arr(&w);
+    jw_arr(&w, "cpus_end");
+    jw_int(&w, NULL, p->cpu_end[0]);
+    jw_int(&w, NULL, p->cpu_end[1]);
+    jw_end_arr(&w);
+    jw_arr(&w, "allowed_cpus");
+    jw_str(&w, NULL, p->affinity[0]);
+    jw_str(&w, NULL, p->affinity[1]);
+    jw_end_arr(&w);
     if (rep->plan.planned) {
-        fprintf(f, ",\n                \"class\": \"%s\", \"requested\": \"%s\", "
-                "\"cores\": [%d, %d], \"planned_cpus\": [%d, %d], \"shared\": ",
-                bench_class_name(rep->plan.found), bench_class_name(rep->plan.cls),
-                rep->plan.core[0], rep->plan.core[1], rep->plan.cpu[0], rep->plan.cpu[1]);
-        bench_json_str(f, rep->plan.text);
+        jw_str(&w, "class", bench_class_name(rep->plan.found));
+        jw_str(&w, "requested", bench_class_name(rep->plan.cls));
+        jw_arr(&w, "cores");
+        jw_int(&w, NULL, rep->plan.core[0]);
+        jw_int(&w, NULL, rep->plan.core[1]);
+        jw_end_arr(&w);
+        jw_arr(&w, "planned_cpus");
+        jw_int(&w, NULL, rep->plan.cpu[0]);
+        jw_int(&w, NULL, rep->plan.cpu[1]);
+        jw_end_arr(&w);
+        jw_str(&w, "shared", rep->plan.text);
     } else {
-        fputs(", \"class\": null", f);
+        jw_null(&w, "class");
     }
-    fputs("},\n  \"path\": ", f);
-    bench_json_str(f, rep->path[0]);
-    fputs(",\n  \"path_rank1\": ", f);
-    bench_json_str(f, rep->path[1]);
-    {
-        char b[320];
-        bench_buffers_text(b, sizeof(b), rep);
-        fputs(",\n  \"buffers\": {\"count\": ", f);
-        rep->buffers ? fprintf(f, "%ld", rep->buffers) : fputs("\"auto\"", f);
-        fprintf(f, ", \"footprint_bytes\": %zu, \"llc_bytes\": %zu, \"arena\": %s, "
-                "\"text\": ", rep->buffers ? (size_t)0 : rep->footprint, rep->llc,
-                rep->arena ? "true" : "false");
-        bench_json_str(f, b);
-    }
-    fprintf(f, "},\n  \"timer\": {\"clock\": \"CLOCK_MONOTONIC\", \"resolution_ns\": %.0f, "
-            "\"read_ns\": %.0f},\n", rep->timer_res_ns, rep->timer_read_ns);
-    fprintf(f, "  \"repeat\": %d,\n  \"check\": %s,\n  \"mb\": 1000000,\n  \"results\": [",
-            rep->repeat, rep->check ? "true" : "false");
+    jw_end_obj(&w);
+    jw_str(&w, "path", rep->path[0]);
+    jw_str(&w, "path_rank1", rep->path[1]);
+    bench_buffers_text(b, sizeof(b), rep);
+    jw_obj(&w, "buffers");
+    if (rep->buffers)
+        jw_int(&w, "count", rep->buffers);
+    else
+        jw_str(&w, "count", "auto");
+    jw_int(&w, "footprint_bytes", rep->buffers ? 0 : (long long)rep->footprint);
+    jw_int(&w, "llc_bytes", (long long)rep->llc);
+    jw_bool(&w, "arena", rep->arena);
+    jw_str(&w, "text", b);
+    jw_end_obj(&w);
+    jw_obj(&w, "timer");
+    jw_str(&w, "clock", "CLOCK_MONOTONIC");
+    jw_fixed(&w, "resolution_ns", rep->timer_res_ns, 0);
+    jw_fixed(&w, "read_ns", rep->timer_read_ns, 0);
+    jw_end_obj(&w);
+    jw_int(&w, "repeat", rep->repeat);
+    jw_bool(&w, "check", rep->check);
+    jw_int(&w, "mb", 1000000);
+    jw_arr(&w, "results");
     for (size_t i = 0; i < rep->nres; i++) {
         const struct bench_result *r = &rep->res[i];
         int lat = r->kind == BENCH_LATENCY;
-        fprintf(f, "%s\n    {\"benchmark\": \"%s\", \"size_bytes\": %zu, \"iterations\": %ld, "
-                "\"warmup\": %ld, \"buffers\": %ld, \"window\": ", i ? "," : "",
-                bench_kind_name[r->kind], r->size, r->iters, r->warmup, r->nbuf);
+
+        jw_obj(&w, NULL);
+        jw_str(&w, "benchmark", bench_kind_name[r->kind]);
+        jw_int(&w, "size_bytes", (long long)r->size);
+        jw_int(&w, "iterations", r->iters);
+        jw_int(&w, "warmup", r->warmup);
+        jw_int(&w, "buffers", r->nbuf);
         if (lat)
-            fputs("null", f);
+            jw_null(&w, "window");
         else
-            fprintf(f, "%ld", r->window);
-        fputs(",\n     \"latency_us\": ", f);
-        bench_num(f, "%.4f", r->latency_us, "null");
-        fputs(", \"latency_p50_us\": ", f);
-        bench_num(f, "%.4f", r->p50_us, "null");
-        fputs(", \"latency_p99_us\": ", f);
-        bench_num(f, "%.4f", r->p99_us, "null");
-        fputs(", \"latency_min_us\": ", f);
-        bench_num(f, "%.4f", r->min_us, "null");
-        fputs(",\n     \"bandwidth_mb_s\": ", f);
-        bench_num(f, "%.3f", r->mb_s, "null");
-        fputs(", \"msg_rate_per_s\": ", f);
-        bench_num(f, "%.1f", r->msg_s, "null");
-        fprintf(f, ",\n     \"runs\": {\"%s\": [", lat ? "latency_us" : "bandwidth_mb_s");
-        for (int k = 0; k < r->nruns; k++) {
-            fputs(k ? ", " : "", f);
-            bench_num(f, lat ? "%.4f" : "%.3f", r->runs[k], "null");
-        }
-        fputs("]", f);
-        if (!lat) {
-            fputs(", \"msg_rate_per_s\": [", f);
-            for (int k = 0; k < r->nruns; k++) {
-                fputs(k ? ", " : "", f);
-                bench_num(f, "%.1f", r->runs_rate[k], "null");
-            }
-            fputs("]", f);
-        }
-        fputs("}}", f);
+            jw_int(&w, "window", r->window);
+        jw_fixed(&w, "latency_us", r->latency_us, 4);
+        jw_fixed(&w, "latency_p50_us", r->p50_us, 4);
+        jw_fixed(&w, "latency_p99_us", r->p99_us, 4);
+        jw_fixed(&w, "latency_min_us", r->min_us, 4);
+        jw_fixed(&w, "bandwidth_mb_s", r->mb_s, 3);
+        jw_fixed(&w, "msg_rate_per_s", r->msg_s, 1);
+        jw_obj(&w, "runs");
+        bench_json_runs(&w, lat ? "latency_us" : "bandwidth_mb_s", r->runs, r->nruns,
+                        lat ? 4 : 3);
+        if (!lat)
+            bench_json_runs(&w, "msg_rate_per_s", r->runs_rate, r->nruns, 1);
+        jw_end_obj(&w);
+        jw_end_obj(&w);
     }
-    fputs("\n  ]\n}\n", f);
+    jw_end_arr(&w);
+    jw_end_obj(&w);
     return ferror(f) ? -1 : 0;
 }
 

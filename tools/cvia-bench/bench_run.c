@@ -19,6 +19,7 @@
 
 #include <corevia/corevia.h>
 #include "bench.h"
+#include "util/json.h"
 
 /* ---- finding cvia-run ------------------------------------------------------ */
 
@@ -355,79 +356,90 @@ static void xv_csv(FILE *f, const struct xover *x, const struct bench_opts *o)
 static void xv_json(FILE *f, const struct xover *x, const struct bench_opts *o,
                     const struct bench_report *rep)
 {
-    char verdict[512], buf[256];
+    char verdict[512], buf[256], key[64];
+    struct jw w;
 
-    fputs("{\n  \"tool\": \"cvia-bench\",\n  \"benchmark\": \"crossover\",\n  \"version\": ", f);
-    bench_json_str(f, rep->version);
-    fputs(",\n  \"host\": ", f);
-    bench_json_str(f, rep->host);
-    fputs(",\n  \"cpu_model\": ", f);
-    bench_json_str(f, rep->cpu_model);
-    fputs(",\n  \"date\": ", f);
-    bench_json_str(f, rep->date);
-    fprintf(f, ",\n  \"runs\": %d,\n  \"mb\": 1000000,\n  \"placement\": ", x->runs);
+    jw_init_flags(&w, f, JW_PRETTY);
+    jw_obj(&w, NULL);
+    bench_json_head(&w, rep, "crossover");
+    jw_int(&w, "runs", x->runs);
+    jw_int(&w, "mb", 1000000);
+    jw_obj(&w, "placement");
     if (rep->plan.planned) {
-        fprintf(f, "{\"class\": \"%s\", \"found\": \"%s\", \"cpus\": [%d, %d], "
-                "\"cores\": [%d, %d], \"shared\": ", bench_class_name(rep->plan.cls),
-                bench_class_name(rep->plan.found), rep->plan.cpu[0], rep->plan.cpu[1],
-                rep->plan.core[0], rep->plan.core[1]);
-        bench_json_str(f, rep->plan.text);
-        fputs("}", f);
+        jw_str(&w, "class", bench_class_name(rep->plan.cls));
+        jw_str(&w, "found", bench_class_name(rep->plan.found));
+        jw_arr(&w, "cpus");
+        jw_int(&w, NULL, rep->plan.cpu[0]);
+        jw_int(&w, NULL, rep->plan.cpu[1]);
+        jw_end_arr(&w);
+        jw_arr(&w, "cores");
+        jw_int(&w, NULL, rep->plan.core[0]);
+        jw_int(&w, NULL, rep->plan.core[1]);
+        jw_end_arr(&w);
+        jw_str(&w, "shared", rep->plan.text);
     } else {
-        fprintf(f, "{\"bind\": \"%s\"}", o->bind);
+        jw_str(&w, "bind", o->bind);
     }
+    jw_end_obj(&w);
     bench_buffers_text(buf, sizeof(buf), rep);
-    fputs(",\n  \"buffers\": ", f);
-    bench_json_str(f, buf);
-    fputs(",\n  \"variants\": {", f);
+    jw_str(&w, "buffers", buf);
+    jw_obj(&w, "variants");
     for (int v = 0; v < XV_N; v++) {
-        fprintf(f, "%s\n    \"%s\": {\"env\": \"CVIA_SHM_RNDV_THRESHOLD=%s\", \"path\": ",
-                v ? "," : "", xv_name[v], xv_thr[v]);
-        bench_json_str(f, x->path[v][0]);
-        fputs(", \"path_rank1\": ", f);
-        bench_json_str(f, x->path[v][1]);
-        fputs("}", f);
+        jw_obj(&w, xv_name[v]);
+        snprintf(buf, sizeof(buf), "CVIA_SHM_RNDV_THRESHOLD=%s", xv_thr[v]);
+        jw_str(&w, "env", buf);
+        jw_str(&w, "path", x->path[v][0]);
+        jw_str(&w, "path_rank1", x->path[v][1]);
+        jw_end_obj(&w);
     }
-    fputs("\n  },\n  \"results\": [", f);
+    jw_end_obj(&w);
+    jw_arr(&w, "results");
     for (size_t i = 0; i < x->n; i++) {
-        fprintf(f, "%s\n    {\"size_bytes\": %zu", i ? "," : "", o->sizes[i]);
+        jw_obj(&w, NULL);
+        jw_int(&w, "size_bytes", (long long)o->sizes[i]);
         for (int k = 0; k < 2; k++) {
             const char *m = k ? "bandwidth" : "latency", *u = k ? "mb_s" : "us";
             for (int v = 0; v < XV_N; v++) {
-                fprintf(f, ", \"%s_%s_%s\": ", m, xv_name[v], u);
-                xv_num(f, "%.4f", x->med[v][k][i], "null");
+                snprintf(key, sizeof(key), "%s_%s_%s", m, xv_name[v], u);
+                jw_fixed(&w, key, x->med[v][k][i], 4);
             }
-            fprintf(f, ", \"%s_ratio\": ", m);
-            xv_num(f, "%.4f", xv_ratio(x, k, i), "null");
+            snprintf(key, sizeof(key), "%s_ratio", m);
+            jw_fixed(&w, key, xv_ratio(x, k, i), 4);
         }
-        fputs(",\n     \"runs\": {", f);
+        jw_obj(&w, "runs");
         for (int v = 0; v < XV_N; v++)
             for (int k = 0; k < 2; k++) {
-                fprintf(f, "%s\"%s_%s\": [", v || k ? ", " : "", k ? "bandwidth" : "latency",
-                        xv_name[v]);
-                for (int r = 0; r < x->runs; r++) {
-                    fputs(r ? ", " : "", f);
-                    xv_num(f, "%.4f", x->v[v][k][i * (size_t)x->runs + (size_t)r], "null");
-                }
-                fputs("]", f);
+                snprintf(key, sizeof(key), "%s_%s", k ? "bandwidth" : "latency", xv_name[v]);
+                jw_arr(&w, key);
+                for (int r = 0; r < x->runs; r++)
+                    jw_fixed(&w, NULL, x->v[v][k][i * (size_t)x->runs + (size_t)r], 4);
+                jw_end_arr(&w);
             }
-        fputs("}}", f);
+        jw_end_obj(&w);
+        jw_end_obj(&w);
     }
+    jw_end_arr(&w);
     xv_verdict(verdict, sizeof(verdict), x, o);
-    fputs("\n  ],\n  \"crossover\": {\"latency_bytes\": ", f);
-    x->cross[0] ? fprintf(f, "%zu", x->cross[0]) : fputs("null", f);
-    fputs(", \"bandwidth_bytes\": ", f);
-    x->cross[1] ? fprintf(f, "%zu", x->cross[1]) : fputs("null", f);
-    fputs(", \"recommended_threshold\": ", f);
+    jw_obj(&w, "crossover");
+    if (x->cross[0])
+        jw_int(&w, "latency_bytes", (long long)x->cross[0]);
+    else
+        jw_null(&w, "latency_bytes");
+    if (x->cross[1])
+        jw_int(&w, "bandwidth_bytes", (long long)x->cross[1]);
+    else
+        jw_null(&w, "bandwidth_bytes");
     if (x->rec) {
         xv_size(buf, sizeof(buf), x->rec);
-        fprintf(f, "\"%s\", \"recommended_bytes\": %zu", buf, x->rec);
+        jw_str(&w, "recommended_threshold", buf);
+        jw_int(&w, "recommended_bytes", (long long)x->rec);
     } else {
-        fputs("null, \"recommended_bytes\": null", f);
+        jw_null(&w, "recommended_threshold");
+        jw_null(&w, "recommended_bytes");
     }
-    fputs(",\n                \"verdict\": ", f);
-    bench_json_str(f, verdict);
-    fputs("}\n}\n", f);
+    jw_str(&w, "verdict", verdict);
+    jw_end_obj(&w);
+    jw_end_obj(&w);
 }
 
 static int xv_plot(const char *png, const struct xover *x, const struct bench_opts *o,

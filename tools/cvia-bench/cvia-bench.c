@@ -26,6 +26,7 @@
 #include "bench.h"
 #include "bench_mbw.h"
 #include "boot/boot_env.h"
+#include "util/clock.h"
 
 #define BENCH_LARGE        8192     /* OSU's LARGE_MESSAGE_SIZE */
 #define BENCH_ACK_LEN      4        /* osu_bw's reply */
@@ -75,13 +76,6 @@ void bench_fail(const char *fmt, ...)
 
 /* ---- measuring ------------------------------------------------------------ */
 
-static inline uint64_t bench_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int bench_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -91,11 +85,11 @@ static int bench_cmp_u64(const void *a, const void *b)
 static void bench_timer_info(struct bench_report *rep)
 {
     enum { N = 1001 };
-    uint64_t d[N], prev = bench_now_ns();
+    uint64_t d[N], prev = cvia__clock_ns();
     struct timespec res;
 
     for (int i = 0; i < N; i++) {
-        uint64_t t = bench_now_ns();
+        uint64_t t = cvia__clock_ns();
         d[i] = t - prev;
         prev = t;
     }
@@ -236,10 +230,10 @@ static void bench_latency(struct bench_ctx *c, struct bench_result *r)
             uint64_t t0, t1;
             if (check)
                 bench_pat_fill(sb, size, bench_seed(size, i, 0, c->run));
-            t0 = bench_now_ns();
+            t0 = cvia__clock_ns();
             BENCH_CALL("send", cvia_send(sb, size, 1, TAG_LAT));
             BENCH_CALL("recv", cvia_recv(rb, size, 1, TAG_LAT, stp));
-            t1 = bench_now_ns();
+            t1 = cvia__clock_ns();
             if (i >= r->warmup) {
                 lat[i - r->warmup] = (double)(t1 - t0) / 2e3;
                 sum += lat[i - r->warmup];
@@ -288,7 +282,7 @@ static void bench_bw(struct bench_ctx *c, struct bench_result *r)
 
     for (long i = 0; i < n; i++) {
         if (i == r->warmup)
-            t0 = bench_now_ns();
+            t0 = cvia__clock_ns();
         if (c->rank == 0) {
             if (check)
                 bench_fill_window(c, r, i, 0);
@@ -308,7 +302,7 @@ static void bench_bw(struct bench_ctx *c, struct bench_result *r)
             BENCH_CALL("send", cvia_send(c->ack, BENCH_ACK_LEN, 0, TAG_ACK));
         }
     }
-    t1 = bench_now_ns();
+    t1 = cvia__clock_ns();
     if (c->rank == 0) {
         double s = (double)(t1 - t0) * 1e-9, msgs = (double)w * (double)r->iters;
         r->runs[r->nruns] = (double)size * msgs / s / 1e6;
@@ -327,7 +321,7 @@ static void bench_bibw(struct bench_ctx *c, struct bench_result *r)
 
     for (long i = 0; i < n; i++) {
         if (i == r->warmup)
-            t0 = bench_now_ns();
+            t0 = cvia__clock_ns();
         if (check)
             bench_fill_window(c, r, i, c->rank);
         for (long j = 0; j < w; j++)
@@ -341,7 +335,7 @@ static void bench_bibw(struct bench_ctx *c, struct bench_result *r)
         if (check)
             bench_verify_window(c, r, i, c->peer);
     }
-    t1 = bench_now_ns();
+    t1 = cvia__clock_ns();
     if (c->rank == 0) {
         double s = (double)(t1 - t0) * 1e-9, msgs = 2.0 * (double)w * (double)r->iters;
         r->runs[r->nruns] = (double)size * msgs / s / 1e6;
@@ -366,14 +360,14 @@ static void bench_memcpy(struct bench_ctx *c, struct bench_result *r)
             bench_pat_fill(bench_sb(c, r, k), size, bench_seed(size, k, 0, c->run));
     for (long i = 0; i < n; i++) {
         if (i == r->warmup)
-            t0 = bench_now_ns();
+            t0 = cvia__clock_ns();
         for (long j = 0; j < w; j++) {
             long k = i * w + j;
             memcpy(bench_rb(c, r, k), bench_sb(c, r, k), size);
             __asm__ volatile("" ::: "memory");   /* every copy happens */
         }
     }
-    t1 = bench_now_ns();
+    t1 = cvia__clock_ns();
     if (c->o->check)
         bench_pat_verify(bench_rb(c, r, n * w - 1), size,
                          bench_seed(size, (n * w - 1) % r->nbuf, 0, c->run), n - 1, w - 1, NULL);

@@ -3,6 +3,7 @@
 /* cvia-info: what corevia is built with and how it is configured: version,
  * providers and their state, every CVIA_* variable, the topology, and
  * clean-up of segments left by dead processes. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -30,6 +31,7 @@
 #include "topo/topo.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "util/json.h"
 #include "info_mem.h"
 
 #define OPT_JSON 1000
@@ -80,102 +82,92 @@ static void info_fail_usage(const char *msg, const char *arg)
     exit(2);
 }
 
-static void json_str(const char *s)
+/* The layers above the core register their variables with libcorevia
+ * when they are loaded; load them so that every variable of this
+ * installation is listed. Where they lie: beside libcorevia.so.0 (the DSM),
+ * in its libfabric/ directory (the provider, installed) or fabric/ (the
+ * build tree), or in FI_PROVIDER_PATH. A layer that is not installed
+ * simply has no variables to show. */
+static void info_load_layers(void)
 {
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
+    char dir[4096], path[4200];
+    Dl_info di;
 
-/* The current value of each variable: the table's loader fills a scratch
- * struct from defaults and the environment. */
-static void *info_load(const struct cvia_param_table *t, int *bad)
-{
-    void *cfg = calloc(1, t->cfg_size + CVIA_PARAM_STRLEN);
-    if (!cfg) {
-        fprintf(stderr, "cvia-info: out of memory\n");
-        exit(1);
-    }
-    /* launcher-set variables have no struct; show their environment value */
-    if (strcmp(t->component, "boot")) {
-        if (cvia__param_load(t, cfg))
-            *bad = 1;
-    }
-    return cfg;
-}
-
-static void info_value(const struct cvia_param_table *t, const struct cvia_param *p,
-                       const void *cfg, char *buf, size_t cap)
-{
-    char var[128];
-
-    if (!strcmp(t->component, "boot")) {
-        cvia__param_varname(t, p, var, sizeof(var));
-        snprintf(buf, cap, "%s", getenv(var) ? getenv(var) : p->dflt);
+    if (!dladdr((void *)cvia_version, &di) || !di.dli_fname)
         return;
+    snprintf(dir, sizeof(dir), "%s", di.dli_fname);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    snprintf(path, sizeof(path), "%s/libcorevia_dsm.so.0", dir);
+    if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
+        snprintf(path, sizeof(path), "%s/src/dsm/libcorevia_dsm.so.0", dir);
+        dlopen(path, RTLD_NOW | RTLD_LOCAL);
     }
-    cvia__param_format(p, (const char *)cfg + p->offset, buf, cap);
+    const char *fpp = getenv("FI_PROVIDER_PATH");
+    char list[8400];
+    snprintf(list, sizeof(list), "%s/libfabric:%s/fabric%s%s", dir, dir, fpp ? ":" : "",
+             fpp ? fpp : "");
+    for (char *save = NULL, *d = strtok_r(list, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(path, sizeof(path), "%s/libcorevia-fi.so", d);
+        if (access(path, R_OK) == 0 && dlopen(path, RTLD_NOW | RTLD_LOCAL))
+            break;
+    }
+}
+
+/* The @i-th variable, or 0 past the last. A value in the environment that
+ * does not parse is reported once, naming the variable, and sets *bad. */
+static int info_var(int i, cvia_var_info_t *v, int *bad)
+{
+    if (cvia_var_info(i, v, sizeof(*v)))
+        return 0;
+    if (!v->valid && bad) {
+        fprintf(stderr, "cvia-info: %s: invalid value '%s' (expected %s)\n", v->name,
+                getenv(v->name), v->syntax);
+        *bad = 1;
+    }
+    return 1;
 }
 
 static int info_config(int full, int comment_defaults, const char *filter)
 {
+    cvia_var_info_t v;
     int bad = 0;
 
-    for (int ti = 0; cvia__param_tables[ti]; ti++) {
-        const struct cvia_param_table *t = cvia__param_tables[ti];
-        void *cfg = info_load(t, &bad);
-        for (const struct cvia_param *p = t->params; p->name; p++) {
-            char var[128], val[CVIA_PARAM_STRLEN + 32], dflt[CVIA_PARAM_STRLEN + 32];
-            unsigned char scratch[CVIA_PARAM_STRLEN + 16];
-            cvia__param_varname(t, p, var, sizeof(var));
-            if (filter && !strcasestr(var, filter))
-                continue;
-            info_value(t, p, cfg, val, sizeof(val));
-            if (strcmp(t->component, "boot") && !cvia__param_parse(p, p->dflt, scratch))
-                cvia__param_format(p, scratch, dflt, sizeof(dflt));
-            else
-                snprintf(dflt, sizeof(dflt), "%s", p->dflt);
-            if (full) {
-                printf("#\n# %s\n#\n# syntax:  %s\n# default: %s\n#\n", p->desc,
-                       cvia__param_syntax(p), dflt[0] ? dflt : "(empty)");
-            }
-            printf("%s%s=%s\n", comment_defaults && !strcmp(val, dflt) ? "# " : "", var, val);
-            if (full)
-                printf("\n");
+    for (int i = 0; info_var(i, &v, &bad); i++) {
+        if (filter && !strcasestr(v.name, filter))
+            continue;
+        if (full) {
+            printf("#\n# %s\n#\n# syntax:  %s\n# default: %s\n#\n", v.desc, v.syntax,
+                   v.dflt[0] ? v.dflt : "(empty)");
         }
-        free(cfg);
+        printf("%s%s=%s\n", comment_defaults && !strcmp(v.value, v.dflt) ? "# " : "", v.name,
+               v.value);
+        if (full)
+            printf("\n");
     }
     return bad;
 }
 
-static void info_providers(int json)
+static void info_providers(struct jw *w)
 {
-    char line[512];
-    for (int i = 0; cvia__prov_list[i]; i++) {
-        const struct cvia_prov_desc *d = cvia__prov_list[i];
-        d->ops->describe(line, sizeof(line));
-        if (json) {
-            printf("%s{\"name\":", i ? "," : "");
-            json_str(d->name);
-            printf(",\"description\":");
-            json_str(d->desc);
-            printf(",\"state\":");
-            json_str(line);
-            printf("}");
+    cvia_provider_info_t p;
+
+    for (int i = 0; cvia_provider_info(i, &p, sizeof(p)) == 0; i++) {
+        if (w) {
+            jw_obj(w, NULL);
+            jw_str(w, "name", p.name);
+            jw_str(w, "description", p.desc);
+            jw_str(w, "state", p.state);
+            jw_end_obj(w);
         } else {
-            printf("  %-6s %s\n         %s\n", d->name, d->desc, line);
+            printf("  %-6s %s\n         %s\n", p.name, p.desc, p.state);
         }
     }
 }
 
-static int info_topology(int json)
+static int info_topology(struct jw *w)
 {
     hwloc_topology_t topo;
     struct cvia_topo_summary s;
@@ -183,23 +175,29 @@ static int info_topology(int json)
     int rc = cvia__topo_open(&topo, source, sizeof(source));
 
     if (rc) {
-        if (json)
-            printf("null");
+        if (w)
+            jw_null(w, "topology");
         return rc;
     }
     cvia__topo_summarize(topo, &s);
     hwloc_topology_destroy(topo);
-    if (json) {
-        printf("{\"source\":");
-        json_str(source);
-        printf(",\"packages\":%d,\"cores\":%d,\"pus\":%d,\"numa_nodes\":%d,"
-               "\"hbm_numa_nodes\":%d,\"l2_caches\":%d,\"l3_caches\":%d,"
-               "\"l2_bytes\":%llu,\"l3_bytes\":%llu,\"cores_per_l2\":%d,"
-               "\"cores_per_l3\":%d,\"memory_bytes\":%llu,\"network_devices\":%d}",
-               s.packages, s.cores, s.pus, s.numa_nodes, s.numa_hbm, s.l2, s.l3,
-               (unsigned long long)s.l2_bytes, (unsigned long long)s.l3_bytes,
-               s.cores_per_l2, s.cores_per_l3, (unsigned long long)s.total_memory,
-               s.nics);
+    if (w) {
+        jw_obj(w, "topology");
+        jw_str(w, "source", source);
+        jw_int(w, "packages", s.packages);
+        jw_int(w, "cores", s.cores);
+        jw_int(w, "pus", s.pus);
+        jw_int(w, "numa_nodes", s.numa_nodes);
+        jw_int(w, "hbm_numa_nodes", s.numa_hbm);
+        jw_int(w, "l2_caches", s.l2);
+        jw_int(w, "l3_caches", s.l3);
+        jw_int(w, "l2_bytes", (long long)s.l2_bytes);
+        jw_int(w, "l3_bytes", (long long)s.l3_bytes);
+        jw_int(w, "cores_per_l2", s.cores_per_l2);
+        jw_int(w, "cores_per_l3", s.cores_per_l3);
+        jw_int(w, "memory_bytes", (long long)s.total_memory);
+        jw_int(w, "network_devices", s.nics);
+        jw_end_obj(w);
         return 0;
     }
     printf("  source        %s\n", source);
@@ -230,7 +228,7 @@ static void info_env(void)
     if (!any)
         printf("  (no CVIA_* variable is set)\n");
     /* warnings for unknown names go to stderr */
-    cvia__param_check_unknown(NULL);
+    cvia_var_check();
 }
 
 static void info_man(void)
@@ -251,14 +249,16 @@ static void info_man(void)
            "boolean\n:   y, yes, on, true, 1 / n, no, off, false, 0.\n\n"
            "tri-state\n:   a boolean, or auto.\n\n");
     printf("# VARIABLES\n\n");
-    for (int ti = 0; cvia__param_tables[ti]; ti++) {
-        const struct cvia_param_table *t = cvia__param_tables[ti];
-        printf("## %s\n\n", t->component);
-        for (const struct cvia_param *p = t->params; p->name; p++) {
-            char var[128];
-            cvia__param_varname(t, p, var, sizeof(var));
-            printf("`%s`=*%s* (default: `%s`)\n:   %s\n\n", var, cvia__param_syntax(p),
-                   p->dflt[0] ? p->dflt : "unset", p->desc);
+    {
+        cvia_var_info_t v;
+        const char *comp = "";
+
+        for (int i = 0; info_var(i, &v, NULL); i++) {
+            if (strcmp(comp, v.component))
+                printf("## %s\n\n", v.component);
+            comp = v.component;
+            printf("`%s`=*%s* (default: `%s`)\n:   %s\n\n", v.name, v.syntax,
+                   v.dflt_text[0] ? v.dflt_text : "unset", v.desc);
         }
     }
     printf("# SEE ALSO\n\ncvia-info(1), cvia-run(1), cvia-bench(1)\n");
@@ -349,42 +349,33 @@ static void info_launcher(void)
     printf("\n");
 }
 
-static void info_json(void)
+static int info_json(void)
 {
-    int bad = 0, first = 1;
+    cvia_var_info_t v;
+    int bad = 0;
+    struct jw w;
 
-    printf("{\"version\":");
-    json_str(cvia_version());
-    printf(",\"providers\":[");
-    info_providers(1);
-    printf("],\"variables\":[");
-    for (int ti = 0; cvia__param_tables[ti]; ti++) {
-        const struct cvia_param_table *t = cvia__param_tables[ti];
-        void *cfg = info_load(t, &bad);
-        for (const struct cvia_param *p = t->params; p->name; p++) {
-            char var[128], val[CVIA_PARAM_STRLEN + 32];
-            cvia__param_varname(t, p, var, sizeof(var));
-            info_value(t, p, cfg, val, sizeof(val));
-            printf("%s{\"name\":", first ? "" : ",");
-            first = 0;
-            json_str(var);
-            printf(",\"component\":");
-            json_str(t->component);
-            printf(",\"value\":");
-            json_str(val);
-            printf(",\"default\":");
-            json_str(p->dflt);
-            printf(",\"syntax\":");
-            json_str(cvia__param_syntax(p));
-            printf(",\"description\":");
-            json_str(p->desc);
-            printf("}");
-        }
-        free(cfg);
+    jw_init(&w, stdout);
+    jw_obj(&w, NULL);
+    jw_str(&w, "version", cvia_version());
+    jw_arr(&w, "providers");
+    info_providers(&w);
+    jw_end_arr(&w);
+    jw_arr(&w, "variables");
+    for (int i = 0; info_var(i, &v, &bad); i++) {
+        jw_obj(&w, NULL);
+        jw_str(&w, "name", v.name);
+        jw_str(&w, "component", v.component);
+        jw_str(&w, "value", v.value);
+        jw_str(&w, "default", v.dflt);
+        jw_str(&w, "syntax", v.syntax);
+        jw_str(&w, "description", v.desc);
+        jw_end_obj(&w);
     }
-    printf("],\"topology\":");
-    info_topology(1);
-    printf("}\n");
+    jw_end_arr(&w);
+    info_topology(&w);
+    jw_end_obj(&w);
+    return bad;
 }
 
 int main(int argc, char **argv)
@@ -470,10 +461,9 @@ int main(int argc, char **argv)
             rc = 1;
         }
     }
-    if (json) {
-        info_json();
-        return rc;
-    }
+    info_load_layers();
+    if (json)
+        return info_json() ? 1 : rc;
     if (man) {
         info_man();
         return rc;
@@ -494,14 +484,15 @@ int main(int argc, char **argv)
         return rc;
     }
     if (cleanup) {
-        for (int i = 0; cvia__prov_list[i]; i++) {
-            int n = cvia__prov_list[i]->ops->cleanup();
+        cvia_provider_info_t p;
+        for (int i = 0; cvia_provider_info(i, &p, sizeof(p)) == 0; i++) {
+            int n = cvia_provider_cleanup(i);
             if (n < 0) {
-                fprintf(stderr, "cvia-info: cleanup of %s failed: %s\n",
-                        cvia__prov_list[i]->name, cvia_strerror(n));
+                fprintf(stderr, "cvia-info: cleanup of %s failed: %s\n", p.name,
+                        cvia_strerror(n));
                 rc = 1;
             } else {
-                printf("%s: removed %d stale resource(s)\n", cvia__prov_list[i]->name, n);
+                printf("%s: removed %d stale resource(s)\n", p.name, n);
             }
         }
         return rc;
@@ -514,7 +505,7 @@ int main(int argc, char **argv)
     if (prov || !any) {
         if (!any)
             printf("\n# providers\n");
-        info_providers(0);
+        info_providers(NULL);
     }
     if (config || !any) {
         if (!any)
@@ -525,7 +516,7 @@ int main(int argc, char **argv)
     if (topo || !any) {
         if (!any)
             printf("\n# topology\n");
-        if (info_topology(0))
+        if (info_topology(NULL))
             rc = 1;
     }
     if (env) {

@@ -39,6 +39,7 @@
 #include "util/log.h"
 #include "util/param.h"
 #include "run.h"
+#include "util/clock.h"
 
 #ifndef CVIA_VERSION_STRING
 #define RUN_STR_(x) #x
@@ -51,13 +52,6 @@ struct run_state run = {
     .bind = RUN_BIND_AUTO, .map = RUN_MAP_CYCLIC, .grace = RUN_GRACE_DFLT,
     .lfd = -1, .sfd = -1, .stdin_to = 0,
 };
-
-static double run_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void run_msg(const char *fmt, ...)
 {
@@ -496,7 +490,7 @@ static void run_killall(int sig)
 static void run_set_phase(int phase, double wait)
 {
     run.phase = phase;
-    run.phase_deadline = run_now() + wait;
+    run.phase_deadline = cvia__clock_s() + wait;
     if (phase == RUN_TERM || phase == RUN_KILL) {
         if (run.info && run.nalive)
             run_msg("sending %s to %d remaining rank(s)",
@@ -626,7 +620,7 @@ static void run_signals(void)
  * poll() timeout in ms, or -2 to stop waiting. */
 static int run_timers(void)
 {
-    double now = run_now(), next = -1;
+    double now = cvia__clock_s(), next = -1;
 
     if (run.phase == RUN_RUNNING && run.timeout > 0) {
         if (now >= run.job_deadline) {
@@ -817,7 +811,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (run.timeout > 0)
-        run.job_deadline = run_now() + run.timeout;
+        run.job_deadline = cvia__clock_s() + run.timeout;
     for (int r = 0; r < run.np; r++) {
         if (run_spawn(r)) {
             run.status = 1;

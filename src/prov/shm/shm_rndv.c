@@ -192,6 +192,18 @@ int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     size_t len = x->msg_len < x->len ? x->msg_len : x->len;
     int mode;
 
+    /* The block must be the sender's RTS. The ring slot that named it
+     * already ordered it; this acquire also orders it, for ThreadSanitizer,
+     * after the DONE another thread of ours stored when the block last
+     * served (the sender's reuse in between is in another process, which
+     * TSan cannot see), and refuses a slot naming a block not in use. */
+    if (atomic_load_explicit(&b->state, memory_order_acquire) != SHM_RV_RTS) {
+        cvia_error(SHM, "rank %d: rendezvous block %u is not a request: protocol error", peer,
+                   (unsigned)x->prov_cookie);
+        x->done = 0;
+        up->complete(up->core, x, -CVIA_EPROTO);
+        return 0;
+    }
     mode = rv_choose_mode(ep, pp, peer, b, len);
     b->dst = (uint64_t)(uintptr_t)x->buf;
     b->len = len;

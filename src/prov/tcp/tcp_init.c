@@ -21,6 +21,7 @@
 #include "prov/tcp/tcp.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "util/clock.h"
 
 static const struct cvia_param tcp_params[] = {
     { "IF", "", CVIA_PARAM_STRING, offsetof(struct tcp_cfg, ifname),
@@ -38,19 +39,12 @@ const struct cvia_param_table cvia__tcp_param_table = {
     .cfg_size = sizeof(struct tcp_cfg),
 };
 
-static double tcp_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Wait for @events on @fd until @deadline. 1 ready, 0 timeout, -errno. */
 static int tcp_wait(int fd, short events, double deadline)
 {
     for (;;) {
         struct pollfd p = { fd, events, 0 };
-        double left = deadline - tcp_now();
+        double left = deadline - cvia__clock_s();
         int rc;
         if (left <= 0)
             return 0;
@@ -244,7 +238,7 @@ static int tcp_dial(struct cvia_prov_ep *ep, int peer, double deadline)
 
 static int tcp_connect(struct cvia_prov_ep *ep)
 {
-    double deadline = tcp_now() + ep->cfg.connect_timeout;
+    double deadline = cvia__clock_s() + ep->cfg.connect_timeout;
     int me = ep->args.rank, expect = 0, rc;
 
     /* the higher rank dials; a dial completes in the listener's backlog

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aff_json.h"
+#include "util/json.h"
 
 struct parser {
     const char *s, *p;
@@ -387,54 +387,87 @@ void jw_escape(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void jw_init(struct jw *w, FILE *f)
+void jw_init_flags(struct jw *w, FILE *f, int flags)
 {
     memset(w, 0, sizeof(*w));
     w->f = f;
+    w->flags = flags;
     w->first[0] = 1;
+}
+
+void jw_init(struct jw *w, FILE *f)
+{
+    jw_init_flags(w, f, 0);
+}
+
+static void jw_indent(struct jw *w, int depth)
+{
+    fputc('\n', w->f);
+    for (int i = 0; i < depth; i++)
+        fputs("  ", w->f);
+}
+
+/* Before a value: the comma, a line break in pretty mode, the key. */
+static void jw_key_as(struct jw *w, const char *key, int obj)
+{
+    if (!w->first[w->depth])
+        fputs(w->flags & JW_PRETTY && w->in_arr[w->depth] && !obj ? ", " : ",", w->f);
+    if (w->flags & JW_PRETTY && w->depth > 0 && (!w->in_arr[w->depth] || obj))
+        jw_indent(w, w->depth);
+    w->first[w->depth] = 0;
+    if (key) {
+        jw_escape(w->f, key);
+        fputs(w->flags & JW_PRETTY ? ": " : ":", w->f);
+    }
 }
 
 static void jw_key(struct jw *w, const char *key)
 {
-    if (!w->first[w->depth])
-        fputc(',', w->f);
-    w->first[w->depth] = 0;
-    if (key) {
-        jw_escape(w->f, key);
-        fputc(':', w->f);
+    jw_key_as(w, key, 0);
+}
+
+static void jw_open(struct jw *w, const char *key, int c, int arr)
+{
+    jw_key_as(w, key, !arr);
+    fputc(c, w->f);
+    if (!arr && w->in_arr[w->depth])
+        w->arr_objs[w->depth] = 1;
+    if (w->depth < 63) {
+        w->first[++w->depth] = 1;
+        w->in_arr[w->depth] = (char)arr;
+        w->arr_objs[w->depth] = 0;
     }
 }
 
-void jw_obj(struct jw *w, const char *key)
+static void jw_close(struct jw *w, int c)
 {
-    jw_key(w, key);
-    fputc('{', w->f);
-    if (w->depth < 63)
-        w->first[++w->depth] = 1;
-}
-
-void jw_arr(struct jw *w, const char *key)
-{
-    jw_key(w, key);
-    fputc('[', w->f);
-    if (w->depth < 63)
-        w->first[++w->depth] = 1;
-}
-
-void jw_end_obj(struct jw *w)
-{
-    fputc('}', w->f);
+    if (w->flags & JW_PRETTY && !w->first[w->depth] && (!w->in_arr[w->depth] || w->arr_objs[w->depth]))
+        jw_indent(w, w->depth - 1);
+    fputc(c, w->f);
     if (w->depth > 0)
         w->depth--;
     if (w->depth == 0)
         fputc('\n', w->f);
 }
 
+void jw_obj(struct jw *w, const char *key)
+{
+    jw_open(w, key, '{', 0);
+}
+
+void jw_arr(struct jw *w, const char *key)
+{
+    jw_open(w, key, '[', 1);
+}
+
+void jw_end_obj(struct jw *w)
+{
+    jw_close(w, '}');
+}
+
 void jw_end_arr(struct jw *w)
 {
-    fputc(']', w->f);
-    if (w->depth > 0)
-        w->depth--;
+    jw_close(w, ']');
 }
 
 void jw_str(struct jw *w, const char *key, const char *s)
@@ -451,6 +484,15 @@ void jw_num(struct jw *w, const char *key, double v)
     jw_key(w, key);
     if (isfinite(v))
         fprintf(w->f, "%.10g", v);
+    else
+        fputs("null", w->f);
+}
+
+void jw_fixed(struct jw *w, const char *key, double v, int decimals)
+{
+    jw_key(w, key);
+    if (isfinite(v))
+        fprintf(w->f, "%.*f", decimals, v);
     else
         fputs("null", w->f);
 }
