@@ -253,6 +253,20 @@ CVIA_API int cvia_imm_poll(cvia_imm_event_t *ev, int max);
 /** Block until an immediate event arrives and take it. Fails with
  *  -CVIA_ENOPEER if every peer is gone. */
 CVIA_API int cvia_imm_wait(cvia_imm_event_t *ev);
+/** For a thread that polls cvia_imm_poll() and sleeps when idle, woken by
+ *  peers' writes or by other threads of its rank: the count of
+ *  cvia_imm_kick() calls, to read before the last poll and look at. */
+CVIA_API uint32_t cvia_imm_kicks(void);
+/** Sleep, without the spin and yield phases of cvia_imm_wait(), until an
+ *  immediate event may be pending, cvia_imm_kick() has been called since
+ *  cvia_imm_kicks() returned @p kicks, or @p max_s seconds pass (at most,
+ *  and for 0, CVIA_LIVENESS_INTERVAL; dead peers are looked for after).
+ *  Returns 1 if events are pending, 0, or -EOPNOTSUPP where it cannot
+ *  sleep until a peer writes (some peer is on another host: the caller
+ *  then naps itself), or another negative error. */
+CVIA_API int cvia_imm_block(uint32_t kicks, double max_s);
+/** Wake a thread of this rank in cvia_imm_block(). Async-signal-safe. */
+CVIA_API void cvia_imm_kick(void);
 /** @} */
 
 /** An identifier of this job, the same on every rank and different for

@@ -100,7 +100,7 @@ static void check_liveness(struct cvia_ctx *c)
 /* Block until a network provider has input (1 ms at most) when every peer
  * is on another host; until a peer writes into our rings (a liveness
  * interval at most) when every peer is on this host; else nap 50 us. */
-static void idle_block(struct cvia_ctx *c)
+static void idle_block(struct cvia_ctx *c, const _Atomic uint32_t *kicks, uint32_t seen)
 {
     struct pollfd fds[CVIA_MAX_PROV];
     int n = 0;
@@ -122,7 +122,7 @@ static void idle_block(struct cvia_ctx *c)
         for (int i = 0; i < c->nprov; i++) {
             const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
             if (ops->block) {   /* at most a liveness interval: then look */
-                ops->block(c->prov[i].ep, c->cfg.liveness);
+                ops->block(c->prov[i].ep, c->cfg.liveness, kicks, seen);
                 return;
             }
         }
@@ -177,7 +177,7 @@ void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block)
             shared_until = t1 + 0.01;
         t = t1;
     } else {
-        idle_block(c);
+        idle_block(c, NULL, 0);
         t = cvia__clock_s();
         s = 0;   /* a blocked wait looks for dead peers after every sleep */
     }
@@ -731,6 +731,65 @@ int cvia_check_peers(void)
     lost = c->nlost;
     cvia_mlock_unlock(&c->lock);
     return lost;
+}
+
+uint32_t cvia_imm_kicks(void)
+{
+    return atomic_load(&cvia__ctx.kicks);
+}
+
+void cvia_imm_kick(void)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+
+    atomic_fetch_add(&c->kicks, 1);
+    for (int i = 0; i < c->nprov; i++)
+        if (c->prov[i].desc->ops->kick)
+            c->prov[i].desc->ops->kick(c->prov[i].ep);
+}
+
+/* Only where every peer is on this host does idle_block() sleep until a
+ * peer writes (and a kick wakes it); elsewhere it polls sockets for 1 ms
+ * or naps, and the caller's own nap serves as well. */
+int cvia_imm_block(uint32_t kicks, double max_s)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    const struct cvia_prov_ops *ops = NULL;
+    int n, pi = -1;
+
+    CHECK_INIT(c);
+    if (c->nremote)
+        return -EOPNOTSUPP;
+    for (int i = 0; i < c->nprov && pi < 0; i++)
+        if (c->prov[i].desc->ops->block)
+            ops = c->prov[pi = i].desc->ops;
+    if (!ops)
+        return -EOPNOTSUPP;
+    if (max_s <= 0 || max_s > c->cfg.liveness)
+        max_s = c->cfg.liveness;
+    if ((n = cvia_imm_poll(NULL, 0)) < 0)   /* progress once */
+        return n;
+    /* announced before looking: an event another thread's progress queues
+     * from now on kicks us (cvia__imm_event), one queued before is seen */
+    atomic_fetch_add(&c->imm_sleepers, 1);
+    cvia_mlock_lock(&c->imm_lock);
+    n = c->imm_len;
+    cvia_mlock_unlock(&c->imm_lock);
+    if (n || atomic_load(&c->kicks) != kicks) {
+        atomic_fetch_sub(&c->imm_sleepers, 1);
+        return n > 0;
+    }
+    ops->block(c->prov[pi].ep, max_s, &c->kicks, kicks);
+    atomic_fetch_sub(&c->imm_sleepers, 1);
+    if (cvia_mlock_trylock(&c->slow_lock)) {
+        double t = cvia__clock_s();
+        if (t >= c->next_check) {
+            c->next_check = t + c->cfg.liveness;
+            check_liveness(c);
+        }
+        cvia_mlock_unlock(&c->slow_lock);
+    }
+    return 0;
 }
 
 /* Dissemination barrier: ceil(log2 N) rounds of zero-byte messages on the

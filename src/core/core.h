@@ -104,6 +104,8 @@ struct cvia_ctx {
     struct cvia_req *free_reqs;
     struct cvia_prov_upcalls up;
     double   next_check;       /* time of the next liveness check */
+    _Atomic uint32_t kicks;    /* cvia_imm_kick() count (cvia_imm_block) */
+    _Atomic int imm_sleepers;  /* threads in cvia_imm_block() */
     /* registered regions, by index */
     struct cvia_mr **mrs;
     uint32_t mr_cap;

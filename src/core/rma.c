@@ -72,6 +72,10 @@ void cvia__core_imm(void *core, int src, uint64_t imm, uint64_t key,
     c->imm[(c->imm_head + c->imm_len) % c->imm_cap] = ev;
     c->imm_len++;
     cvia_mlock_unlock(&c->imm_lock);
+    /* another thread's progress took it off the ring: a thread asleep in
+     * cvia_imm_block() would not see the ring busy, so wake it */
+    if (atomic_load(&c->imm_sleepers))
+        cvia_imm_kick();
 }
 
 void cvia__rma_fini(struct cvia_ctx *c)

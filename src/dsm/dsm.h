@@ -77,6 +77,11 @@ struct dsm_unit {
     uint8_t  used;       /* touched since it was fetched: worth a prefetch */
     uint8_t  fetched:1;  /* non-home: fetched before, so the home tracks it */
     uint8_t  sticky:1;   /* home: fetched by somebody once, tracked for good */
+    uint8_t  pollw:1;    /* written since the last poll tick (in d->pollw) */
+    uint8_t  noted:1;    /* non-home: a poll note came (a fetch then repeats) */
+    uint8_t  indirty:1;  /* in d->dirty (a unit dropped by a poll note while
+                            dirty may be written again in the same interval) */
+    uint32_t wepoch;     /* epoch of the first write since the last poll tick */
     uint64_t copyset;    /* home: other ranks that may hold a valid copy */
     uint64_t bwriters;   /* barrier scratch: writers in the epoch */
 };
@@ -134,6 +139,8 @@ enum {
     M_ALLOCATED,    /* rank 0 to the caller: a = first, b = 0 or errno */
     M_ALLOC_Q,      /* a replaying rank to rank 0: a = n, main's n-th late call */
     M_ALLOC_A,      /* back: a = n, b = its first unit or lock */
+    M_POLLNOTE,     /* a = n; payload = n (unit, epoch of its write) uint32 pairs:
+                       written since the sender's last poll tick, now at home */
     M_TYPES
 };
 
@@ -218,6 +225,13 @@ struct dsm {
     struct dsm_unit *u;
     uint32_t *dirty;          /* units written this interval */
     size_t   ndirty;
+    uint32_t *pollw;          /* units written since the last poll tick */
+    size_t   npollw;
+    _Atomic int in_release;   /* app: ending an interval (excludes a poll flush) */
+    _Atomic int pflush;       /* svc: a poll flush is writing to homes */
+    _Atomic int in_fin;       /* app: finalizing, no more poll ticks */
+    uint32_t *stale;          /* svc: dirty units a poll note dropped (lock) */
+    size_t   nstale, stale_cap;
     uint32_t *vt;             /* vector time: last interval known, per owner */
     uint32_t *bar_vt;         /* vt at the last barrier */
     struct dsm_ilog *log;     /* per owner */
@@ -343,6 +357,9 @@ void dsm_futex_wake(_Atomic uint32_t *w);
 
 /* dsm_proto.c: intervals, write notices, diffs */
 int  dsm_end_interval(struct dsm *d, int barrier);
+void dsm_poll_tick(struct dsm *d);                                    /* svc */
+void dsm_on_pollnote(struct dsm *d, const struct dsm_hdr *h, const char *p, size_t len); /* svc */
+void dsm_poll_mark(struct dsm *d, struct dsm_unit *x, size_t u);      /* under lock */
 void dsm_records_since(struct dsm *d, const uint32_t *vt, struct dsm_buf *b); /* under lock */
 int  dsm_records_apply(struct dsm *d, const char *p, size_t len);            /* under lock */
 void dsm_own_since_barrier(struct dsm *d, struct dsm_buf *b);                 /* under lock */

@@ -15,6 +15,7 @@
  * finished it (the epoch in M_FETCH), so a copyset is never cleared after
  * a copy it should have recorded. */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -212,6 +213,16 @@ int dsm_fin(struct dsm *d)
 
     if (!d->scratch)
         dsm_end_interval(d, 0);
+    /* no poll notes from here on, and none left in an outbox: a peer may
+     * leave once every rank has arrived */
+    atomic_store(&d->in_fin, 1);
+    for (int nout = 1; nout;) {
+        cvia_spin_lock(&d->send_lock);
+        nout = d->nout || atomic_load(&d->pflush);
+        cvia_spin_unlock(&d->send_lock);
+        if (nout)
+            sched_yield();
+    }
     for (uint32_t round = 0; round < 2; round++) {
         struct dsm_hdr h = { .type = M_FIN_ARRIVE, .a = round };
         dsm_stats_snapshot(d, &s);

@@ -23,6 +23,8 @@ struct dsm_cfg {
     double slice;                /* service thread's scheduler slice */
     double wait_spin;            /* hot polling while the app waits */
     long   polls;                /* idle polls before it sleeps */
+    double poll;                 /* flush and announce unsynchronized writes */
+    double idle;                 /* naps before the service thread blocks */
     long   prefetch;             /* units refetched at a barrier */
     int    stats;                /* DSM_STATS_* */
     char   stats_file[CVIA_PARAM_STRLEN];

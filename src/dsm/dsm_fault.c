@@ -88,10 +88,27 @@ static void fault_request(struct dsm *d, size_t u, int kind)
     fault_sleep(d);
 }
 
+/* A write to unit @u since the last poll tick: the next tick makes it
+ * visible to ranks that poll it (dsm_poll_tick). Under lock. */
+void dsm_poll_mark(struct dsm *d, struct dsm_unit *x, size_t u)
+{
+    if (d->cfg.poll <= 0 || d->size < 2)
+        return;
+    x->wepoch = d->epoch;   /* the latest: copies fetched up to it are dropped */
+    if (!x->pollw) {
+        x->pollw = 1;
+        d->pollw[d->npollw++] = (uint32_t)u;
+    }
+}
+
 static void make_dirty(struct dsm *d, size_t u)
 {
     d->u[u].state = U_DIRTY;
-    d->dirty[d->ndirty++] = (uint32_t)u;
+    if (!d->u[u].indirty) {
+        d->u[u].indirty = 1;
+        d->dirty[d->ndirty++] = (uint32_t)u;
+    }
+    dsm_poll_mark(d, &d->u[u], u);
     ADD(write_faults, 1);
 }
 
@@ -116,6 +133,8 @@ int dsm_fault(struct dsm *d, size_t u, int write)
     if (x->home == d->rank) {
         if (write && x->state == U_CLEAN)
             make_dirty(d, u);
+        else if (write && x->state == U_DIRTY)   /* re-armed by a poll tick */
+            dsm_poll_mark(d, x, u);
         dsm_unit_prot(d, u, x->state == U_CLEAN ? P_READ : P_RW);
         cvia_spin_unlock(&d->lock);
         d->st.fault_time += dsm_now() - t0;
@@ -143,12 +162,18 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         if (!write)
             ADD(read_faults, 1);
     }
-    if (x->state == U_INVALID) {
+    for (int again = 0; x->state == U_INVALID; again++) {
+        /* a poll note that comes while the unit is on its way may be about
+         * a write the fetch missed: fetch once more (the note is sent once
+         * the write is at its home, so the second fetch has it) */
+        x->noted = 0;
         cvia_spin_unlock(&d->lock);
         fault_request(d, u, FK_FETCH);
         cvia_spin_lock(&d->lock);
         if (d->cfg.fetch == DSM_FETCH_COPY)   /* the paper's base: one more copy */
             memcpy(d->pview + u * d->unit, d->land, d->unit);
+        if (x->noted && again < 2)
+            continue;
         x->state = U_CLEAN;
         x->used = 1;
         x->fetched = 1;
@@ -162,6 +187,8 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         memcpy(d->twins + u * d->unit, d->pview + u * d->unit, d->unit);
         ADD(twins, 1);
         make_dirty(d, u);
+    } else if (write && x->state == U_DIRTY) {   /* re-armed by a poll tick */
+        dsm_poll_mark(d, x, u);
     }
     dsm_unit_prot(d, u, x->state == U_DIRTY ? P_RW : P_READ);
     cvia_spin_unlock(&d->lock);
@@ -218,6 +245,7 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
         home = x->home;
         if (reqs && x->fetched) {
             size_t off = (size_t)units[i] * d->unit;
+            x->noted = 0;
             cvia_spin_unlock(&d->lock);
             int rc = cvia_read(d->pview + off, d->unit, &d->peer_view[home], off, &reqs[np]);
             if (rc)
@@ -244,7 +272,10 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
     cvia_spin_lock(&d->lock);
     for (size_t i = 0; i < np; i++) {
         struct dsm_unit *x = &d->u[pulled[i]];
-        /* valid, but left inaccessible until touched (see dsm_page_landed) */
+        /* valid, but left inaccessible until touched (see dsm_page_landed);
+         * unless a poll note came meanwhile: then fetched again on touch */
+        if (x->noted)
+            continue;
         x->state = U_CLEAN;
         ADD(prefetches, 1);
         ADD(fetches, 1);

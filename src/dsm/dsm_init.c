@@ -225,6 +225,7 @@ static int alloc_tables(struct dsm *d)
 
     d->u = calloc(d->nunits, sizeof(*d->u));
     d->dirty = malloc(d->nunits * sizeof(*d->dirty));
+    d->pollw = malloc(d->nunits * sizeof(*d->pollw));
     d->vt = calloc(P, sizeof(*d->vt));
     d->bar_vt = calloc(P, sizeof(*d->bar_vt));
     d->log = calloc(P, sizeof(*d->log));
@@ -252,7 +253,7 @@ static int alloc_tables(struct dsm *d)
     d->tx_seq = calloc(P * 4, sizeof(uint64_t));
     d->out_head = calloc(P, sizeof(*d->out_head));
     d->out_tail = calloc(P, sizeof(*d->out_tail));
-    if (!d->u || !d->dirty || !d->vt || !d->bar_vt || !d->log || !d->flags ||
+    if (!d->u || !d->dirty || !d->pollw || !d->vt || !d->bar_vt || !d->log || !d->flags ||
         !d->ack_src || !d->dw_seq || !d->dw_next || !d->land || !d->stage[0] ||
         !d->stage[1] || !d->peer_view || !d->diffarea || !d->inbox || !d->credit ||
         !d->tx_seq || !d->out_head || !d->out_tail || !d->pf_free)
@@ -368,7 +369,7 @@ static void release_all(struct dsm *d)
     }
     dsm_locks_fini(d);
     dsm_alloc_fini(d);
-    free(d->u); free(d->dirty); free(d->vt); free(d->bar_vt); free(d->log);
+    free(d->u); free(d->dirty); free(d->pollw); free(d->stale); free(d->vt); free(d->bar_vt); free(d->log);
     free((void *)d->flags); free(d->ack_src); free(d->dw_seq); free(d->dw_next);
     if (d->land)
         munmap(d->land, d->unit * (size_t)(1 + d->cfg.prefetch));

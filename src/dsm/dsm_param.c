@@ -37,8 +37,20 @@ static const struct cvia_param dsm_params[] = {
       "Size of each of the two diff buffers a home keeps for every writer "
       "(used alternately; a larger diff is sent in pieces).", 4096, 1 << 26, NULL },
     { "NAP", "50us", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, nap),
-      "How long the DSM service thread sleeps between polls while its "
-      "application thread computes: the longest a peer's request waits.",
+      "How long the DSM service thread sleeps between polls where it cannot "
+      "sleep until work comes: while its application thread waits (after "
+      "CVIA_DSM_WAIT_SPIN), and, with ranks on other hosts, while it computes "
+      "(then the longest a peer's request waits). With every rank on one host "
+      "a computing rank's service thread sleeps until a peer writes to it or "
+      "its application needs it.",
+      0, 0, NULL },
+    { "IDLE", "1ms", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, idle),
+      "While its application thread computes, how long after its last event "
+      "the DSM service thread keeps napping CVIA_DSM_NAP at a time before it "
+      "sleeps until a peer writes to it or its application needs it (with "
+      "every rank on one host; elsewhere it keeps napping): short enough that "
+      "a long computation pays nothing, long enough that faults in quick "
+      "succession do not each wait for a wake-up through the kernel.",
       0, 0, NULL },
     { "SLICE", "0", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, slice),
       "Scheduler time slice the DSM service thread asks for (sched_setattr, "
@@ -53,6 +65,16 @@ static const struct cvia_param dsm_params[] = {
     { "POLLS", "200", CVIA_PARAM_INT, offsetof(struct dsm_cfg, polls),
       "Idle polls the DSM service thread makes after its last event before "
       "it starts to sleep.", 0, 100000000, NULL },
+    { "POLL", "200ms", CVIA_PARAM_TIME, offsetof(struct dsm_cfg, poll),
+      "How often a rank makes the writes it did since the last time visible "
+      "to ranks that read them without synchronizing (a flag polled in a "
+      "loop): its service thread writes the changed bytes of units not "
+      "released yet to their homes and tells every rank to drop its copies of "
+      "the units written. A write is then seen by a rank polling it within "
+      "about CVIA_DSM_POLL plus a message and a fetch, whatever either rank "
+      "does (two unsynchronized writes are not ordered: data read after a "
+      "flag still needs an acquire); 0 turns this off (HLRC alone: a write is "
+      "seen only after an acquire that follows the writer's release).", 0, 0, NULL },
     { "PREFETCH", "64", CVIA_PARAM_INT, offsetof(struct dsm_cfg, prefetch),
       "At a barrier, how many of the units it invalidates (among those this "
       "rank had touched since it fetched them) a rank fetches again at once, "

@@ -15,6 +15,7 @@
  * a home that lacks the data. Diffs are byte-exact, so writers of disjoint
  * bytes of one unit merge at the home. */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,10 +342,17 @@ int dsm_end_interval(struct dsm *d, int barrier)
     uint64_t *keys;
     size_t n, nk = 0;
 
+    /* a poll flush (service thread) writes bytes of dirty units to their
+     * homes and moves their twins: let it finish first, and keep the next
+     * one out until this interval is closed */
+    atomic_store(&d->in_release, 1);
+    while (atomic_load(&d->pflush))
+        sched_yield();
     cvia_spin_lock(&d->lock);
     n = d->ndirty;
     if (!n) {
         cvia_spin_unlock(&d->lock);
+        atomic_store(&d->in_release, 0);
         return 0;
     }
     units = malloc(n * sizeof(*units));
@@ -355,13 +363,15 @@ int dsm_end_interval(struct dsm *d, int barrier)
     d->ndirty = 0;
     for (size_t i = 0; i < n; i++) {
         struct dsm_unit *x = &d->u[units[i]];
+        x->indirty = 0;
         if (x->home == d->rank) {
             x->state = U_CLEAN;
             /* at a barrier the protection waits for the new copyset: the
              * unit may well become exclusive (and writable) again */
             if (!barrier)
                 dsm_unit_prot(d, units[i], P_READ);
-        } else {
+        } else if (x->state == U_DIRTY) {
+            /* (one a poll note dropped is at its home already, and invalid) */
             keys[nk++] = ((uint64_t)(uint16_t)x->home << 32) | units[i];
         }
     }
@@ -375,16 +385,238 @@ int dsm_end_interval(struct dsm *d, int barrier)
     cvia_spin_lock(&d->lock);
     for (size_t i = 0; i < nk; i++) {
         uint32_t u = (uint32_t)keys[i];
-        d->u[u].state = U_CLEAN;
-        dsm_unit_prot(d, u, P_READ);
+        /* a poll note came while the diff was on its way: our copy may
+         * lack another rank's write that is at the home now */
+        d->u[u].state = d->u[u].noted ? U_INVALID : U_CLEAN;
+        dsm_unit_prot(d, u, d->u[u].noted ? P_NONE : P_READ);
     }
     log_append(d, d->rank, d->vt[d->rank] + 1, (uint32_t)n, units);
     d->vt[d->rank]++;
     ADD(intervals, 1);
     cvia_spin_unlock(&d->lock);
+    atomic_store(&d->in_release, 0);
     free(units);
     free(keys);
     return 0;
+}
+
+/* ---- polling without synchronization (issue 18) ------------------------------------
+ *
+ * HLRC shows a write to a rank only after it acquires from the writer,
+ * which a program spinning on a flag never does. Every CVIA_DSM_POLL the
+ * service thread takes the units written since the last tick (each first
+ * write after a tick faults: units made dirty, and dirty ones that the
+ * tick write-protected again), writes the bytes that changed in those not
+ * released yet straight into their homes' memory (byte-exact, as a diff;
+ * the twin moves along, so the release's diff carries only what changed
+ * after), and sends every other rank the list (with the epoch of each
+ * write). A rank that holds a clean copy of a unit named drops it, and
+ * its next read fetches the home's. The release still
+ * sends its notice for the unit: acquire semantics are unchanged. */
+
+struct prun { uint32_t u, off, len; int home; };
+
+/* The bytes of non-home unit @u that differ from its twin: into @bytes as
+ * runs, and into the twin (what is written home is no change any more).
+ * Under lock, with the unit write-protected. */
+static void collect_runs(struct dsm *d, uint32_t u, int home, struct prun **runs, size_t *nr,
+                         size_t *cap, struct dsm_buf *bytes)
+{
+    unsigned char *cur = (unsigned char *)d->pview + (size_t)u * d->unit;
+    unsigned char *tw = (unsigned char *)d->twins + (size_t)u * d->unit;
+
+    for (size_t b = 0; b < d->unit;) {
+        if (cur[b] == tw[b]) {
+            b++;
+            continue;
+        }
+        size_t e = b + 1;
+        while (e < d->unit && cur[e] != tw[e])
+            e++;
+        if (*nr == *cap) {
+            *cap = *cap ? 2 * *cap : 16;
+            struct prun *r = realloc(*runs, *cap * sizeof(*r));
+            if (!r)
+                dsm_fatal(-ENOMEM, "out of memory");
+            *runs = r;
+        }
+        (*runs)[(*nr)++] = (struct prun){ u, (uint32_t)b, (uint32_t)(e - b), home };
+        dsm_buf_put(bytes, cur + b, e - b);
+        memcpy(tw + b, cur + b, e - b);
+        b = e;
+    }
+}
+
+/* Write the runs into their homes' memory and wait until they are there. */
+static void write_runs(struct dsm *d, const struct prun *runs, size_t nr,
+                       const struct dsm_buf *bytes, cvia_req_t *reqs)
+{
+    for (size_t i = 0, pos = 0; i < nr; pos += runs[i].len, i++) {
+        int rc = cvia_write(bytes->p + pos, runs[i].len, &d->peer_view[runs[i].home],
+                            (uint64_t)runs[i].u * d->unit + runs[i].off, 0, 0, &reqs[i]);
+        if (rc)
+            dsm_fatal(rc, "writing unit %u to rank %d: %s", runs[i].u, runs[i].home,
+                      cvia_strerror(rc));
+        ADD(rdma_writes, 1);
+        ADD(rdma_bytes, runs[i].len);
+    }
+    for (size_t i = 0; i < nr; i++) {
+        int rc = cvia_wait(&reqs[i], NULL);
+        if (rc)
+            dsm_fatal(rc, "writing unit %u to rank %d: %s", runs[i].u, runs[i].home,
+                      cvia_strerror(rc));
+    }
+}
+
+void dsm_poll_tick(struct dsm *d)
+{
+    uint32_t *note = NULL;
+    struct prun *runs = NULL;
+    struct dsm_buf bytes = { 0 };
+    size_t n, nr = 0, cap = 0;
+    cvia_req_t *reqs = NULL;
+
+    atomic_store(&d->pflush, 1);
+    if (atomic_load(&d->in_release) || atomic_load(&d->in_fin)) {
+        /* the application ends the interval itself; or it is leaving */
+        atomic_store(&d->pflush, 0);
+        return;
+    }
+    cvia_spin_lock(&d->lock);
+    n = d->npollw;
+    if (!n || d->scratch) {
+        cvia_spin_unlock(&d->lock);
+        atomic_store(&d->pflush, 0);
+        return;
+    }
+    if (!(note = malloc(n * 2 * sizeof(*note))))
+        dsm_fatal(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = d->pollw[i];
+        struct dsm_unit *x = &d->u[u];
+        note[2 * i] = u;
+        note[2 * i + 1] = x->wepoch;
+        x->pollw = 0;
+        if (x->state != U_DIRTY)
+            continue;
+        /* the next write faults again (and marks it for the next tick) */
+        dsm_unit_prot(d, u, P_READ);
+        if (x->home != d->rank)
+            collect_runs(d, u, x->home, &runs, &nr, &cap, &bytes);
+    }
+    d->npollw = 0;
+    cvia_spin_unlock(&d->lock);
+
+    if (nr && !(reqs = calloc(nr, sizeof(*reqs))))
+        dsm_fatal(-ENOMEM, "out of memory");
+    write_runs(d, runs, nr, &bytes, reqs);
+    free(reqs);
+    atomic_store(&d->pflush, 0);
+    /* every write listed is at its home now: tell the readers */
+    for (int r = 0; r < d->size; r++) {
+        struct dsm_hdr h = { .type = M_POLLNOTE, .a = (uint32_t)n };
+        if (r != d->rank)
+            dsm_send(d, r, &h, note, n * 2 * sizeof(*note));
+    }
+    free(note);
+    free(runs);
+    dsm_buf_free(&bytes);
+}
+
+/* A unit this rank writes too (not released yet) was written elsewhere:
+ * its copy cannot simply be dropped. Unless the application is ending the
+ * interval (then dsm_end_interval drops it, seeing noted), the unit is
+ * made inaccessible and queued; drop_dirty() then writes our changes home
+ * (as a poll tick does) and leaves the unit invalid: the next access
+ * fetches the home's copy, which has both. Under lock. */
+static int stale_dirty(struct dsm *d, uint32_t u)
+{
+    uint32_t *q;
+
+    if (d->nstale == d->stale_cap) {
+        size_t cap = d->stale_cap ? 2 * d->stale_cap : 16;
+        if (!(q = realloc(d->stale, cap * sizeof(*q))))
+            return 0;
+        d->stale = q;
+        d->stale_cap = cap;
+    }
+    d->stale[d->nstale++] = u;
+    return 1;
+}
+
+static void drop_dirty(struct dsm *d)
+{
+    struct prun *runs = NULL;
+    struct dsm_buf bytes = { 0 };
+    size_t nr = 0, cap = 0;
+    cvia_req_t *reqs = NULL;
+
+    if (!d->nstale)
+        return;
+    atomic_store(&d->pflush, 1);
+    if (atomic_load(&d->in_release) || atomic_load(&d->in_fin)) {
+        d->nstale = 0;    /* dsm_end_interval sees noted; or we are leaving */
+        atomic_store(&d->pflush, 0);
+        return;
+    }
+    cvia_spin_lock(&d->lock);
+    for (size_t i = 0; i < d->nstale; i++) {
+        uint32_t u = d->stale[i];
+        struct dsm_unit *x = &d->u[u];
+        if (x->state != U_DIRTY || x->home == d->rank)
+            continue;
+        dsm_unit_prot(d, u, P_NONE);
+        collect_runs(d, u, x->home, &runs, &nr, &cap, &bytes);
+        x->state = U_INVALID;
+        x->used = 0;
+        ADD(invalidations, 1);
+    }
+    d->nstale = 0;
+    cvia_spin_unlock(&d->lock);
+    if (nr && !(reqs = calloc(nr, sizeof(*reqs))))
+        dsm_fatal(-ENOMEM, "out of memory");
+    write_runs(d, runs, nr, &bytes, reqs);
+    atomic_store(&d->pflush, 0);
+    free(reqs);
+    free(runs);
+    dsm_buf_free(&bytes);
+}
+
+void dsm_on_pollnote(struct dsm *d, const struct dsm_hdr *h, const char *p, size_t len)
+{
+    if (len != (size_t)h->a * 8)
+        dsm_fatal(-CVIA_EPROTO, "a malformed poll note from rank %d", h->src);
+    cvia_spin_lock(&d->lock);
+    for (uint32_t i = 0; i < h->a; i++) {
+        uint32_t v[2];
+        struct dsm_unit *x;
+        memcpy(v, p + 8 * (size_t)i, 8);
+        if (v[0] >= d->nunits) {
+            cvia_spin_unlock(&d->lock);
+            dsm_fatal(-CVIA_EPROTO, "a poll note from rank %d names unit %u", h->src, v[0]);
+        }
+        x = &d->u[v[0]];
+        if (x->home == d->rank || x->home < 0)
+            continue;
+        x->noted = 1;
+        if (x->pf == PF_FLIGHT)
+            x->pf = PF_STALE;
+        /* every clean copy named is dropped: keeping those fetched after
+         * a barrier that released the write (epoch > v[1]) was tried, and
+         * one run in about forty of the two-host test then kept a stale
+         * copy for 60 s; v[1] stays on the wire for such a filter */
+        if (x->state == U_CLEAN) {
+            x->state = U_INVALID;
+            x->used = 0;
+            dsm_unit_prot(d, v[0], P_NONE);
+            ADD(invalidations, 1);
+        } else if (x->state == U_DIRTY && !stale_dirty(d, v[0])) {
+            cvia_spin_unlock(&d->lock);
+            dsm_fatal(-ENOMEM, "out of memory");
+        }
+    }
+    cvia_spin_unlock(&d->lock);
+    drop_dirty(d);
 }
 
 /* ---- diffs: the home's side (service thread) --------------------------------------- */

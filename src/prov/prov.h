@@ -164,10 +164,15 @@ struct cvia_prov_ops {
     /* A descriptor that polls readable when input may be waiting, for a
      * waiter that blocks; -1 (or a NULL slot) if there is none. */
     int  (*wait_fd)(struct cvia_prov_ep *ep);
-    /* Sleep until input may be waiting for @ep or @max_s seconds have
-     * passed: 1 if it slept, 0 if there was something to do at once. NULL
-     * where the provider cannot (the core then naps). */
-    int  (*block)(struct cvia_prov_ep *ep, double max_s);
+    /* Sleep until input may be waiting for @ep, @max_s seconds have
+     * passed, or (@kicks not NULL) *@kicks differs from @seen: 1 if it
+     * slept, 0 if there was something to do at once. NULL where the
+     * provider cannot (the core then naps). */
+    int  (*block)(struct cvia_prov_ep *ep, double max_s, const _Atomic uint32_t *kicks,
+                  uint32_t seen);
+    /* Wake a thread of this rank asleep in block() (after the caller
+     * changed the kicks word it passed): async-signal-safe. */
+    void (*kick)(struct cvia_prov_ep *ep);
     /* Dynamic mode (args.dynamic): this endpoint's address, what a peer
      * gives dyn_connect; returns its length or a negative error. */
     int  (*dyn_addr)(struct cvia_prov_ep *ep, void *buf, size_t cap);

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,6 +406,97 @@ static int case_imm_death(void)
     return 3;
 }
 
+/* cvia_imm_block(): a thread asleep in it wakes for a kick from another
+ * thread of its rank and for a peer's write with immediate data. Run with
+ * CVIA_LIVENESS_INTERVAL=10s: a lost wake-up then sleeps 10 s a round, and
+ * the rounds add up to the test's time limit. */
+#define BLOCK_ROUNDS 100
+static _Atomic int blk_done, blk_kick, blk_seen;
+
+static void *blk_sleeper(void *arg)
+{
+    cvia_imm_event_t ev[8];
+    int got = 0, seen = 0;
+
+    (void)arg;
+    while (!atomic_load(&blk_done)) {
+        uint32_t k = cvia_imm_kicks();
+        int n = cvia_imm_poll(ev, 8), rc;
+        if (n < 0)
+            FAIL("cvia_imm_poll: %s", cvia_err_name(n));
+        for (int i = 0; i < n; i++) {
+            char one = 1;
+            if (ev[i].source != 1 || ev[i].imm != (uint64_t)++got)
+                FAIL("immediate %llu from rank %d, expected %d from rank 1",
+                     (unsigned long long)ev[i].imm, ev[i].source, got);
+            CHECK_RC(cvia_send(&one, 1, 1, 61));
+        }
+        if (atomic_load(&blk_kick) != seen) {
+            seen = atomic_load(&blk_kick);
+            atomic_store(&blk_seen, seen);
+            continue;
+        }
+        if (n)
+            continue;
+        rc = cvia_imm_block(k, 0);
+        if (rc < 0)
+            FAIL("cvia_imm_block: %s", cvia_err_name(rc));
+    }
+    if (got != (size > 1 ? BLOCK_ROUNDS : 0))
+        FAIL("%d immediate events, expected %d", got, size > 1 ? BLOCK_ROUNDS : 0);
+    return NULL;
+}
+
+static void case_imm_block(void)
+{
+    static uint64_t word;
+    cvia_mr_t mr;
+    cvia_mr_desc_t mine, theirs;
+
+    CHECK_RC(cvia_mr_reg(&word, sizeof(word), CVIA_MR_REMOTE_WRITE, &mr));
+    CHECK_RC(cvia_mr_desc(mr, &mine));
+    if (rank == 0 && size > 1)
+        CHECK_RC(cvia_send(&mine, sizeof(mine), 1, 60));
+    if (rank == 1)
+        CHECK_RC(cvia_recv(&theirs, sizeof(theirs), 0, 60, NULL));
+    if (rank == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, blk_sleeper, NULL))
+            FAIL("pthread_create");
+        for (int i = 1; i <= BLOCK_ROUNDS; i++) {
+            long spins = 0;
+            atomic_store(&blk_kick, i);
+            cvia_imm_kick();
+            while (atomic_load(&blk_seen) != i)
+                if (++spins > 2000000000L)
+                    FAIL("kick %d never seen", i);
+                else if (!(spins & 63))
+                    sched_yield();
+        }
+        CHECK_RC(cvia_barrier());   /* rank 1 writes now */
+        CHECK_RC(cvia_barrier());   /* and is done */
+        atomic_store(&blk_done, 1);
+        cvia_imm_kick();
+        pthread_join(t, NULL);
+    } else {
+        CHECK_RC(cvia_barrier());
+        for (int i = 1; rank == 1 && i <= BLOCK_ROUNDS; i++) {
+            uint64_t v = (uint64_t)i;
+            char ack;
+            cvia_req_t req;
+            CHECK_RC(cvia_write(&v, sizeof(v), &theirs, 0, CVIA_WRITE_IMM, v, &req));
+            CHECK_RC(cvia_wait(&req, NULL));
+            CHECK_RC(cvia_recv(&ack, 1, 0, 61, NULL));
+        }
+        CHECK_RC(cvia_barrier());
+    }
+    CHECK_RC(cvia_barrier());
+    CHECK_RC(cvia_mr_dereg(mr));
+    if (rank == 0)
+        printf("imm-block: %d kicks and %d writes woke the sleeper\n", BLOCK_ROUNDS,
+               size > 1 ? BLOCK_ROUNDS : 0);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
@@ -435,6 +527,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "efault"))  case_efault();
     else if (!strcmp(argv[1], "threads")) case_threads();
     else if (!strcmp(argv[1], "rma"))     case_rma();
+    else if (!strcmp(argv[1], "imm-block")) case_imm_block();
     else if (!strcmp(argv[1], "death"))   return case_death();
     else if (!strcmp(argv[1], "imm-death")) return case_imm_death();
     else {

@@ -322,7 +322,9 @@ uint64_t shm_dyn_hash(const uint64_t nonce[2]);
 int  shm_send(struct cvia_prov_ep *ep, struct cvia_xfer *x);
 int  shm_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x);
 int  shm_progress(struct cvia_prov_ep *ep);
-int  shm_block(struct cvia_prov_ep *ep, double max_s);
+int  shm_block(struct cvia_prov_ep *ep, double max_s, const _Atomic uint32_t *kicks,
+               uint32_t seen);
+void shm_kick(struct cvia_prov_ep *ep);
 int  shm_check_peers(struct cvia_prov_ep *ep);
 void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err);
 

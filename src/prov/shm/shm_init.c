@@ -362,6 +362,7 @@ static const struct cvia_prov_ops shm_ops = {
     .progress    = shm_progress,
     .check_peers = shm_check_peers,
     .block       = shm_block,
+    .kick        = shm_kick,
     .peer_gone   = shm_peer_gone,
     .describe    = shm_describe,
     .cleanup     = shm_cleanup,

@@ -404,8 +404,11 @@ static int shm_busy(struct cvia_prov_ep *ep)
  * expedited: every CPU running a rank executes a full barrier), after which
  * either the sender's slot is visible here or its later load of sleepers
  * sees us. Without membarrier the sleep is cut to 1 ms, bounding what a
- * lost wake-up could cost. A rendezvous in flight moves by polling: nap. */
-int shm_block(struct cvia_prov_ep *ep, double max_s)
+ * lost wake-up could cost. A rendezvous in flight moves by polling: nap.
+ * A kick (shm_kick, after the kicker changed *@kicks) is a wake from this
+ * rank itself: checked after @wake was read, so none is lost either. */
+int shm_block(struct cvia_prov_ep *ep, double max_s, const _Atomic uint32_t *kicks,
+              uint32_t seen)
 {
     struct shm_seg_hdr *h = ep->seg;
     struct timespec ts;
@@ -419,7 +422,7 @@ int shm_block(struct cvia_prov_ep *ep, double max_s)
     if ((!ep->membarrier || syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) < 0) &&
         max_s > 1e-3)
         max_s = 1e-3;
-    if (!shm_busy(ep)) {
+    if (!shm_busy(ep) && !(kicks && atomic_load(kicks) != seen)) {
         if (max_s < 1e-6)
             max_s = 1e-6;
         ts.tv_sec = (time_t)max_s;
@@ -429,6 +432,16 @@ int shm_block(struct cvia_prov_ep *ep, double max_s)
     }
     atomic_fetch_sub_explicit(&h->sleepers, 1, memory_order_relaxed);
     return slept;
+}
+
+void shm_kick(struct cvia_prov_ep *ep)
+{
+    struct shm_seg_hdr *h = ep->seg;
+
+    if (!h)
+        return;
+    atomic_fetch_add_explicit(&h->wake, 1, memory_order_seq_cst);
+    syscall(SYS_futex, &h->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
