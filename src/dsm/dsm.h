@@ -39,6 +39,7 @@
 #include "dsm/dsm_cfg.h"
 #include "util/lock.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 /* Tags the DSM reserves in the user tag space. */
 #define DSM_TAG_BODY  0x7fff0101  /* payloads too long for an inbox slot */
@@ -322,7 +323,6 @@ static inline size_t dsm_top(const struct dsm *d)
 }
 
 /* dsm_init.c */
-double dsm_now(void);
 int  dsm_map_real(struct dsm *d);     /* scratch -> real view (under lock) */
 void dsm_fatal(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 

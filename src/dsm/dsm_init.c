@@ -27,13 +27,6 @@ struct dsm_peer_info {
     cvia_mr_desc_t view, diff, flags, land, inbox, credit;
 };
 
-double dsm_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void dsm_fatal(int err, const char *fmt, ...)
 {
     struct dsm *d = &dsm__g;

@@ -91,7 +91,7 @@ int cvia_dsm_lock(int id)
         return rc;
     if (d->scratch)        /* PARMACS replay: not a process yet */
         return 0;
-    t0 = dsm_now();
+    t0 = cvia__clock_s();
     L = &d->locks[id];
     cvia_spin_lock(&d->lock);
     if (L->held) {
@@ -129,7 +129,7 @@ int cvia_dsm_lock(int id)
         dsm_fatal(rc, "lock %d: malformed write notices from rank %d", id, m->h.src);
     dsm_mail_free(m);
     ADD(lock_remote, 1);
-    d->st.lock_time += dsm_now() - t0;
+    d->st.lock_time += cvia__clock_s() - t0;
     return 0;
 }
 

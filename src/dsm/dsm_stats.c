@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dsm/dsm.h"
+#include "util/json.h"
 
 #define DSM_COUNTERS(X)                         \
     X(read_faults)   X(write_faults)            \
@@ -35,17 +36,16 @@ static void sum_stats(const cvia_dsm_stats_t *all, int n, cvia_dsm_stats_t *t)
     }
 }
 
-static void json_one(FILE *out, const cvia_dsm_stats_t *s)
+static void json_one(struct jw *w, const char *key, const cvia_dsm_stats_t *s)
 {
-    const char *sep = "";
-    fputc('{', out);
-#define X(f) fprintf(out, "%s\"%s\": %llu", sep, #f, (unsigned long long)s->f); sep = ", ";
+    jw_obj(w, key);
+#define X(f) jw_int(w, #f, (long long)s->f);
     DSM_COUNTERS(X)
 #undef X
-#define X(f) fprintf(out, "%s\"%s\": %.6f", sep, #f, s->f);
+#define X(f) jw_fixed(w, #f, s->f, 6);
     DSM_TIMES(X)
 #undef X
-    fputc('}', out);
+    jw_end_obj(w);
 }
 
 /* A copy of the counters while the service thread may be adding to them:
@@ -73,16 +73,21 @@ void dsm_stats_print(struct dsm *d, const cvia_dsm_stats_t *all, int n, FILE *ou
 
     sum_stats(all, n, &t);
     if (json) {
-        fprintf(out, "{\"dsm\": {\"ranks\": %d, \"unit\": %zu, \"fetch\": \"%s\", "
-                "\"total\": ", n, d->unit, mode);
-        json_one(out, &t);
-        fprintf(out, ", \"per_rank\": [");
-        for (int r = 0; r < n; r++) {
-            if (r)
-                fputs(", ", out);
-            json_one(out, &all[r]);
-        }
-        fprintf(out, "]}}\n");
+        struct jw w;
+
+        jw_init(&w, out);
+        jw_obj(&w, NULL);
+        jw_obj(&w, "dsm");
+        jw_int(&w, "ranks", n);
+        jw_int(&w, "unit", (long long)d->unit);
+        jw_str(&w, "fetch", mode);
+        json_one(&w, "total", &t);
+        jw_arr(&w, "per_rank");
+        for (int r = 0; r < n; r++)
+            json_one(&w, NULL, &all[r]);
+        jw_end_arr(&w);
+        jw_end_obj(&w);
+        jw_end_obj(&w);
         return;
     }
     fprintf(out, "# corevia dsm statistics: %d ranks, unit %zu bytes, fetch %s\n", n,

@@ -641,7 +641,7 @@ static void *svc_main(void *arg)
         if (d->deferred)
             n += retry_deferred(d, &seen_epoch);
         if (ticks && (!(++tloops & 1023) || !n)) {
-            double t = dsm_now();
+            double t = cvia__clock_s();
             if (t >= next_tick) {
                 next_tick = t + d->cfg.poll;
                 dsm_poll_tick(d);
@@ -670,7 +670,7 @@ static void *svc_main(void *arg)
              * between polls, leaving the core to whoever needs it (another
              * rank's application, the watchdog) */
             if (!(++idle & 255)) {
-                double t = dsm_now();
+                double t = cvia__clock_s();
                 if (!quiet_since)
                     quiet_since = t;
                 else if (t - quiet_since > d->cfg.wait_spin)
@@ -691,7 +691,7 @@ static void *svc_main(void *arg)
         if ((waiting || !atomic_load(&d->app_waiting)) && !atomic_load(&d->stop) &&
             atomic_load(&d->fault.state) != F_REQ && atomic_load(&d->kick) == k) {
             int rc = -EOPNOTSUPP;
-            double t = dsm_now();
+            double t = cvia__clock_s();
             if (!napping_since)
                 napping_since = t;
             /* nothing owed, the application computes, and nothing came

@@ -52,6 +52,7 @@
 #include <corevia/corevia.h>
 #include "fabric/fab_cfg.h"
 #include "util/lock.h"
+#include "util/clock.h"
 
 #define FAB_NAME        "corevia"
 #define FAB_VERSION     FI_VERSION(0, 1)
@@ -322,7 +323,6 @@ int  fab_job_of_one(void);
 /* corevia up and the endpoint's receive slots posted (ep->lock held) */
 int  fab_ep_arm(struct fab_ep *ep);
 int  fab_errno(int cvia_rc);        /* a corevia code as a negative FI_* code */
-uint64_t fab_now_ns(void);
 
 /* fab_av.c */
 int  fab_av_open(struct fid_domain *domain, struct fi_av_attr *attr,

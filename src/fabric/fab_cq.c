@@ -205,7 +205,7 @@ static ssize_t fab_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
                                 fi_addr_t *src, const void *cond, int timeout)
 {
     struct fab_cq *cq = fab_of(fcq, struct fab_cq, fid);
-    uint64_t t0 = fab_now_ns(), now;
+    uint64_t t0 = cvia__clock_ns(), now;
     unsigned idle = 0;
     ssize_t n;
 
@@ -213,7 +213,7 @@ static ssize_t fab_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
         fab_epset_progress(&cq->set);
         if ((n = fab_cq_take(cq, buf, count, src)) != -FI_EAGAIN)
             return n;
-        now = fab_now_ns();
+        now = cvia__clock_ns();
         if (timeout >= 0 && now - t0 >= (uint64_t)timeout * 1000000ull)
             return -FI_EAGAIN;
         fab_backoff(&idle, t0, now);
@@ -381,7 +381,7 @@ static int fab_cntr_seterr(struct fid_cntr *fc, uint64_t v)
 static int fab_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 {
     struct fab_cntr *c = fab_of(fc, struct fab_cntr, fid);
-    uint64_t t0 = fab_now_ns(), err0 = atomic_load(&c->err);
+    uint64_t t0 = cvia__clock_ns(), err0 = atomic_load(&c->err);
     unsigned idle = 0;
 
     for (;;) {
@@ -390,7 +390,7 @@ static int fab_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
             return 0;
         if (atomic_load(&c->err) != err0)
             return -FI_EAVAIL;
-        uint64_t now = fab_now_ns();
+        uint64_t now = cvia__clock_ns();
         if (timeout >= 0 && now - t0 >= (uint64_t)timeout * 1000000ull)
             return -FI_ETIMEDOUT;
         fab_backoff(&idle, t0, now);
@@ -530,11 +530,11 @@ static ssize_t fab_eq_write(struct fid_eq *feq, uint32_t event, const void *buf,
 static ssize_t fab_eq_sread(struct fid_eq *feq, uint32_t *event, void *buf, size_t len,
                             int timeout, uint64_t flags)
 {
-    uint64_t t0 = fab_now_ns();
+    uint64_t t0 = cvia__clock_ns();
     ssize_t n;
 
     while ((n = fab_eq_read(feq, event, buf, len, flags)) == -FI_EAGAIN) {
-        if (timeout >= 0 && fab_now_ns() - t0 >= (uint64_t)timeout * 1000000ull)
+        if (timeout >= 0 && cvia__clock_ns() - t0 >= (uint64_t)timeout * 1000000ull)
             return -FI_EAGAIN;
         struct timespec ts = { 0, 100000 };
         nanosleep(&ts, NULL);

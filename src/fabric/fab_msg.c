@@ -665,7 +665,7 @@ void fab_progress_locked(struct fab_ep *ep)
     /* dead peers: corevia notices them in waits; we only ever poll */
     if ((ep->ops || ep->posted_head[0] || ep->posted_head[1]) && ++ep->check_tick % 64 == 0) {
         /* the clock only every 64th round: a read costs as much as a round */
-        uint64_t now = fab_now_ns();
+        uint64_t now = cvia__clock_ns();
         if ((double)now * 1e-9 >= ep->next_check) {
             int lost = cvia_check_peers();
             ep->next_check = (double)now * 1e-9 + fab_cfg.liveness;

@@ -17,14 +17,6 @@ static pthread_mutex_t fab_core_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fab_core_refs;      /* endpoints using the core */
 static int fab_core_ours;      /* we called cvia_init (so we finalize) */
 
-uint64_t fab_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int fab_errno(int rc)
 {
     if (rc >= 0)

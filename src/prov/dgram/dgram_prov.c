@@ -14,6 +14,7 @@
 #include "boot/boot.h"
 #include "prov/dgram/dgram.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #define DG_PAGE 4096u
 
@@ -21,11 +22,11 @@ struct cvia_prov_ep {
     struct dg_ep dg;
 };
 
+/* A function of its own, not the inline helper: the window's unit test
+ * links the engine with a simulated clock in its place. */
 double cvia__dg_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return cvia__clock_s();
 }
 
 static void dg_free(struct dg_ep *ep)

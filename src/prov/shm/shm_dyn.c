@@ -52,6 +52,7 @@
 #include <corevia/cvia_errno.h>
 #include "prov/shm/shm.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 static uint64_t mix64(uint64_t h)
 {
@@ -69,14 +70,6 @@ static uint64_t mix64(uint64_t h)
 uint64_t shm_dyn_hash(const uint64_t nonce[2])
 {
     return mix64(mix64(nonce[0] ^ 0x243f6a8885a308d3ull) ^ nonce[1]) | 1;
-}
-
-static double dyn_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Same host as peers see it: the kernel's boot id and network namespace
@@ -459,7 +452,7 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
     ep->connecting = 1;
     ep->conn_pid = a.pid;
     ep->conn_rand = a.seg_rand;
-    deadline = dyn_now() + ep->args.connect_timeout;
+    deadline = cvia__clock_s() + ep->args.connect_timeout;
     for (unsigned i = 0;; i++) {
         uint32_t st = atomic_load_explicit(&c->state, memory_order_acquire);
         if (st == SHM_CLAIM_ACCEPTED) {
@@ -491,7 +484,7 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
                     rc = 0;
                     break;
                 }
-                if (!dyn_alive(a.pid) || dyn_now() > deadline) {
+                if (!dyn_alive(a.pid) || cvia__clock_s() > deadline) {
                     rc = dyn_alive(a.pid) ? -ETIMEDOUT : -CVIA_ENOPEER;
                     break;
                 }
@@ -519,7 +512,7 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
                 rc = -CVIA_ENOPEER;
                 break;
             }
-            if (dyn_now() > deadline) {
+            if (cvia__clock_s() > deadline) {
                 cvia_error(SHM, "pid %d did not take the connection within "
                            "CVIA_BOOT_TIMEOUT (it must call into corevia)", (int)a.pid);
                 rc = -ETIMEDOUT;
