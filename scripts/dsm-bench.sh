@@ -255,8 +255,8 @@ function med(s,   a, n, i, j, t) {
     }
     function cell(r, target) {
         if (r < 0) return " - |"
-        if (target == "") return sprintf(" %.2fx |", r)
-        return sprintf(" %.2fx %s |", r, r >= target ? "met" : "NOT met")
+        if (target == "") return sprintf(" %.3fx |", r)
+        return sprintf(" %.3fx %s |", r, r >= target ? "met" : "NOT met")
     }
     END {
         nc = split(cfgs, c, " "); na = split(apps, ap, " ")
