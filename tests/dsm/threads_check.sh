@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 corevia developers
 # threads_check.sh PROG NP: run an application's threads build on NP
 # threads with its small preset (which checks against the sequential
 # reference); pass only if it exits 0 and reports NP processes, check=ok
