@@ -2,8 +2,8 @@
 /* Copyright (c) 2026 corevia developers */
 /* What the PARMACS applications share: flags common to all of them, the
  * report line, the sequential-reference comparison. Header-only, so that
- * the same source builds on the DSM and, with -DCVIA_PARMACS_NULL, as the
- * sequential program. */
+ * the same source builds on the DSM, with -DCVIA_PARMACS_NULL as the
+ * sequential program and with -DCVIA_PARMACS_THREADS on POSIX threads. */
 #ifndef COREVIA_APPS_APP_H
 #define COREVIA_APPS_APP_H
 
@@ -27,7 +27,13 @@ static inline int app_common_flag(struct app_common *c, int argc, char **argv, i
     const char *a = argv[*i];
 
     if (!strcmp(a, "-p") && *i + 1 < argc) {
-        c->procs = atoi(argv[++*i]);
+        char *end;
+        long v = strtol(argv[++*i], &end, 10);
+        if (*end || end == argv[*i] || v < 1 || v > 1 << 20) {
+            fprintf(stderr, "%s: -p %s: not a process count (1 or more)\n", argv[0], argv[*i]);
+            exit(2);
+        }
+        c->procs = (int)v;
         return 1;
     }
     if (!strcmp(a, "--check")) { c->check = 1; return 1; }
@@ -60,6 +66,15 @@ static inline int app_procs(struct app_common *c, const char *name)
 {
     int n = CVIA_PARMACS_NPROCS();
 
+#ifdef CVIA_PARMACS_THREADS
+    /* the threads build starts as many threads as -p asks (1 without it) */
+    if (c->procs > CVIA_PARMACS_MAX_THREADS) {
+        fprintf(stderr, "%s: -p %d: the threads build runs 1 to %d threads\n", name, c->procs,
+                CVIA_PARMACS_MAX_THREADS);
+        exit(2);
+    }
+    n = c->procs ? c->procs : 1;
+#endif
     if (!c->procs)
         c->procs = n;
     if (c->procs != n) {
@@ -82,8 +97,10 @@ static inline void app_report(const char *name, const char *size, int procs, dou
 {
     printf("RESULT app=%s size=%s procs=%d time=%.6f total=%.6f check=%s build=%s\n",
            name, size, procs, t_par, t_total, check,
-#ifdef CVIA_PARMACS_NULL
+#if defined(CVIA_PARMACS_NULL)
            "seq"
+#elif defined(CVIA_PARMACS_THREADS)
+           "threads"
 #else
            "dsm"
 #endif

@@ -11,6 +11,9 @@
  * (`m4 c.m4.corevia prog.C > prog.c`). Compile with -DCVIA_PARMACS_NULL
  * for the sequential (uniprocessor) version of the same source, as
  * SPLASH's c.m4.null: no DSM, G_MALLOC is calloc, CREATE is an error.
+ * Compile with -DCVIA_PARMACS_THREADS (and -pthread) for the same source
+ * on POSIX threads, as SPLASH's c.m4.null.POSIX: CREATE starts a thread,
+ * memory is shared by the hardware (the "threads" builds, APP-threads).
  * This header is ANL's convention: G_MALLOC is an expression.
  *
  * Process model. Run the program with cvia-run, one rank per process the
@@ -50,6 +53,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef CVIA_PARMACS_THREADS
+#include <errno.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -175,6 +181,249 @@ static inline void cvia_parmacs_null_cond_wait(void)
 #endif
 
 
+
+#elif defined(CVIA_PARMACS_THREADS)
+/* ---- POSIX threads: the same source on one shared address space ------------------ */
+/* What SPLASH's c.m4.null.POSIX gives: every process a pthread of this
+ * one process, memory shared by the hardware. The state below (the thread
+ * table and each thread's number) is in weak definitions, so that a
+ * program of several files that all include this header has one copy. */
+
+#include <pthread.h>
+
+typedef struct { pthread_mutex_t m; } cvia_parmacs_lock_t;
+typedef struct { pthread_mutex_t m; int sub, count; } cvia_parmacs_gs_t;
+typedef struct { pthread_mutex_t m; pthread_cond_t c; int flag; } cvia_parmacs_pause_t;
+typedef struct { pthread_cond_t c; } cvia_parmacs_cond_t;
+/* BARRIER(b, n): the count comes with each use (ANL's BARINIT has none),
+ * so a generation barrier of a mutex and a condition variable. */
+typedef struct { pthread_mutex_t m; pthread_cond_t c; int in; unsigned gen; } cvia_parmacs_bar_t;
+
+/* The most processes one run may create (CREATE beyond it is an error). */
+#define CVIA_PARMACS_MAX_THREADS 1024
+
+__attribute__((weak)) __thread int cvia_parmacs_thr_me;
+__attribute__((weak)) pthread_mutex_t cvia_parmacs_thr_mu = PTHREAD_MUTEX_INITIALIZER;
+__attribute__((weak)) pthread_t cvia_parmacs_thr_tab[CVIA_PARMACS_MAX_THREADS];
+/* processes created (the next one's number is created + 1); joined */
+__attribute__((weak)) int cvia_parmacs_thr_created, cvia_parmacs_thr_joined;
+
+/* Page-aligned and zeroed, as the DSM's memory. */
+static inline void *cvia_parmacs_thr_malloc(size_t n)
+{
+    size_t len = (n + 4095) / 4096 * 4096;
+    void *p = aligned_alloc(4096, len ? len : 4096);
+    if (p)
+        memset(p, 0, len ? len : 4096);
+    return p;
+}
+
+static inline void cvia_parmacs_thr_die(const char *what, int err)
+{
+    fprintf(stderr, "parmacs (threads): %s: %s\n", what, strerror(err));
+    exit(-1);
+}
+
+static inline void cvia_parmacs_thr_mutex_init(pthread_mutex_t *m)
+{
+    int e = pthread_mutex_init(m, NULL);
+    if (e)
+        cvia_parmacs_thr_die("pthread_mutex_init", e);
+}
+
+static inline void cvia_parmacs_thr_cond_init(pthread_cond_t *c)
+{
+    int e = pthread_cond_init(c, NULL);
+    if (e)
+        cvia_parmacs_thr_die("pthread_cond_init", e);
+}
+
+static inline void cvia_parmacs_thr_alock_init(cvia_parmacs_lock_t *a, long n)
+{
+    for (long i = 0; i < n; i++)
+        cvia_parmacs_thr_mutex_init(&a[i].m);
+}
+
+static inline void cvia_parmacs_thr_bar_init(cvia_parmacs_bar_t *b)
+{
+    cvia_parmacs_thr_mutex_init(&b->m);
+    cvia_parmacs_thr_cond_init(&b->c);
+    b->in = 0;
+    b->gen = 0;
+}
+
+/* The n-th arrival releases the n - 1 waiting; a new generation starts. */
+static inline void cvia_parmacs_thr_barrier(cvia_parmacs_bar_t *b, long n)
+{
+    pthread_mutex_lock(&b->m);
+    if (++b->in >= n) {
+        b->in = 0;
+        b->gen++;
+        pthread_cond_broadcast(&b->c);
+    } else {
+        unsigned g = b->gen;
+        while (g == b->gen)
+            pthread_cond_wait(&b->c, &b->m);
+    }
+    pthread_mutex_unlock(&b->m);
+}
+
+static inline void cvia_parmacs_thr_gs_init(cvia_parmacs_gs_t *g)
+{
+    cvia_parmacs_thr_mutex_init(&g->m);
+    g->sub = g->count = 0;
+}
+
+/* As the DSM's: the next subscript up to last, then -1 to each caller; the
+ * nprocs-th -1 resets the counter for the next loop. */
+static inline int cvia_parmacs_thr_getsub(cvia_parmacs_gs_t *g, int last, int nprocs)
+{
+    int s;
+    pthread_mutex_lock(&g->m);
+    if (g->sub <= last) {
+        s = g->sub++;
+    } else {
+        s = -1;
+        if (++g->count == nprocs)
+            g->sub = g->count = 0;
+    }
+    pthread_mutex_unlock(&g->m);
+    return s;
+}
+
+static inline void cvia_parmacs_thr_pause_init(cvia_parmacs_pause_t *p)
+{
+    cvia_parmacs_thr_mutex_init(&p->m);
+    cvia_parmacs_thr_cond_init(&p->c);
+    p->flag = 0;
+}
+
+static inline void cvia_parmacs_thr_pause_set(cvia_parmacs_pause_t *p, int v)
+{
+    pthread_mutex_lock(&p->m);
+    p->flag = v;
+    if (v)
+        pthread_cond_broadcast(&p->c);
+    pthread_mutex_unlock(&p->m);
+}
+
+/* Returns once the flag is set (it stays set until CLEARPAUSE). */
+static inline void cvia_parmacs_thr_pause_wait(cvia_parmacs_pause_t *p)
+{
+    pthread_mutex_lock(&p->m);
+    while (!p->flag)
+        pthread_cond_wait(&p->c, &p->m);
+    pthread_mutex_unlock(&p->m);
+}
+
+struct cvia_parmacs_thr_start { void (*fn)(void); int me; };
+
+static inline void *cvia_parmacs_thr_main(void *arg)
+{
+    struct cvia_parmacs_thr_start st = *(struct cvia_parmacs_thr_start *)arg;
+    free(arg);
+    cvia_parmacs_thr_me = st.me;
+    st.fn();
+    return NULL;
+}
+
+static inline void cvia_parmacs_thr_spawn(void (*fn)(void))
+{
+    struct cvia_parmacs_thr_start *st;
+    int e, k;
+
+    pthread_mutex_lock(&cvia_parmacs_thr_mu);
+    k = cvia_parmacs_thr_created;
+    if (k >= CVIA_PARMACS_MAX_THREADS) {
+        fprintf(stderr, "parmacs (threads): CREATE: more than %d processes\n",
+                CVIA_PARMACS_MAX_THREADS);
+        exit(-1);
+    }
+    st = (struct cvia_parmacs_thr_start *)malloc(sizeof *st);
+    if (!st)
+        cvia_parmacs_thr_die("CREATE", ENOMEM);
+    st->fn = fn;
+    st->me = k + 1;
+    e = pthread_create(&cvia_parmacs_thr_tab[k], NULL, cvia_parmacs_thr_main, st);
+    if (e)
+        cvia_parmacs_thr_die("CREATE: pthread_create", e);
+    cvia_parmacs_thr_created = k + 1;
+    pthread_mutex_unlock(&cvia_parmacs_thr_mu);
+}
+
+/* CREATE(fn): one new thread (ANL). CREATE(fn, P): P - 1 new threads,
+ * then fn in the caller (Splash-3). */
+static inline void cvia_parmacs_thr_create(void (*fn)(void), long n)
+{
+    if (n <= 0) {
+        cvia_parmacs_thr_spawn(fn);
+        return;
+    }
+    for (long i = 1; i < n; i++)
+        cvia_parmacs_thr_spawn(fn);
+    fn();
+}
+
+/* Joins the threads created and not yet joined, n at most (ANL programs
+ * pass the number created, Splash-3 programs the total). */
+static inline void cvia_parmacs_thr_wait_for_end(long n)
+{
+    for (long i = 0; i < n; i++) {
+        pthread_t t;
+        int e;
+        pthread_mutex_lock(&cvia_parmacs_thr_mu);
+        if (cvia_parmacs_thr_joined >= cvia_parmacs_thr_created) {
+            pthread_mutex_unlock(&cvia_parmacs_thr_mu);
+            return;
+        }
+        t = cvia_parmacs_thr_tab[cvia_parmacs_thr_joined++];
+        pthread_mutex_unlock(&cvia_parmacs_thr_mu);
+        e = pthread_join(t, NULL);
+        if (e)
+            cvia_parmacs_thr_die("WAIT_FOR_END: pthread_join", e);
+    }
+}
+
+/* The number of processes is the program's to choose (-p): 0, unknown. */
+#define CVIA_PARMACS_NPROCS()   0
+#define CVIA_PARMACS_ME()       cvia_parmacs_thr_me
+#define CVIA_PARMACS_STATS(json) ((void)(json))
+
+#ifndef CVIA_PARMACS_NO_MACROS
+#define MAIN_ENV
+#define EXTERN_ENV
+#define MAIN_INITENV(...)       ((void)0)
+#define MAIN_END                exit(0)
+#define G_MALLOC(...)           cvia_parmacs_thr_malloc(CVIA_PARMACS_A1(__VA_ARGS__, 0))
+#define G_MALLOC_HOME(size, h)  cvia_parmacs_thr_malloc(size)
+#define NU_MALLOC(...)          cvia_parmacs_thr_malloc(CVIA_PARMACS_A1(__VA_ARGS__, 0))
+#define LOCKINIT(n)             cvia_parmacs_thr_mutex_init(&(n).m)
+#define LOCK(n)                 pthread_mutex_lock(&(n).m)
+#define UNLOCK(n)               pthread_mutex_unlock(&(n).m)
+#define ALOCKINIT(n, k)         cvia_parmacs_thr_alock_init((n), (k))
+#define ALOCK(n, i)             pthread_mutex_lock(&(n)[i].m)
+#define AULOCK(n, i)            pthread_mutex_unlock(&(n)[i].m)
+#define BARDEC(n)               cvia_parmacs_bar_t n;
+#define BARINIT(n, ...)         cvia_parmacs_thr_bar_init(&(n))
+#define BARRIER(n, k)           cvia_parmacs_thr_barrier(&(n), (k))
+#define GSINIT(n)               cvia_parmacs_thr_gs_init(&(n))
+#define GETSUB(n, s, l, p)      ((s) = cvia_parmacs_thr_getsub(&(n), (l), (p)))
+#define PAUSEINIT(n)            cvia_parmacs_thr_pause_init(&(n))
+#define CLEARPAUSE(n)           cvia_parmacs_thr_pause_set(&(n), 0)
+#define SETPAUSE(n)             cvia_parmacs_thr_pause_set(&(n), 1)
+#define EVENT(n)                cvia_parmacs_thr_pause_set(&(n), 1)
+#define WAITPAUSE(n)            cvia_parmacs_thr_pause_wait(&(n))
+#define PAUSE(n)                cvia_parmacs_thr_pause_wait(&(n))
+#define CONDVARINIT(v)          cvia_parmacs_thr_cond_init(&(v).c)
+#define CONDVARWAIT(v, l)       pthread_cond_wait(&(v).c, &(l).m)
+#define CONDVARSIGNAL(v)        pthread_cond_signal(&(v).c)
+#define CONDVARBCAST(v)         pthread_cond_broadcast(&(v).c)
+#define CREATE(...)             cvia_parmacs_thr_create(CVIA_PARMACS_A1(__VA_ARGS__, 0), \
+                                    (long)CVIA_PARMACS_A2(__VA_ARGS__, 0, 0))
+#define WAIT_FOR_END(n)         cvia_parmacs_thr_wait_for_end(n)
+#define GET_PID(x)              ((x) = cvia_parmacs_thr_me)
+#endif
+
 #else
 /* ---- the corevia DSM ------------------------------------------------------------ */
 
@@ -274,8 +523,10 @@ CVIA_API int   cvia_parmacs_me(void);
 #define LOCKDEC(n)              cvia_parmacs_lock_t n;
 #define ALOCKDEC(n, k)          cvia_parmacs_lock_t n[k];
 #define AGETL(n, i)             ((n)[i])
+#ifndef CVIA_PARMACS_THREADS
 #define BARDEC(n)               int n;
 #define BARINIT(n, ...)         ((n) = 0)
+#endif
 #define GSDEC(n)                cvia_parmacs_gs_t n;
 #define PAUSEDEC(n)             cvia_parmacs_pause_t n;
 #define CONDVARDEC(c)           cvia_parmacs_cond_t c;

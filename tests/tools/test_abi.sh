@@ -90,7 +90,7 @@ fi
 strict=(-Wall -Wextra -pedantic -Werror)
 for h in "$inc"/corevia/*.h; do
     hn=$(basename "$h")
-    for mode in "" -DCVIA_PARMACS_NULL; do
+    for mode in "" -DCVIA_PARMACS_NULL -DCVIA_PARMACS_THREADS; do
         [ -n "$mode" ] && [ "$hn" != parmacs.h ] && continue
         printf '#include <corevia/%s>\n#include <corevia/%s>\nint main(void) { return 0; }\n' \
             "$hn" "$hn" >"$tmp/h.c"

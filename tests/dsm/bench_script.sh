@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 corevia developers
+# bench_script.sh BUILD SRC: scripts/dsm-bench.sh end to end on a tiny SOR,
+# without the DSM (seq, thr1, thr2: the DSM's own runs are the dsm.* tests'):
+# one round gives a CSV row per configuration, a table with the targets'
+# ratio column, the one-level note and a PNG; bad options end with exit 2
+# and a message naming the option. No timing is asserted.
+set -u
+BUILD=$1 SRC=$2
+W=$(mktemp -d "${TMPDIR:-/tmp}/bench_script.XXXXXX") || exit 1
+trap 'rm -rf "$W"' EXIT
+B=$SRC/scripts/dsm-bench.sh
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+timeout 120 bash "$B" --build "$BUILD" --rounds 1 --quiet-wait 0 --apps sor --configs "seq thr1 thr2" \
+    --args sor="-m 64 -n 64 -i 2" --out "$W/o" --plot "$W/o/p.png" >"$W/out" 2>"$W/err" ||
+    bad "dsm-bench exited $?: $(tail -3 "$W/err")"
+[ "$(grep -c '^sor,\(seq\|thr1\|thr2\),1,' "$W/o/results.csv" 2>/dev/null)" = 3 ] ||
+    bad "results.csv lacks a row per configuration: $(cat "$W/o/results.csv" 2>&1)"
+grep -q '| thr2 vs seq |' "$W/out" ||
+    bad "no 'thr2 vs seq' ratio column: $(head -8 "$W/out")"
+grep -q '^| sor | [0-9]' "$W/out" || bad "no sor row: $(head -8 "$W/out")"
+grep -q 'one-level protocol' "$W/out" || bad "the summary does not say the DSM runs one-level"
+[ -s "$W/o/p.png" ] && [ "$(head -c 4 "$W/o/p.png" | tail -c 3)" = PNG ] || bad "no PNG: $(tail -3 "$W/err")"
+
+for args in "--rounds 0" "--rounds x" "--configs thr" "--plot a.svg" "--args sor" "--bogus" "--np"; do
+    # shellcheck disable=SC2086
+    timeout 20 bash "$B" --build "$BUILD" --out "$W/e" $args >"$W/out" 2>"$W/err"
+    rc=$?
+    [ "$rc" = 2 ] && grep -q 'dsm-bench: ' "$W/err" || bad "$args: rc=$rc, $(head -2 "$W/err")"
+done
+[ "$fail" = 0 ] && echo "ok dsm-bench.sh"
+exit "$fail"
