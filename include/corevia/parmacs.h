@@ -93,17 +93,11 @@ static inline unsigned long cvia_parmacs_clock(void)
 #define CVIA_PARMACS_A1(a, ...) a
 #define CVIA_PARMACS_A2(a, b, ...) b
 
-#ifdef CVIA_PARMACS_NULL
-/* ---- sequential: the uniprocessor version of the same source ---------------- */
-
-typedef struct { int id; } cvia_parmacs_lock_t;
-typedef struct { int sub, count; } cvia_parmacs_gs_t;
-typedef struct { int flag; } cvia_parmacs_pause_t;
-typedef struct { int waiters; } cvia_parmacs_cond_t;
-
-/* Page-aligned and zeroed, as the DSM's memory; aligned_alloc (C11)
- * wants a multiple of the alignment. */
-static inline void *cvia_parmacs_null_malloc(size_t n)
+#if defined(CVIA_PARMACS_NULL) || defined(CVIA_PARMACS_THREADS)
+/* G_MALLOC of the sequential and the threads builds: page-aligned and
+ * zeroed, as the DSM's memory; aligned_alloc (C11) wants a multiple of the
+ * alignment. */
+static inline void *cvia_parmacs_page_malloc(size_t n)
 {
     size_t len = (n + 4095) / 4096 * 4096;
     void *p = aligned_alloc(4096, len ? len : 4096);
@@ -111,6 +105,15 @@ static inline void *cvia_parmacs_null_malloc(size_t n)
         memset(p, 0, len ? len : 4096);
     return p;
 }
+#endif
+
+#ifdef CVIA_PARMACS_NULL
+/* ---- sequential: the uniprocessor version of the same source ---------------- */
+
+typedef struct { int id; } cvia_parmacs_lock_t;
+typedef struct { int sub, count; } cvia_parmacs_gs_t;
+typedef struct { int flag; } cvia_parmacs_pause_t;
+typedef struct { int waiters; } cvia_parmacs_cond_t;
 
 static inline int cvia_parmacs_null_getsub(cvia_parmacs_gs_t *g, int last, int nprocs)
 {
@@ -152,9 +155,9 @@ static inline void cvia_parmacs_null_cond_wait(void)
 #define EXTERN_ENV
 #define MAIN_INITENV(...)       ((void)0)
 #define MAIN_END                exit(0)
-#define G_MALLOC(...)           cvia_parmacs_null_malloc(CVIA_PARMACS_A1(__VA_ARGS__, 0))
-#define G_MALLOC_HOME(size, h)  cvia_parmacs_null_malloc(size)
-#define NU_MALLOC(...)          cvia_parmacs_null_malloc(CVIA_PARMACS_A1(__VA_ARGS__, 0))
+#define G_MALLOC(...)           cvia_parmacs_page_malloc(CVIA_PARMACS_A1(__VA_ARGS__, 0))
+#define G_MALLOC_HOME(size, h)  cvia_parmacs_page_malloc(size)
+#define NU_MALLOC(...)          cvia_parmacs_page_malloc(CVIA_PARMACS_A1(__VA_ARGS__, 0))
 #define LOCKINIT(n)             ((n).id = 0)
 #define LOCK(n)                 ((void)0)
 #define UNLOCK(n)               ((void)0)
@@ -207,16 +210,6 @@ __attribute__((weak)) pthread_mutex_t cvia_parmacs_thr_mu = PTHREAD_MUTEX_INITIA
 __attribute__((weak)) pthread_t cvia_parmacs_thr_tab[CVIA_PARMACS_MAX_THREADS];
 /* processes created (the next one's number is created + 1); joined */
 __attribute__((weak)) int cvia_parmacs_thr_created, cvia_parmacs_thr_joined;
-
-/* Page-aligned and zeroed, as the DSM's memory. */
-static inline void *cvia_parmacs_thr_malloc(size_t n)
-{
-    size_t len = (n + 4095) / 4096 * 4096;
-    void *p = aligned_alloc(4096, len ? len : 4096);
-    if (p)
-        memset(p, 0, len ? len : 4096);
-    return p;
-}
 
 static inline void cvia_parmacs_thr_die(const char *what, int err)
 {
@@ -394,9 +387,9 @@ static inline void cvia_parmacs_thr_wait_for_end(long n)
 #define EXTERN_ENV
 #define MAIN_INITENV(...)       ((void)0)
 #define MAIN_END                exit(0)
-#define G_MALLOC(...)           cvia_parmacs_thr_malloc(CVIA_PARMACS_A1(__VA_ARGS__, 0))
-#define G_MALLOC_HOME(size, h)  cvia_parmacs_thr_malloc(size)
-#define NU_MALLOC(...)          cvia_parmacs_thr_malloc(CVIA_PARMACS_A1(__VA_ARGS__, 0))
+#define G_MALLOC(...)           cvia_parmacs_page_malloc(CVIA_PARMACS_A1(__VA_ARGS__, 0))
+#define G_MALLOC_HOME(size, h)  cvia_parmacs_page_malloc(size)
+#define NU_MALLOC(...)          cvia_parmacs_page_malloc(CVIA_PARMACS_A1(__VA_ARGS__, 0))
 #define LOCKINIT(n)             cvia_parmacs_thr_mutex_init(&(n).m)
 #define LOCK(n)                 pthread_mutex_lock(&(n).m)
 #define UNLOCK(n)               pthread_mutex_unlock(&(n).m)

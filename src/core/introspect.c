@@ -77,29 +77,39 @@ int cvia_var_check(void)
     return cvia__param_check_unknown(NULL);
 }
 
+/* The @index-th provider built in (index >= 0), or NULL past the last. */
+static const struct cvia_prov_desc *prov_at(int index)
+{
+    for (int i = 0; i < index; i++)
+        if (!cvia__prov_list[i])
+            return NULL;
+    return cvia__prov_list[index];
+}
+
 int cvia_provider_info(int index, cvia_provider_info_t *info, size_t size)
 {
+    const struct cvia_prov_desc *d;
     cvia_provider_info_t v;
 
     if (index < 0 || !info || !size)
         return -EINVAL;
-    for (int i = 0; i <= index; i++)
-        if (!cvia__prov_list[i])
-            return -ENOENT;
+    if (!(d = prov_at(index)))
+        return -ENOENT;
     memset(&v, 0, sizeof(v));
-    v.name = cvia__prov_list[index]->name;
-    v.desc = cvia__prov_list[index]->desc;
-    cvia__prov_list[index]->ops->describe(v.state, sizeof(v.state));
+    v.name = d->name;
+    v.desc = d->desc;
+    d->ops->describe(v.state, sizeof(v.state));
     memcpy(info, &v, size < sizeof(v) ? size : sizeof(v));
     return 0;
 }
 
 int cvia_provider_cleanup(int index)
 {
+    const struct cvia_prov_desc *d;
+
     if (index < 0)
         return -EINVAL;
-    for (int i = 0; i <= index; i++)
-        if (!cvia__prov_list[i])
-            return -ENOENT;
-    return cvia__prov_list[index]->ops->cleanup();
+    if (!(d = prov_at(index)))
+        return -ENOENT;
+    return d->ops->cleanup();
 }

@@ -304,6 +304,7 @@ static inline uint8_t *shm_cma_table(struct shm_seg_hdr *h)
 /* shm_seg.c */
 void shm_seg_layout(struct cvia_prov_ep *ep);
 int  shm_seg_create(struct cvia_prov_ep *ep);
+int  shm_seg_map(struct cvia_prov_ep *ep, const char *name, void **addr_p);
 int  shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name);
 void shm_seg_unlink(struct cvia_prov_ep *ep);
 void shm_seg_detach_all(struct cvia_prov_ep *ep);

@@ -141,35 +141,14 @@ static int dyn_map(struct cvia_prov_ep *ep, int32_t pid, uint64_t seg_rand,
 {
     char name[SHM_NAME_MAX];
     struct shm_seg_hdr *h;
-    struct stat st;
     void *addr;
-    int fd, rc;
+    int rc;
 
     dyn_seg_name(name, sizeof(name), pid, seg_rand);
-    fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-    if (fd < 0) {
-        rc = -errno;
-        cvia_info(SHM, "cannot open segment %s of a peer: %s", name, strerror(errno));
+    if ((rc = shm_seg_map(ep, name, &addr)) < 0) {
+        if (rc != -CVIA_ESEGMENT)
+            cvia_info(SHM, "cannot map segment %s of a peer: %s", name, strerror(-rc));
         return rc == -ENOENT ? -CVIA_ENOPEER : rc;
-    }
-    if (fstat(fd, &st) < 0 || st.st_uid != getuid() || (st.st_mode & 077)) {
-        cvia_error(SHM, "segment %s has another owner or mode: refused", name);
-        close(fd);
-        return -CVIA_ESEGMENT;
-    }
-    if ((size_t)st.st_size != ep->seg_bytes) {
-        cvia_error(SHM, "segment %s has another size (%lld bytes, %zu here): the peer "
-                   "runs with other CVIA_MAX_PEERS or CVIA_SHM_* settings", name,
-                   (long long)st.st_size, ep->seg_bytes);
-        close(fd);
-        return -CVIA_ESEGMENT;
-    }
-    addr = mmap(NULL, ep->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (addr == MAP_FAILED) {
-        rc = -errno;
-        cvia_error(SHM, "mmap segment %s: %s", name, strerror(errno));
-        return rc;
     }
     h = addr;
     atomic_thread_fence(memory_order_acquire);

@@ -230,13 +230,47 @@ err_unlink:
     return rc;
 }
 
+/* Open and map the segment @name of a peer: ours (this user's, mode 0600)
+ * and of this endpoint's geometry (seg_bytes). 0 with the mapping in
+ * *@addr_p; -CVIA_ESEGMENT (said here) for a segment that is not ours or
+ * not of this size; -errno, unsaid, where it cannot be opened or mapped
+ * (-ENOENT: no such segment: the caller knows what that means). */
+int shm_seg_map(struct cvia_prov_ep *ep, const char *name, void **addr_p)
+{
+    struct stat st;
+    void *addr;
+    int fd, rc;
+
+    fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) < 0 || st.st_uid != getuid() || (st.st_mode & 077)) {
+        cvia_error(SHM, "segment %s has another owner or mode: refused", name);
+        close(fd);
+        return -CVIA_ESEGMENT;
+    }
+    if ((size_t)st.st_size != ep->seg_bytes) {
+        cvia_error(SHM, "segment %s has another size (%lld bytes, %zu here): the peer "
+                   "runs with other CVIA_MAX_PEERS or CVIA_SHM_* settings", name,
+                   (long long)st.st_size, ep->seg_bytes);
+        close(fd);
+        return -CVIA_ESEGMENT;
+    }
+    addr = mmap(NULL, ep->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    rc = addr == MAP_FAILED ? -errno : 0;
+    close(fd);
+    if (rc)
+        return rc;
+    *addr_p = addr;
+    return 0;
+}
+
 int shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name)
 {
     struct shm_peer *pp = &ep->peers[peer];
     struct shm_seg_hdr *hdr;
-    struct stat st;
     void *addr;
-    int fd, rc;
+    int rc;
 
     if (peer == ep->args.rank) {
         hdr = ep->seg;
@@ -244,25 +278,10 @@ int shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name)
         pp->seg_bytes = 0;   /* not mapped twice */
         goto found;
     }
-    fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-    if (fd < 0) {
-        rc = -errno;
-        cvia_error(SHM, "cannot open segment %s of rank %d: %s", name, peer,
-                   strerror(errno));
-        return rc;
-    }
-    if (fstat(fd, &st) < 0 || st.st_uid != getuid() || (st.st_mode & 077) ||
-        (size_t)st.st_size != ep->seg_bytes) {
-        cvia_error(SHM, "segment %s of rank %d has the wrong owner, mode or "
-                   "size (another job's or another configuration's?)", name, peer);
-        close(fd);
-        return -CVIA_ESEGMENT;
-    }
-    addr = mmap(NULL, ep->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (addr == MAP_FAILED) {
-        rc = -errno;
-        cvia_error(SHM, "mmap segment %s of rank %d: %s", name, peer, strerror(errno));
+    if ((rc = shm_seg_map(ep, name, &addr)) < 0) {
+        if (rc != -CVIA_ESEGMENT)
+            cvia_error(SHM, "cannot map segment %s of rank %d: %s", name, peer,
+                       strerror(-rc));
         return rc;
     }
     hdr = addr;
