@@ -15,6 +15,7 @@
  *   fab_msg.c    the wire protocol over corevia: eager, rendezvous by RDMA
  *                read, matching of tagged and untagged receives
  *   fab_mr.c     memory registration (local descriptors; no remote access yet)
+ *   fab_auto.c   FI_PROGRESS_AUTO: a domain's progress thread
  *   fab_param.c  CVIA_FI_* (compiled into libcorevia: the library's table
  *                list names it, as for the DSM)
  *
@@ -133,11 +134,17 @@ struct fab_fabric {
 };
 
 struct fab_mr;
+struct fab_auto;
+
+#define FAB_AUTO_EP_MAX 64   /* endpoints of one FI_PROGRESS_AUTO domain */
 
 struct fab_domain {
     struct fid_domain fid;
     struct fab_fabric *fabric;
     enum fi_threading threading;
+    int auto_progress;       /* FI_PROGRESS_AUTO: a thread drives its endpoints */
+    pthread_mutex_t auto_lock;
+    struct fab_auto *autop;  /* the thread, from the first armed endpoint on */
     atomic_int refs;         /* AVs, CQs, endpoints, MRs open on it */
     pthread_mutex_t mr_lock; /* mrs, and atomics applied to them */
     struct fab_mr *mrs;      /* regions open to remote access */
@@ -398,5 +405,12 @@ void fab_dom_mr_del(struct fab_domain *d, struct fab_mr *mr);
 
 /* fab_mr.c */
 extern struct fi_ops_mr fab_mr_ops;
+
+/* fab_auto.c: an armed endpoint joins its domain's progress thread (started
+ * by the first), leaves it before it closes; the thread stops at domain
+ * close. Nothing happens for a FI_PROGRESS_MANUAL domain. */
+int  fab_auto_add(struct fab_domain *d, struct fab_ep *ep);
+void fab_auto_del(struct fab_domain *d, struct fab_ep *ep);
+void fab_auto_stop(struct fab_domain *d);
 
 #endif
