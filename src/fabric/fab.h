@@ -203,6 +203,8 @@ struct fab_cq {
     struct fab_cqerr *err_head, *err_tail;
     struct fab_epset set;    /* endpoints to progress when read */
     atomic_int refs;
+    atomic_int sleepers;     /* threads asleep in fi_cq_sread: a push kicks them */
+    atomic_int signaled;     /* fi_cq_signal: the next (or current) sread returns */
 };
 
 struct fab_cntr {
@@ -324,6 +326,7 @@ extern struct fab_cfg fab_cfg;
 /* fab_prov.c */
 int  fab_core_acquire(void);        /* corevia initialized (by us or the app) */
 void fab_core_release(void);
+int  fab_core_hold_if_up(void);     /* 1: a reference taken on corevia, which is up */
 /* rank, size and job id, before corevia's wire-up too */
 int  fab_job(int32_t *rank, int32_t *size, uint64_t *job);
 int  fab_job_of_one(void);
@@ -365,10 +368,13 @@ static inline struct fab_ep *fab_ep_of(struct fid_ep *fep)
 #define FAB_LOCKED(ep, expr) ({ ssize_t _r; cvia_spin_lock(&(ep)->lock); _r = (expr); \
                                 cvia_spin_unlock(&(ep)->lock); _r; })
 
-/* fab_cq.c: one step of a blocking wait that started at @t0 (ns): poll 64
- * times, then yield until 10 ms have passed, then nap 50 us, as corevia's
- * own waits do. */
-void fab_backoff(unsigned *idle, uint64_t t0, uint64_t now);
+/* fab_cq.c: one step of a blocking wait (fi_cq_sread, fi_cntr_wait) that
+ * started at @t0 (ns) with a limit of @timeout ms (-1: none): poll 64
+ * times, yield for 100 us, then sleep in corevia (cvia_imm_block, from
+ * @kicks read before the last poll) for at most @chunk seconds, or nap 50
+ * us where it cannot sleep (peers on other hosts). */
+int  fab_backoff_spin(unsigned *idle, uint64_t t0, uint64_t now);   /* 0: time to sleep */
+void fab_backoff_sleep(uint64_t t0, uint64_t now, int timeout, uint32_t kicks, double chunk);
 
 /* fab_msg.c (ep->lock held) */
 /* What every transmit checks first: the endpoint works, @dest resolves to

@@ -69,6 +69,17 @@ int fab_core_acquire(void)
     return rc;
 }
 
+int fab_core_hold_if_up(void)
+{
+    int up;
+
+    pthread_mutex_lock(&fab_core_lock);
+    if ((up = fab_core_refs > 0))
+        fab_core_refs++;
+    pthread_mutex_unlock(&fab_core_lock);
+    return up;
+}
+
 int fab_job(int32_t *rank, int32_t *size, uint64_t *job)
 {
     int r, n, rc;

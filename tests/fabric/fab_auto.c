@@ -13,12 +13,18 @@
  * pass. Rank 0 then says so in a file; rank 1, which has been waiting for
  * that file, finds the receive's completion in its CQ, the counter at
  * ROUNDS and the message in its buffer.
+ * Then blocking reads: fi_cq_signal wakes a thread in fi_cq_sread on an
+ * idle CQ (-FI_EAGAIN); rank 0 waits in fi_cq_sread (no limit) for a
+ * message rank 1 sends after a pause, and prints the CPU time that wait
+ * took (it sleeps in corevia, not in a polling loop).
  *   fab_auto DIR      names exchanged through files in DIR
  * Prints "ok auto" on rank 0.
  *   fab_auto --refused   (alone, with CVIA_FI_THREAD=domain): hints asking
  * for automatic progress get no entry; prints "ok refused".
  */
+#include <pthread.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +86,27 @@ static void wait_cq(struct fid_cq *cq, int n)
         }
         got += (int)r;
     }
+}
+
+static void *sread_idle(void *arg)
+{
+    struct fi_cq_tagged_entry e;
+    return (void *)(intptr_t)fi_cq_sread(arg, &e, 1, NULL, -1);
+}
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static char pattern(size_t i)
@@ -185,6 +212,38 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < BIG; k++)
             EXPECT(big[k] == pattern(k), "byte %zu of the message is wrong", k);
     }
+    /* fi_cq_signal wakes a blocked fi_cq_sread (whenever it comes) */
+    struct fid_cq *idle_cq;
+    pthread_t t;
+    void *ret;
+    CHECK(fi_cq_open(domain, &cqa, &idle_cq, NULL));
+    EXPECT(!pthread_create(&t, NULL, sread_idle, idle_cq), "pthread_create");
+    usleep(20000);
+    CHECK(fi_cq_signal(idle_cq));
+    EXPECT(!pthread_join(t, &ret), "pthread_join");
+    EXPECT((intptr_t)ret == -FI_EAGAIN, "fi_cq_sread after fi_cq_signal: %ld, not -FI_EAGAIN",
+           (long)(intptr_t)ret);
+    CHECK(fi_close(&idle_cq->fid));
+
+    /* a blocking read that waits for a message sent after a pause */
+    uint64_t word = 0;
+    if (me == 0) {
+        struct fi_cq_tagged_entry e;
+        CHECK(fi_trecv(ep, &word, sizeof(word), NULL, peer, 11, 0, &word));
+        double w0 = wall_s(), c0 = cpu_s();
+        ssize_t n = fi_cq_sread(cq, &e, 1, NULL, -1);
+        double w = wall_s() - w0, c = cpu_s() - c0;
+        EXPECT(n == 1 && e.op_context == &word && e.tag == 11 && word == 0x5eed,
+               "fi_cq_sread = %zd, tag %llu, word %#llx", n, (unsigned long long)e.tag,
+               (unsigned long long)word);
+        printf("sread: waited %.0f ms, %.1f ms of CPU\n", w * 1e3, c * 1e3);
+    } else {
+        usleep(300000);
+        word = 0x5eed;
+        CHECK(fi_tsend(ep, &word, sizeof(word), NULL, peer, 11, NULL));
+        wait_cq(cq, 1);
+    }
+
     /* both done before anyone closes: a 0-byte message each way */
     CHECK(fi_trecv(ep, NULL, 0, NULL, peer, 9, 0, NULL));
     CHECK(fi_tsend(ep, NULL, 0, NULL, peer, 9, NULL));
