@@ -19,7 +19,7 @@
 static const char *const by_names[] = {
     "CVIA_MEM_TIERS", "bandwidth (hwloc memory attribute)",
     "latency (hwloc memory attribute)", "NUMA subtype", "locality and distances",
-    "on-package memory (locality, capacity and distances)", "nothing: one tier",
+    "on-package memory (locality and capacity; distances across packages)", "nothing: one tier",
 };
 
 const char *cvia__tiers_by_name(int by)
