@@ -324,7 +324,7 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
     for (int i = 0; i < e->nics.n; i++) {
         const struct cvia_nic *nic = &e->nics.v[i];
         const struct aff_dev *d = &m->dev[i];
-        struct aff_group g[CVIA_REL_COUNT];
+        struct aff_group g[AFF_MAX_GROUPS];
         int ng;
 
         printf("interface %s", nic->name);
@@ -463,7 +463,7 @@ static void report_json(struct aff_env *e, const struct aff_model *m, int irqb, 
     for (int i = 0; i < e->nics.n; i++) {
         const struct cvia_nic *nic = &e->nics.v[i];
         const struct aff_dev *d = &m->dev[i];
-        struct aff_group g[CVIA_REL_COUNT];
+        struct aff_group g[AFF_MAX_GROUPS];
         int ng;
 
         jw_obj(w, NULL);
