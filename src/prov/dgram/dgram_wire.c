@@ -309,7 +309,9 @@ int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct 
     } else {
         memset(ext, 0, sizeof(*ext));
     }
-    if (h->type == 0 || (h->type > DG_TYPE_DATA_MAX && h->type != DG_ACK && h->type != DG_PING))
+    if (h->type == 0 || (h->type > DG_TYPE_DATA_MAX && h->type < DG_ACK) || h->type > DG_TYPE_MAX)
+        return DG_BAD_FORMAT;
+    if (h->type >= DG_HELLO && ((h->flags & DG_F_EXT) || len != off + sizeof(struct dg_hello)))
         return DG_BAD_FORMAT;
     if ((h->type == DG_ACK || h->type == DG_PING) && len != off)
         return DG_BAD_FORMAT;
