@@ -11,7 +11,8 @@
  *          its source must be FI_ADDR_NOTAVAIL then, the peer's address
  *          after. Then untagged and tagged, eager (100 B) and rendezvous
  *          (1 MiB) each way, tagged ones received out of order by tag,
- *          every payload checked. Prints "ok ROLE".
+ *          every payload checked; fi_av_lookup gives the inserted name
+ *          back. Prints "ok ROLE".
  *   death  after one exchange (and 100 ms of progress) a dies (SIGKILL)
  *          while b waits in a directed receive from it: b gets an error
  *          completion, no hang, and prints "ok death".
@@ -295,6 +296,13 @@ int main(int argc, char **argv)
         EXPECT(fi_av_insert(av, peer_name, 1, &peer, 0, NULL) == 1, "insert refused");
         fill(small, SMALL, 2);
         send_one(0, small, SMALL, peer, 0);
+    }
+    {   /* fi_av_lookup gives the name back as it was inserted */
+        char back[64];
+        size_t blen = sizeof(back);
+        CHECK(fi_av_lookup(av, peer, back, &blen));
+        EXPECT(blen == len && !memcmp(back, peer_name, len), "fi_av_lookup: another name "
+               "(%zu bytes) than the one inserted", blen);
     }
     if (a) {
         char ctx;

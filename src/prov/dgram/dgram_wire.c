@@ -47,7 +47,9 @@ static const struct cvia_param dg_params[] = {
       0, 0, NULL },
     { "PEER_TIMEOUT", "30s", CVIA_PARAM_TIME, offsetof(struct dg_cfg, peer_timeout),
       "A peer that acknowledges nothing for this long while data to it is outstanding "
-      "is declared dead (CVIA_ENOPEER).", 0, 0, NULL },
+      "is declared dead (CVIA_ENOPEER). Without a launcher, a peer that a waiter "
+      "finds silent for a quarter of this is probed, and declared dead once silent "
+      "for all of it.", 0, 0, NULL },
     { "FAULTS", "", CVIA_PARAM_STRING, offsetof(struct dg_cfg, faults),
       "Fault injection on sent datagrams, for tests: drop=P,dup=P,reorder=P,corrupt=P "
       "with probabilities P in [0,1], and seed=N.", 0, 0, NULL },
