@@ -6,8 +6,9 @@
 # /dev/shm (a killed one's is removed by its surviving peer).
 #   dyn.sh [--hosts] FAB_DYN PROVIDER_DIR [msg|death|forge|threads|reclaim]
 # --hosts: a and b on two network namespace hosts of scripts/netlab.sh,
-# reaching each other over udp (CVIA_NET=udp): their addresses carry the
-# udp endpoint, frames to each are sealed with a key from its nonce. The
+# reaching each other over udp (CVIA_NET=udp, or eth if set so): their
+# addresses carry the link endpoint, frames to each are sealed with a key
+# from its nonce. The
 # death is found by the probes of the waiting side (CVIA_DGRAM_PEER_TIMEOUT
 # short here); the forged name's HELLO must be counted forged by b.
 set -u
@@ -33,7 +34,7 @@ if [ $hosts -eq 1 ]; then
         { echo "SKIP: no network lab here: $(head -1 "$work/lab")"; exit 77; }
     on_a=("$top/scripts/netlab.sh" exec --tag "$tag" h1)
     on_b=("$top/scripts/netlab.sh" exec --tag "$tag" h2)
-    export CVIA_NET=udp CVIA_DGRAM_PEER_TIMEOUT=1s CVIA_BOOT_TIMEOUT=$((3 * mult))s
+    export CVIA_NET=${CVIA_NET:-udp} CVIA_DGRAM_PEER_TIMEOUT=1s CVIA_BOOT_TIMEOUT=$((3 * mult))s
     # forge: b logs every peer that connects to it; the forged name must make none
     [ "$mode" = forge ] && export CVIA_LOG=info CVIA_LOG_SUBSYS=net
 fi

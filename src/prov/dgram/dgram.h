@@ -303,6 +303,7 @@ struct dg_link_ops {
 };
 
 #define DG_NET_UDP  1      /* net[0]: the kind of link */
+#define DG_NET_ETH  2
 #define DG_NET_AUTH 0x01   /* net[1]: CVIA_DGRAM_AUTH=yes */
 
 /* A launcher-free peer (dgram_dyn.c), by peer index. */

@@ -408,7 +408,6 @@ static int dg_dyn_connect(struct cvia_prov_ep *pe, const void *addr, size_t len,
     return cvia__dg_dyn_connect(&pe->dg, addr, len, peer);
 }
 
-/* launcher-free peers: udp's link has pack/unpack, eth's not (yet) */
 #define DG_PROV_OPS(open_fn, describe_fn, ...) {                               \
     .size = sizeof(struct cvia_prov_ops), .open = open_fn, .connect = dg_connect, \
     .ready = dg_ready, .close = dg_close, .reachable = dg_reachable,           \
@@ -448,4 +447,6 @@ static void eth_describe(char *buf, size_t cap)
              "datagrams in raw Ethernet frames (AF_PACKET)");
 }
 
-const struct cvia_prov_ops cvia__eth_ops = DG_PROV_OPS(eth_open, eth_describe, .dyn_addr = NULL);
+const struct cvia_prov_ops cvia__eth_ops = DG_PROV_OPS(eth_open, eth_describe,
+                                                       .dyn_addr = dg_dyn_addr,
+                                                       .dyn_connect = dg_dyn_connect);
