@@ -515,8 +515,13 @@ int cvia_connect(const void *addr, size_t len, int *peer)
     if ((pi = dyn_prov(c, CVIA_PROV_LOCAL)) < 0)
         return -EOPNOTSUPP;
     rc = c->prov[pi].desc->ops->dyn_connect(c->prov[pi].ep, addr, len, peer);
-    if (rc != -CVIA_ENOPROV || (ni = dyn_prov(c, CVIA_PROV_NET)) < 0)
+    if (rc != -CVIA_ENOPROV)
         return rc;
+    if ((ni = dyn_prov(c, CVIA_PROV_NET)) < 0) {
+        cvia_error(CORE, "cvia_connect: the address is another host's; without CVIA_NET=udp "
+                   "(or eth) in the environment this process reaches its own host only");
+        return rc;
+    }
     return c->prov[ni].desc->ops->dyn_connect(c->prov[ni].ep, addr, len, peer);
 }
 
