@@ -8,18 +8,23 @@
 # the ranks of one cvia-run job, in rounds whose order rotates; prints the
 # client's usec/xfer per round and the medians with their ratio.
 #
-#   bench-dyn-hosts.sh [-r ROUNDS] [-b BUILD_DIR] [-s "SIZE:ITERS ..."]
+#   bench-dyn-hosts.sh [-r ROUNDS] [-b BUILD_DIR] [-s "SIZE:ITERS ..."] [-L BASE_LIB_DIR]
+#
+# -L: a third column, the cvia-run job again with another libcorevia.so.0
+# (say the branch point's) found first through LD_LIBRARY_PATH: the
+# provider is this build's, the core and transports are that one's.
 #
 # Needs root (network namespaces) and fi_pingpong (libfabric-bin).
 set -euo pipefail
 
-rounds=7 build=build sizes="64:2000 1048576:100"
-while getopts r:b:s:h o; do
+rounds=7 build=build sizes="64:2000 1048576:100" base=
+while getopts r:b:s:L:h o; do
     case $o in
+        L) base=$(cd "$OPTARG" && pwd) ;;
         r) rounds=$OPTARG ;;
         b) build=$OPTARG ;;
         s) sizes=$OPTARG ;;
-        h) sed -n 5,13p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        h) sed -n 5,17p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) exit 2 ;;
     esac
 done
@@ -59,6 +64,9 @@ run() {   # MODE SIZE ITERS
         ROLE=client timeout 120 "$top/scripts/netlab.sh" exec --tag "$tag" h2 \
             "$work/rank.sh" "$2" "$3" "$port_now" "$server" "$out" || true
         wait "$ps" || true
+    elif [ "$1" = base ]; then
+        LD_LIBRARY_PATH=$base "$build/cvia-run" -n 2 --timeout 120s --hosts "cvia-$tag-h1,cvia-$tag-h2" \
+            --bind none -- "$work/rank.sh" "$2" "$3" "$port_now" "$server" "$out" || true
     else
         "$build/cvia-run" -n 2 --timeout 120s --hosts "cvia-$tag-h1,cvia-$tag-h2" --bind none \
             -- "$work/rank.sh" "$2" "$3" "$port_now" "$server" "$out" || true
@@ -71,9 +79,11 @@ median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); fi_pingpong over udp, client usec/xfer"
 for sz in $sizes; do
     size=${sz%%:*} iters=${sz##*:}
-    : >"$work/free.$size"; : >"$work/run.$size"
+    : >"$work/free.$size"; : >"$work/run.$size"; : >"$work/base.$size"
     for ((r = 0; r < rounds; r++)); do
-        if ((r % 2)); then order="run free"; else order="free run"; fi
+        if [ -n "$base" ]; then
+            case $((r % 3)) in 0) order="free run base" ;; 1) order="run base free" ;; *) order="base free run" ;; esac
+        elif ((r % 2)); then order="run free"; else order="free run"; fi
         line="size $size round $r:"
         for m in $order; do
             v=$(run "$m" "$size" "$iters")
@@ -84,5 +94,9 @@ for sz in $sizes; do
     done
     f=$(median <"$work/free.$size") c=$(median <"$work/run.$size")
     echo "size $size: medians launcher-free $f, cvia-run $c, free/cvia-run $(awk -v a="$f" -v b="$c" 'BEGIN { if (b > 0) printf "%.2f", a / b }')"
+    if [ -n "$base" ]; then
+        b=$(median <"$work/base.$size")
+        echo "size $size: median cvia-run with $base's library $b, this build / that one $(awk -v a="$c" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b }')"
+    fi
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
