@@ -24,11 +24,10 @@
  * The cookie is what makes a HELLO recorded earlier (another incarnation
  * of X, whose nonce Y cannot tell from a live one's) useless after two
  * epochs, and a HELLO naming someone else's link address useless: only
- * the owner of that address sees the CHAL. Data frames from X carry ix as
- * their destination... rather: each side's frames carry, as source, the
- * index the RECEIVER has for the sender (ridx, learnt from HELLO/HACK), so
- * the receiver finds the peer as in a launcher's job, and their source
- * link address must be the peer's.
+ * the owner of that address sees the CHAL. Afterwards each side's frames
+ * carry, as their source, the index the RECEIVER has for the sender (ridx,
+ * learnt from HELLO or HACK) and 0 as destination, so the receiver finds
+ * the peer as in a launcher's job; their link source must be the peer's.
  *
  * Crossing connects (each inserts the other at once): each side has one
  * CONNECTING entry for the other's identity; a HELLO from a peer we are
