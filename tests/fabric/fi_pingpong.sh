@@ -55,7 +55,7 @@ ${asan:+export LD_PRELOAD='$asan' ASAN_OPTIONS=detect_leaks=0}
 if [ "\$CVIA_RANK" = 0 ]; then
     exec fi_pingpong -p corevia -e rdm -I 50 -c -B $port > '$work/server' 2>&1
 fi
-sleep 1   # the server's control socket listens first
+sleep $mult   # the server's control socket listens first (slower under sanitizers)
 exec fi_pingpong -p corevia -e rdm -I 50 -c -P $port $server > '$work/client' 2>&1
 EOS
 chmod +x "$work/rank.sh"
