@@ -307,7 +307,9 @@ struct dg_link_ops {
 #define DG_NET_AUTH 0x01   /* net[1]: CVIA_DGRAM_AUTH=yes */
 
 /* A launcher-free peer (dgram_dyn.c), by peer index. */
-enum { DG_DYN_NONE = 0, DG_DYN_CONNECTING, DG_DYN_UP };
+/* FAILED: a connect timed out; the index stays this identity's, so that
+ * a retry (or a late HACK) completes it with the index the peer knows */
+enum { DG_DYN_NONE = 0, DG_DYN_CONNECTING, DG_DYN_UP, DG_DYN_FAILED };
 struct dg_dyn {
     int      state;           /* DG_DYN_*; busy */
     uint64_t id;              /* its identity (job key from its nonce) */

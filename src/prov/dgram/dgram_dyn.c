@@ -291,7 +291,8 @@ static void on_hello(struct dg_ep *ep, const struct dg_hello *hl, const struct d
         struct dg_dyn *d = &ep->dyn[j];
         if (ep->peers[j].gone || memcmp(d->tx.secret, secret, 16))
             goto out;   /* failed already; or not the secret its address gives */
-        if (d->state == DG_DYN_CONNECTING) {   /* we connect to it too: crossing */
+        if (d->state == DG_DYN_CONNECTING || d->state == DG_DYN_FAILED) {
+            /* we connect to it too (crossing), or did and gave up */
             d->ridx = hl->idx;
             if (make_up(ep, j))
                 goto out;
@@ -370,8 +371,10 @@ static void ctl_in(struct dg_ep *ep, const struct dg_hdr *h, const uint8_t *payl
     }
     /* CHAL, HACK: answers to our HELLO, from where we sent it */
     j = hl.your_idx;
-    if (j == 0 || j >= (uint32_t)ep->args.size || ep->dyn[j].state != DG_DYN_CONNECTING ||
-        ep->dyn[j].id != hl.id || (in && !ep->link->from_peer(ep, (int)j, in))) {
+    if (j == 0 || j >= (uint32_t)ep->args.size || ep->dyn[j].id != hl.id ||
+        !(ep->dyn[j].state == DG_DYN_CONNECTING ||
+          (ep->dyn[j].state == DG_DYN_FAILED && h->type == DG_HACK)) ||
+        (in && !ep->link->from_peer(ep, (int)j, in))) {
         ep->st.foreign++;   /* not for a connection of ours in progress */
         return;
     }
@@ -393,7 +396,7 @@ int cvia__dg_dyn_connect(struct dg_ep *ep, const void *addr, size_t len, int *pe
     char text[64];
     uint64_t id;
     double deadline;
-    int j, rc = 0, fresh = 0;
+    int j, rc = 0, owner = 0;
 
     if (len == CVIA_DYN_ADDR_HOST) {
         cvia_error(NET, "%s: the peer on another host has no network transport up (start "
@@ -431,7 +434,7 @@ int cvia__dg_dyn_connect(struct dg_ep *ep, const void *addr, size_t len, int *pe
             goto out;
         }
         struct dg_dyn *d = &ep->dyn[j];
-        fresh = 1;
+        owner = 1;
         d->id = id;
         d->pid = a.pid;
         memcpy(d->net, a.net, sizeof(d->net));
@@ -444,6 +447,14 @@ int cvia__dg_dyn_connect(struct dg_ep *ep, const void *addr, size_t len, int *pe
             up->peer_unused(up->core, j);
             goto out;
         }
+        d->state = DG_DYN_CONNECTING;
+    } else if (ep->dyn[j].state == DG_DYN_FAILED) {   /* again, with the same index */
+        struct dg_dyn *d = &ep->dyn[j];
+        owner = 1;
+        memcpy(d->enc, enc, sizeof(enc));
+        d->echo = 0;
+        d->hello_at = 0;
+        d->hello_gap = DG_HELLO_GAP0;
         d->state = DG_DYN_CONNECTING;
     }
     cvia_mlock_unlock(&ep->busy);
@@ -462,13 +473,9 @@ int cvia__dg_dyn_connect(struct dg_ep *ep, const void *addr, size_t len, int *pe
         cvia__dg_tx(ep);
         cvia__dg_timers(ep);
         cvia__dg_flush(ep);
+        if (d->state == DG_DYN_CONNECTING && owner && ep->now > deadline)
+            d->state = DG_DYN_FAILED;   /* its index stays reserved for it */
         int state = d->state, gone = ep->peers[j].gone;
-        if (state != DG_DYN_UP && ep->now > deadline) {
-            if (fresh) {   /* the index is given up; a late answer finds nothing */
-                d->state = DG_DYN_NONE;
-                cvia__dg_keys_free(&d->tx);
-            }
-        }
         cvia_mlock_unlock(&ep->busy);
         if (gone) {
             rc = -CVIA_ENOPEER;
@@ -478,12 +485,10 @@ int cvia__dg_dyn_connect(struct dg_ep *ep, const void *addr, size_t len, int *pe
             *peer = j;
             break;
         }
-        if (state == DG_DYN_NONE) {   /* timed out here or in another thread's wait */
+        if (state == DG_DYN_FAILED) {   /* timed out here or in another thread's wait */
             cvia_error(NET, "%s: pid %d at %s did not answer within CVIA_BOOT_TIMEOUT (a "
                        "wrong or stale address, or it does not call into corevia)",
                        ep->link->name, (int)d->pid, text);
-            if (fresh)
-                up->peer_unused(up->core, j);
             rc = -ETIMEDOUT;
             break;
         }
