@@ -168,6 +168,10 @@ struct fab_av {
     size_t cap;
     void  *old;              /* tables replaced by bigger ones, freed at close */
     atomic_int refs;         /* endpoints bound */
+    /* launcher-free names as inserted, by fi_addr_t, for fi_av_lookup
+     * (lock; NULL until the first version 2 name) */
+    struct fab_name_dyn *names;
+    size_t names_cap;
 };
 
 /* One completion, in the largest format; the formats are prefixes of it. */

@@ -61,6 +61,12 @@ enum dg_type {
     DG_TYPE_DATA_MAX = DG_BYE,
     DG_ACK = 16,  /* acknowledgement alone (consumes no sequence number) */
     DG_PING,      /* liveness probe: an ACK that asks for an ACK */
+    /* launcher-free peers (dgram_dyn.c): outside any window, payload a
+     * struct dg_hello */
+    DG_HELLO,     /* connect: who I am, my index for you, your cookie */
+    DG_CHAL,      /* prove you are at that address: echo this cookie */
+    DG_HACK,      /* accepted: my index for you */
+    DG_TYPE_MAX = DG_HACK,
 };
 
 #define DG_F_FIRST  0x01   /* first segment: lenoff = total length */
@@ -187,6 +193,23 @@ int cvia__dg_attach_filter(int fd, uint32_t base, int not_outgoing, uint64_t job
 /* A fresh job secret from the kernel's generator. 0 or -errno. */
 int cvia__dg_new_secret(unsigned char secret[16]);
 
+/* Launcher-free peers: the payload of HELLO, CHAL and HACK (dgram_dyn.c).
+ * A frame to process P is sealed with P's keys, which come from P's
+ * address (its nonce): a sender must have been handed it. */
+struct dg_hello {
+    uint64_t id;          /* the sender's public identity (its job key) */
+    uint8_t  net[8];      /* HELLO: the sender's link address */
+    int32_t  pid;         /* the sender's, for messages */
+    uint32_t idx;         /* HELLO, HACK: the sender's index for the receiver */
+    uint32_t your_idx;    /* CHAL, HACK: the receiver's index for the sender */
+    uint32_t pad;
+    uint64_t echo;        /* CHAL: the cookie; HELLO: it echoed (0: none yet) */
+    uint64_t salt;        /* HELLO: fresh, for the key's encryption */
+    uint8_t  key[16];     /* HELLO: the sender's MAC secret, encrypted under
+                           * the receiver's (SipHash-2-4 in counter mode) */
+};
+_Static_assert(sizeof(struct dg_hello) == 64, "dgram hello is 64 bytes");
+
 static inline int dg_seq_lt(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) < 0;
@@ -271,6 +294,33 @@ struct dg_link_ops {
     /* One line: interface, MTU, mechanism. */
     void   (*describe)(struct dg_ep *ep, char *buf, size_t cap);
     void   (*close)(struct dg_ep *ep);
+    /* Launcher-free peers (NULL where the link has none): this endpoint's
+     * address in 8 bytes (net[0] the link's kind, net[1] flags), and
+     * those 8 bytes back into the text attach() takes (-1: not this
+     * link's). */
+    void   (*pack)(struct dg_ep *ep, uint8_t net[8]);
+    int    (*unpack)(const uint8_t net[8], char *addr, size_t cap);
+};
+
+#define DG_NET_UDP  1      /* net[0]: the kind of link */
+#define DG_NET_ETH  2
+#define DG_NET_AUTH 0x01   /* net[1]: CVIA_DGRAM_AUTH=yes */
+
+/* A launcher-free peer (dgram_dyn.c), by peer index. */
+/* FAILED: a connect timed out; the index stays this identity's, so that
+ * a retry (or a late HACK) completes it with the index the peer knows */
+enum { DG_DYN_NONE = 0, DG_DYN_CONNECTING, DG_DYN_UP, DG_DYN_FAILED };
+struct dg_dyn {
+    int      state;           /* DG_DYN_*; busy */
+    uint64_t id;              /* its identity (job key from its nonce) */
+    uint32_t ridx;            /* its index for us: the src of our frames */
+    int32_t  pid;
+    uint8_t  net[8];
+    struct dg_keys tx;        /* frames to it are sealed with these */
+    unsigned char enc[16];    /* CONNECTING: encrypts our secret in HELLOs to it */
+    double   hello_at, hello_gap;   /* CONNECTING: the last HELLO, and the next's delay */
+    uint64_t echo;            /* CONNECTING: the cookie it challenged us with */
+    double   probe_since;     /* waiting on it and it fell silent: since then */
 };
 
 /* ---- engine state -------------------------------------------------- */
@@ -372,7 +422,36 @@ struct dg_ep {
     struct dg_in *in;         /* [batch] */
     unsigned char *scratch;   /* [2 * batch * dgram_max]: corrupted copies */
     struct dg_stats st;
+    /* launcher-free (args.dynamic): keys.secret and keys.job come from the
+     * address's nonce; peers come and go (dgram_dyn.c) */
+    struct dg_dyn *dyn;       /* [size], NULL in a launcher's job */
+    unsigned char enc[16];    /* decrypts the key in a HELLO to us */
+    unsigned char cookie[16]; /* random: the CHAL cookies' key */
+    /* a HELLO, CHAL or HACK that passed the MAC (busy) */
+    void   (*ctl_in)(struct dg_ep *ep, const struct dg_hdr *h, const uint8_t *payload,
+                     size_t plen, const struct dg_in *in);
 };
+
+/* Frames to @peer: sealed with its keys (launcher-free) or the job's. */
+static inline const struct dg_keys *dg_tx_keys(const struct dg_ep *ep, int peer)
+{
+    return ep->dyn ? &ep->dyn[peer].tx : &ep->keys;
+}
+
+/* The addressing fields of a frame to @peer: the job tag, our rank and
+ * its (launcher-free: its tag, our index at its side, and 0). */
+static inline void dg_hdr_route(const struct dg_ep *ep, struct dg_hdr *h, int peer)
+{
+    if (ep->dyn) {
+        h->job = dg_jobtag(ep->dyn[peer].tx.job);
+        dg_set_src(h, ep->dyn[peer].ridx);
+        dg_set_dst(h, 0);
+    } else {
+        h->job = dg_jobtag(ep->keys.job);
+        dg_set_src(h, (uint32_t)ep->args.rank);
+        dg_set_dst(h, (uint32_t)peer);
+    }
+}
 
 /* dgram_tx.c */
 int  cvia__dg_send(struct dg_ep *ep, struct cvia_xfer *x);
@@ -400,6 +479,13 @@ size_t cvia__dg_inj_size(const struct dg_ep *ep);   /* bytes of a peer's copy ri
 int  cvia__dg_rx(struct dg_ep *ep);
 int  cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struct dg_in *in);
 void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err);
+
+/* dgram_dyn.c: launcher-free peers */
+int  cvia__dg_dyn_open(struct dg_ep *ep);
+int  cvia__dg_dyn_addr(struct dg_ep *ep, void *buf, size_t cap);
+int  cvia__dg_dyn_connect(struct dg_ep *ep, const void *addr, size_t len, int *peer);
+void cvia__dg_dyn_probe(struct dg_ep *ep);
+void cvia__dg_dyn_free(struct dg_ep *ep);
 
 /* dgram_prov.c: the provider ops over a link */
 int  cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *link,

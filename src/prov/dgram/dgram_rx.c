@@ -240,6 +240,13 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
             ep->st.format++;
         return 0;
     }
+    if (h.type >= DG_HELLO) {   /* launcher-free connection set-up */
+        if (ep->ctl_in)
+            ep->ctl_in(ep, &h, payload, plen, in);
+        else
+            ep->st.format++;
+        return 0;
+    }
     if (dg_dst(&h) != (uint32_t)ep->args.rank) {
         ep->st.other++;   /* for another rank of this host (eth: one MAC) */
         return 0;

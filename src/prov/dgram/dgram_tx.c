@@ -31,7 +31,14 @@ static struct dg_slot *slot_of(struct dg_ep *ep, struct dg_peer *pp, uint32_t se
  * billion segments. */
 static uint32_t dg_isn(const struct dg_ep *ep, int src, int dst)
 {
-    uint64_t h = cvia__dg_job_key(ep->keys.job ^ ((uint64_t)(uint32_t)src << 32) ^ (uint32_t)dst);
+    uint64_t h;
+
+    if (ep->dyn) {   /* launcher-free: from both identities, in the sending direction */
+        uint64_t me = ep->keys.job, it = ep->dyn[src ? src : dst].tx.job;
+        h = cvia__dg_job_key(src ? it ^ (me << 1 | me >> 63) : me ^ (it << 1 | it >> 63));
+        return 0xfffff000u + (uint32_t)(h & 0xfff);
+    }
+    h = cvia__dg_job_key(ep->keys.job ^ ((uint64_t)(uint32_t)src << 32) ^ (uint32_t)dst);
 
     return 0xfffff000u + (uint32_t)(h & 0xfff);
 }
@@ -76,7 +83,7 @@ int cvia__dg_ep_alloc(struct dg_ep *ep)
     ep->in = calloc(b * DG_IN_PER_RECV, sizeof(*ep->in));
     if (!ep->peers || !ep->remote || !ep->out || !ep->out_slot || !ep->fout || !ep->in)
         return -ENOMEM;
-    for (int p = 0; p < ep->args.size; p++)
+    for (int p = 0; p < ep->args.size && !ep->args.dynamic; p++)
         if (!ep->args.same_host[p]) {
             ep->peers[p].remote = 1;
             ep->remote[ep->nremote++] = p;
@@ -307,10 +314,8 @@ static int dg_cut(struct dg_ep *ep, struct dg_peer *pp, int peer)
     if (!is_op && type == DG_MSG && x->ctx == CVIA_CTX_INTERNAL)
         s->hdr.flags |= DG_F_CTX;
     s->hdr.tag = is_op ? 0 : x->tag;
-    dg_set_src(&s->hdr, (uint32_t)ep->args.rank);
-    dg_set_dst(&s->hdr, (uint32_t)peer);
+    dg_hdr_route(ep, &s->hdr, peer);
     s->hdr.seq = pp->snd_nxt;
-    s->hdr.job = dg_jobtag(ep->keys.job);
     dg_set_lenoff(&s->hdr, first ? total : off);
     if (ext)
         s->ext = op_of(x)->ext;
@@ -487,9 +492,7 @@ void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type)
     memset(&pp->ack_hdr, 0, sizeof(pp->ack_hdr));
     pp->ack_hdr.type = type;
     pp->ack_hdr.flags = type == DG_PING ? DG_F_ACKREQ : 0;
-    pp->ack_hdr.job = dg_jobtag(ep->keys.job);
-    dg_set_src(&pp->ack_hdr, (uint32_t)ep->args.rank);
-    dg_set_dst(&pp->ack_hdr, (uint32_t)peer);
+    dg_hdr_route(ep, &pp->ack_hdr, peer);
     pp->ack_hdr.seq = pp->snd_nxt;
     ep->st.acks++;
 }
@@ -521,8 +524,9 @@ int cvia__dg_timers(struct dg_ep *ep)
                 }
             }
             if (ep->now - pp->last_ack_at > ep->cfg.peer_timeout) {
-                cvia_error(NET, "%s: rank %d acknowledged nothing for %gs; declaring it dead "
-                           "(CVIA_DGRAM_PEER_TIMEOUT)", ep->link->name, peer,
+                cvia_error(NET, "%s: %s %d acknowledged nothing for %gs; declaring it dead "
+                           "(CVIA_DGRAM_PEER_TIMEOUT)", ep->link->name,
+                           ep->dyn ? "peer" : "rank", peer,
                            ep->cfg.peer_timeout);
                 cvia__dg_peer_gone(ep, peer, -CVIA_ENOPEER);
                 events++;
@@ -531,8 +535,9 @@ int cvia__dg_timers(struct dg_ep *ep)
         }
         expecting = pp->rx_active || CVIA_HINT_LOAD(pp->waiting);
         if (expecting && ep->now - pp->last_heard > ep->cfg.peer_timeout) {
-            cvia_error(NET, "%s: rank %d fell silent for %gs in the middle of an exchange; "
-                       "declaring it dead (CVIA_DGRAM_PEER_TIMEOUT)", ep->link->name, peer,
+            cvia_error(NET, "%s: %s %d fell silent for %gs in the middle of an exchange; "
+                       "declaring it dead (CVIA_DGRAM_PEER_TIMEOUT)", ep->link->name,
+                       ep->dyn ? "peer" : "rank", peer,
                        ep->cfg.peer_timeout);
             cvia__dg_peer_gone(ep, peer, -CVIA_ENOPEER);
             events++;
@@ -548,6 +553,14 @@ int cvia__dg_timers(struct dg_ep *ep)
             cvia__dg_queue_ack(ep, peer, DG_ACK);
         else if (pp->ack_now)
             cvia__dg_queue_ack(ep, peer, DG_ACK);
+        if (ep->dyn && pp->bye) {
+            /* a launcher-free peer closed corevia (its BYE came after all
+             * its data, acknowledged just above): what still involves it
+             * fails, as for a peer whose shm segment says finalized */
+            cvia_info(NET, "%s: peer %d closed", ep->link->name, peer);
+            cvia__dg_peer_gone(ep, peer, -CVIA_ENOPEER);
+            events++;
+        }
     }
     return events;
 }
@@ -569,12 +582,13 @@ static void dg_finish(struct dg_ep *ep, int i)
     struct dg_peer *pp = &ep->peers[o->peer];
     struct dg_slot *s = ep->out_slot[i];
     struct dg_hdr *h = s ? &s->hdr : &pp->ack_hdr;
+    const struct dg_keys *k = dg_tx_keys(ep, o->peer);
     int covered;
 
     h->ack = pp->rcv_nxt;
     h->sack = dg_sack(ep, pp);
     h->flags &= (uint8_t)~(DG_F_HCSUM | DG_F_AUTH);
-    if (ep->keys.auth)
+    if (k->auth)
         h->flags |= DG_F_AUTH;
     o->iov[0].iov_base = h;
     o->iov[0].iov_len = sizeof(*h);
@@ -587,12 +601,12 @@ static void dg_finish(struct dg_ep *ep, int i)
     if (s && s->len) {
         o->iov[o->iovcnt].iov_base = (void *)(uintptr_t)s->data;
         o->iov[o->iovcnt++].iov_len = s->len;
-        if (ep->cfg.csum_payload || ep->keys.auth)
+        if (ep->cfg.csum_payload || k->auth)
             covered = o->iovcnt;
         else
             h->flags |= DG_F_HCSUM;
     }
-    cvia__dg_seal(h, o->iov, o->iovcnt, covered, &ep->keys);
+    cvia__dg_seal(h, o->iov, o->iovcnt, covered, k);
     /* whatever goes to the peer carries our acknowledgement */
     pp->ack_owed = 0;
     pp->ack_now = 0;
@@ -710,7 +724,9 @@ int cvia__dg_send_bye(struct dg_ep *ep)
                 continue;
             if (pp->bye && pp->ack_owed)
                 pp->ack_now = 1;
-            left |= pp->snd_una != pp->snd_nxt || pp->cur || pp->q_head || !pp->bye;
+            /* launcher-free peers do not close together: theirs is not awaited */
+            left |= pp->snd_una != pp->snd_nxt || pp->cur || pp->q_head ||
+                    (!pp->bye && !ep->dyn);
         }
         cvia__dg_timers(ep);
         cvia__dg_flush(ep);

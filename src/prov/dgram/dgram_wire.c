@@ -47,7 +47,9 @@ static const struct cvia_param dg_params[] = {
       0, 0, NULL },
     { "PEER_TIMEOUT", "30s", CVIA_PARAM_TIME, offsetof(struct dg_cfg, peer_timeout),
       "A peer that acknowledges nothing for this long while data to it is outstanding "
-      "is declared dead (CVIA_ENOPEER).", 0, 0, NULL },
+      "is declared dead (CVIA_ENOPEER). Without a launcher, a peer that a waiter "
+      "finds silent for a quarter of this is probed, and declared dead once silent "
+      "for all of it.", 0, 0, NULL },
     { "FAULTS", "", CVIA_PARAM_STRING, offsetof(struct dg_cfg, faults),
       "Fault injection on sent datagrams, for tests: drop=P,dup=P,reorder=P,corrupt=P "
       "with probabilities P in [0,1], and seed=N.", 0, 0, NULL },
@@ -309,7 +311,9 @@ int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct 
     } else {
         memset(ext, 0, sizeof(*ext));
     }
-    if (h->type == 0 || (h->type > DG_TYPE_DATA_MAX && h->type != DG_ACK && h->type != DG_PING))
+    if (h->type == 0 || (h->type > DG_TYPE_DATA_MAX && h->type < DG_ACK) || h->type > DG_TYPE_MAX)
+        return DG_BAD_FORMAT;
+    if (h->type >= DG_HELLO && ((h->flags & DG_F_EXT) || len != off + sizeof(struct dg_hello)))
         return DG_BAD_FORMAT;
     if ((h->type == DG_ACK || h->type == DG_PING) && len != off)
         return DG_BAD_FORMAT;
