@@ -137,6 +137,9 @@ int cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp)
         return -ENOMEM;
     pp->snd_una = pp->snd_nxt = pp->snd_tx = dg_isn(ep, ep->args.rank, (int)(pp - ep->peers));
     pp->rcv_nxt = dg_isn(ep, (int)(pp - ep->peers), ep->args.rank);
+    pp->rto = ep->cfg.rto;
+    pp->cwnd = pp->ssthresh = ep->win;   /* a loss-free link runs the whole window */
+    pp->recover = pp->snd_una;
     pp->last_ack_at = pp->last_heard = ep->now;
     return 0;
 }
@@ -266,6 +269,7 @@ static int dg_out_add(struct dg_ep *ep, int peer, struct dg_slot *s)
     if (s) {
         s->tries++;
         s->sent_at = ep->now;
+        s->txo = ep->peers[peer].txo_next++;
     }
     ep->out[ep->nout].peer = peer;
     ep->out[ep->nout].iovcnt = 0;
@@ -358,7 +362,10 @@ int cvia__dg_tx(struct dg_ep *ep)
 
         if (pp->gone)
             continue;
-        while (pp->snd_nxt - pp->snd_una < ep->win) {
+        const uint32_t lim = pp->cwnd < ep->win ? pp->cwnd : ep->win;
+        /* in flight: cut and not yet known to have arrived */
+        while (pp->snd_nxt - pp->snd_una < ep->win &&
+               pp->snd_nxt - pp->snd_una - pp->sacked_n < lim) {
             if (!pp->cur) {
                 cvia_mlock_lock(&ep->qlock);
                 pp->cur = pp->q_head;
@@ -382,9 +389,10 @@ int cvia__dg_tx(struct dg_ep *ep)
                 events++;
             }
             /* half the window in flight: ask for acknowledgements, once
-             * every quarter window (each ask costs the receiver a send) */
-            if (pp->snd_nxt - pp->snd_una >= ep->win / 2 &&
-                pp->snd_nxt - pp->ackreq_at >= ep->win / 4) {
+             * every quarter window (each ask costs the receiver a send);
+             * the congestion window's, when it is the smaller */
+            if (pp->snd_nxt - pp->snd_una >= lim / 2 &&
+                pp->snd_nxt - pp->ackreq_at >= (lim / 4 ? lim / 4 : 1)) {
                 slot_of(ep, pp, pp->snd_nxt - 1)->hdr.flags |= DG_F_ACKREQ;
                 pp->ackreq_at = pp->snd_nxt;
             }
@@ -402,13 +410,78 @@ int cvia__dg_tx(struct dg_ep *ep)
 
 /* ---- acknowledgements in ---------------------------------------------- */
 
-static double dg_rto(const struct dg_ep *ep, unsigned tries)
+/* The congestion window's floor: random loss is not always congestion,
+ * and a window of one segment per round trip would stall a lossy link. */
+static uint32_t dg_cwnd_min(const struct dg_ep *ep)
 {
-    double t = ep->cfg.rto;
+    return ep->win / 8 > 2 ? ep->win / 8 : 2;
+}
 
-    while (tries-- > 1 && t < ep->cfg.rto_max)
+/* The timeout now: the measured RTO doubled per timeout since the last
+ * round-trip sample, up to RTO_MAX. */
+static double dg_rto(const struct dg_ep *ep, const struct dg_peer *pp)
+{
+    double t = pp->rto;
+
+    for (unsigned b = pp->backoff; b && t < ep->cfg.rto_max; b--)
         t *= 2;
     return t < ep->cfg.rto_max ? t : ep->cfg.rto_max;
+}
+
+/* RFC 6298: a round trip of @r seconds measured on a segment acknowledged
+ * on its first try (Karn). The floor is added to SRTT, as Linux does, so
+ * that a receiver's delayed acknowledgement is no timeout. */
+static void dg_rtt_sample(const struct dg_ep *ep, struct dg_peer *pp, double r)
+{
+    double var;
+
+    if (!pp->has_rtt) {
+        pp->srtt = r;
+        pp->rttvar = r / 2;
+        pp->has_rtt = 1;
+    } else {
+        double d = pp->srtt - r;
+        pp->rttvar = 0.75 * pp->rttvar + 0.25 * (d < 0 ? -d : d);
+        pp->srtt = 0.875 * pp->srtt + 0.125 * r;
+    }
+    var = 4 * pp->rttvar;
+    pp->rto = pp->srtt + (var > ep->cfg.rto_min ? var : ep->cfg.rto_min);
+    if (pp->rto > ep->cfg.rto_max)
+        pp->rto = ep->cfg.rto_max;
+    pp->backoff = 0;
+}
+
+/* Loss: halve the congestion window, once per window of data (until
+ * snd_una passes what was in flight when the loss was seen). */
+static void dg_cwnd_loss(const struct dg_ep *ep, struct dg_peer *pp)
+{
+    uint32_t half = pp->cwnd / 2, min = dg_cwnd_min(ep);
+
+    if (pp->in_recovery)
+        return;
+    pp->ssthresh = pp->cwnd = half > min ? half : min;
+    pp->cwnd_acc = 0;
+    pp->recover = pp->snd_nxt;
+    pp->in_recovery = 1;
+}
+
+static void dg_cwnd_grow(const struct dg_ep *ep, struct dg_peer *pp, uint32_t n)
+{
+    if (!n)
+        return;
+    if (pp->cwnd < pp->ssthresh) {   /* slow start (after a timeout) */
+        pp->cwnd += n;
+        if (pp->cwnd > pp->ssthresh)
+            pp->cwnd = pp->ssthresh;
+    } else if (!pp->in_recovery) {   /* one segment per window acknowledged */
+        pp->cwnd_acc += n;
+        while (pp->cwnd_acc >= pp->cwnd) {
+            pp->cwnd_acc -= pp->cwnd;
+            pp->cwnd++;
+        }
+    }
+    if (pp->cwnd > ep->win)
+        pp->cwnd = ep->win;
 }
 
 static void dg_resend(struct dg_ep *ep, int peer, struct dg_slot *s)
@@ -417,11 +490,40 @@ static void dg_resend(struct dg_ep *ep, int peer, struct dg_slot *s)
         ep->st.retx++;
 }
 
-void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h)
+/* A slot now known to have arrived (cumulatively or selectively): its
+ * round trip if it went once, the latest transmission known to arrive. */
+static void dg_arrived(struct dg_peer *pp, const struct dg_slot *s, double *latest)
+{
+    if (!s->sent_at)
+        return;
+
+    if (!pp->has_txo_acked || (int32_t)(s->txo - pp->txo_acked) > 0) {
+        pp->txo_acked = s->txo;
+        pp->has_txo_acked = 1;
+    }
+    if (s->tries == 1 && s->sent_at > *latest)
+        *latest = s->sent_at;
+}
+
+static int dg_sack_bit(const struct dg_hdr *h, const struct dg_ext *e, int ext, uint32_t i)
+{
+    if (i < DG_SACK_BITS)
+        return (h->sack >> i) & 1;
+    i -= DG_SACK_BITS;
+    if (!ext || i >= DG_SACK_EXT_BITS)
+        return 0;
+    return (int)(((&e->key)[i / 64] >> (i % 64)) & 1);
+}
+
+void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h, const struct dg_ext *e)
 {
     struct dg_peer *pp = &ep->peers[peer];
     const struct cvia_prov_upcalls *up = ep->args.up;
-    uint32_t ack = h->ack;
+    const uint32_t ack = h->ack;
+    const int ext = h->type == DG_ACK && (h->flags & DG_F_EXT) && e;
+    const uint32_t reach = ack + 1 + DG_SACK_BITS + (ext ? DG_SACK_EXT_BITS : 0);
+    double latest = 0;   /* send time of the newest first try known to arrive */
+    uint32_t newly = 0;
 
     /* ack in (snd_una, snd_nxt], as unsigned distances: the signed
      * comparisons both hold for an ack 2^31 away from an empty window */
@@ -429,6 +531,13 @@ void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h)
         while (pp->snd_una != ack) {
             struct dg_slot *s = slot_of(ep, pp, pp->snd_una);
             struct cvia_xfer *x = s->done_x;
+            if (s->sacked) {
+                pp->sacked_n--;
+            } else {
+                dg_arrived(pp, s, &latest);
+                newly++;
+            }
+            s->sacked = 0;
             if (s->inj_end)
                 pp->inj_tail = s->inj_end;   /* copies are freed in order */
             s->done_x = NULL;
@@ -441,27 +550,49 @@ void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h)
         if (dg_seq_lt(pp->snd_tx, pp->snd_una))
             pp->snd_tx = pp->snd_una;
         pp->last_ack_at = ep->now;
+        if (pp->in_recovery && dg_seq_le(pp->recover, pp->snd_una))
+            pp->in_recovery = 0;
     } else if (pp->snd_una == pp->snd_nxt) {
         pp->last_ack_at = ep->now;   /* nothing outstanding: the clock rests */
     }
-    if (h->sack && pp->snd_una != pp->snd_nxt) {
-        uint32_t top = pp->snd_una;
-        for (int i = 0; i < 32; i++) {
-            uint32_t seq = ack + 1 + (uint32_t)i;
-            if (!((h->sack >> i) & 1) || !dg_seq_lt(seq, pp->snd_nxt) ||
-                dg_seq_lt(seq, pp->snd_una))
-                continue;
-            slot_of(ep, pp, seq)->sacked = 1;
-            top = seq;
-        }
-        /* holes below the highest selectively acknowledged segment were
-         * lost (or overtaken): send them again, once per RTO/8 */
-        for (uint32_t seq = pp->snd_una; dg_seq_lt(seq, top) && dg_seq_lt(seq, pp->snd_tx); seq++) {
+    if ((h->sack || ext) && pp->snd_una != pp->snd_nxt && !dg_seq_lt(ack, pp->snd_una)) {
+        uint32_t top = dg_seq_lt(reach, pp->snd_nxt) ? reach : pp->snd_nxt, above = 0;
+        for (uint32_t seq = ack + 1; dg_seq_lt(seq, top); seq++) {
             struct dg_slot *s = slot_of(ep, pp, seq);
-            if (!s->sacked && s->sent_at && ep->now - s->sent_at > ep->cfg.rto / 8)
-                dg_resend(ep, peer, s);
+            if (s->sacked || !s->tries || !dg_sack_bit(h, e, ext, seq - ack - 1))
+                continue;
+            dg_arrived(pp, s, &latest);
+            s->sacked = 1;
+            pp->sacked_n++;
+            newly++;
+        }
+        /* fast retransmit: a hole with DUPTHRESH selectively acknowledged
+         * segments above it, and something sent after its last try arrived,
+         * was lost (or overtaken by that many): send it again now. Within
+         * what this acknowledgement reports on only. */
+        if (pp->sacked_n >= DG_DUPTHRESH && pp->has_txo_acked) {
+            uint32_t edge;   /* holes below it have DUPTHRESH above them */
+            if (dg_seq_lt(pp->snd_tx, top))
+                top = pp->snd_tx;
+            for (edge = top; dg_seq_lt(pp->snd_una, edge) && above < DG_DUPTHRESH;)
+                above += slot_of(ep, pp, --edge)->sacked;
+            if (above < DG_DUPTHRESH)
+                edge = pp->snd_una;
+            for (uint32_t seq = pp->snd_una; dg_seq_lt(seq, edge); seq++) {   /* lowest first */
+                struct dg_slot *s = slot_of(ep, pp, seq);
+                if (s->sacked || !s->sent_at || (int32_t)(pp->txo_acked - s->txo) <= 0)
+                    continue;
+                dg_cwnd_loss(ep, pp);
+                if (dg_out_add(ep, peer, s))
+                    break;   /* the link is full: the next acknowledgement comes back */
+                ep->st.retx++;
+                ep->st.fretx++;
+            }
         }
     }
+    if (latest > 0)
+        dg_rtt_sample(ep, pp, ep->now - latest);
+    dg_cwnd_grow(ep, pp, newly);
 }
 
 /* ---- acknowledgements out ----------------------------------------------- */
@@ -472,10 +603,27 @@ static uint32_t dg_sack(struct dg_ep *ep, struct dg_peer *pp)
 
     if (!pp->ooo_count)
         return 0;
-    for (uint32_t i = 0; i < 32 && i + 1 < ep->win; i++)
+    for (uint32_t i = 0; i < DG_SACK_BITS && i + 1 < ep->win; i++)
         if (pp->ooo[(pp->rcv_nxt + 1 + i) % ep->win])
             sack |= 1u << i;
     return sack;
+}
+
+/* A standalone ACK's further SACK bits, into pp->ack_ext: 1 if any is set. */
+static int dg_sack_ext(struct dg_ep *ep, struct dg_peer *pp)
+{
+    uint64_t *w = &pp->ack_ext.key;
+    int any = 0;
+
+    memset(&pp->ack_ext, 0, sizeof(pp->ack_ext));
+    if (!pp->ooo_count)
+        return 0;
+    for (uint32_t i = 0; i < DG_SACK_EXT_BITS && DG_SACK_BITS + i + 1 < ep->win; i++)
+        if (pp->ooo[(pp->rcv_nxt + 1 + DG_SACK_BITS + i) % ep->win]) {
+            w[i / 64] |= UINT64_C(1) << (i % 64);
+            any = 1;
+        }
+    return any;
 }
 
 void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type)
@@ -509,12 +657,23 @@ int cvia__dg_timers(struct dg_ep *ep)
             continue;
         if (pp->snd_una != pp->snd_nxt) {
             struct dg_slot *s = slot_of(ep, pp, pp->snd_una);
-            if (s->sent_at && ep->now - s->sent_at > dg_rto(ep, s->tries)) {
+            const double rto = dg_rto(ep, pp);
+            if (s->sent_at && ep->now - s->sent_at > rto) {
                 /* the oldest timed out: everything unacknowledged that is as
-                 * old goes again */
+                 * old goes again, the window drops to its floor, the
+                 * timeout doubles until a round trip is measured again */
+                uint32_t flight = pp->snd_nxt - pp->snd_una - pp->sacked_n, min = dg_cwnd_min(ep);
+                ep->st.rtos++;
+                pp->ssthresh = flight / 2 > min ? flight / 2 : min;
+                pp->cwnd = min;
+                pp->cwnd_acc = 0;
+                pp->recover = pp->snd_nxt;
+                pp->in_recovery = 1;
+                if (pp->backoff < 30)
+                    pp->backoff++;
                 for (uint32_t seq = pp->snd_una; dg_seq_lt(seq, pp->snd_tx); seq++) {
                     struct dg_slot *t = slot_of(ep, pp, seq);
-                    if (!t->sacked && t->sent_at && ep->now - t->sent_at > dg_rto(ep, t->tries))
+                    if (!t->sacked && t->sent_at && ep->now - t->sent_at > rto)
                         dg_resend(ep, peer, t);
                     if (ep->nout == (int)ep->cfg.batch)
                         break;
@@ -576,11 +735,16 @@ static void dg_finish(struct dg_ep *ep, int i)
     h->flags &= (uint8_t)~(DG_F_HCSUM | DG_F_AUTH);
     if (ep->keys.auth)
         h->flags |= DG_F_AUTH;
+    if (!s) {   /* a standalone ACK reports further with the extension */
+        h->flags &= (uint8_t)~DG_F_EXT;
+        if (h->type == DG_ACK && dg_sack_ext(ep, pp))
+            h->flags |= DG_F_EXT;
+    }
     o->iov[0].iov_base = h;
     o->iov[0].iov_len = sizeof(*h);
     o->iovcnt = 1;
-    if (s && (h->flags & DG_F_EXT)) {
-        o->iov[o->iovcnt].iov_base = &s->ext;
+    if (h->flags & DG_F_EXT) {
+        o->iov[o->iovcnt].iov_base = s ? &s->ext : &pp->ack_ext;
         o->iov[o->iovcnt++].iov_len = sizeof(s->ext);
     }
     covered = o->iovcnt;
