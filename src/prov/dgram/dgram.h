@@ -28,11 +28,15 @@
  * when asked (ACKREQ), when a quarter of the window is owed, out of order,
  * when a segment fills a hole, or after a short delay. The sender keeps a
  * window of segments, resends a hole once three segments above it are
- * selectively acknowledged and something sent after it arrived (fast
- * retransmit), and on a timer from the measured round trip (RFC 6298's
- * SRTT/RTTVAR, floored at CVIA_DGRAM_RTO_MIN) with exponential backoff;
- * a congestion window halves on loss (once per window), drops to its floor
- * on a timeout and grows back (slow start, then one segment per window).
+ * selectively acknowledged, or a segment sent a quarter round trip after
+ * it arrived (RACK), if something sent after its last try arrived (fast
+ * retransmit), and the oldest on a timer from the measured round trip
+ * (RFC 6298's SRTT/RTTVAR, at least CVIA_DGRAM_RTO_MIN above SRTT) with
+ * exponential backoff;
+ * a congestion window shrinks to 0.7 on loss (once per window), drops to
+ * its floor (a quarter of the window) on a timeout and grows back (slow
+ * start, then one segment per window); a decrease is undone when the
+ * receiver reports every retransmission of it as a duplicate.
  * It declares the peer dead when nothing it sent has been acknowledged for
  * CVIA_DGRAM_PEER_TIMEOUT. The receiver drops duplicates and keeps
  * out-of-order segments in a reorder buffer.
@@ -95,7 +99,9 @@ struct dg_hdr {
     uint32_t sack;     /* bit i: seq ack + 1 + i has arrived (DG_ACK with
                         * DG_F_EXT: the extension's 256 bits go on, bit j of
                         * word k: seq ack + 33 + 64 k + j) */
-    int32_t  tag;
+    int32_t  tag;      /* DG_ACK: duplicates received from its destination so
+                        * far, modulo 2^31 (its retransmissions that were not
+                        * needed: a reported count, so lost ACKs lose nothing) */
     uint8_t  src[3];   /* sender's rank */
     uint8_t  dst[3];   /* receiver's rank (ranks of a host share its MAC) */
     uint8_t  lenoff[6];   /* FIRST: message length, else the segment's offset */
@@ -341,8 +347,14 @@ struct dg_peer {
     int      in_recovery;
     uint32_t txo_next;        /* datagrams of data sent to the peer, first tries and again */
     uint32_t txo_acked;       /* the latest txo known to have arrived */
+    double   txo_acked_at;    /* when that one was sent */
     int      has_txo_acked;
     uint32_t sacked_n;        /* slots in [snd_una, snd_nxt) selectively acknowledged */
+    uint32_t undo_cwnd, undo_ssthresh;   /* before the last decrease */
+    uint32_t undo_retx;       /* its retransmissions not yet reported duplicate */
+    int      undo_valid;
+    uint32_t dups_rcvd;       /* receiving: duplicates from the peer, in every ACK */
+    uint32_t dups_seen;       /* sending: the peer's dups_rcvd last seen */
     struct dg_ext ack_ext;    /* a standalone ACK's further SACK bits */
     /* one-sided requests waiting for their answer (busy) */
     struct cvia_xfer *waiting;
@@ -372,6 +384,7 @@ struct dg_stats {
     uint64_t forged;               /* failed the MAC: forged, altered, an earlier job's */
     uint64_t rx_calls, tx_calls;   /* link recv calls that returned datagrams; link sends */
     uint64_t fretx, rtos;          /* retx by SACK (fast retransmit); timeouts */
+    uint64_t undos;                /* decreases undone: every retransmission was a duplicate */
 };
 
 struct dg_ep {

@@ -205,6 +205,7 @@ static void dg_keep(struct dg_ep *ep, struct dg_peer *pp, const struct dg_hdr *h
 
     if (pp->ooo[i]) {
         ep->st.dups++;
+        pp->dups_rcvd++;
         return;
     }
     if (!(k = malloc(sizeof(*k) + plen)))
@@ -271,6 +272,7 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
          * that a flood of replays does not become a flood of ACKs (a
          * sender's retransmission comes an RTO apart) */
         ep->st.dups++;
+        pp->dups_rcvd++;
         if (ep->now - pp->dup_ack_at >= (ep->cfg.ack_delay < ep->cfg.rto / 8 ?
                                           ep->cfg.ack_delay : ep->cfg.rto / 8)) {
             pp->dup_ack_at = ep->now;

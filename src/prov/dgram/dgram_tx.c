@@ -410,11 +410,12 @@ int cvia__dg_tx(struct dg_ep *ep)
 
 /* ---- acknowledgements in ---------------------------------------------- */
 
-/* The congestion window's floor: random loss is not always congestion,
- * and a window of one segment per round trip would stall a lossy link. */
+/* The congestion window's floor, a quarter of the window: random loss is
+ * not always congestion, and a window of one segment per round trip would
+ * stall a lossy link. */
 static uint32_t dg_cwnd_min(const struct dg_ep *ep)
 {
-    return ep->win / 8 > 2 ? ep->win / 8 : 2;
+    return ep->win / 4 > 2 ? ep->win / 4 : 2;
 }
 
 /* The timeout now: the measured RTO doubled per timeout since the last
@@ -451,14 +452,30 @@ static void dg_rtt_sample(const struct dg_ep *ep, struct dg_peer *pp, double r)
     pp->backoff = 0;
 }
 
-/* Loss: halve the congestion window, once per window of data (until
- * snd_una passes what was in flight when the loss was seen). */
+/* Loss: the congestion window to 0.7 of itself (CUBIC's factor, RFC 8312;
+ * gentler than Reno's half, as random loss on a LAN is seldom
+ * congestion), once per window of data (until snd_una passes what was in
+ * flight when the loss was seen). */
+/* A decrease begins: remember what to restore if every retransmission
+ * of it turns out to have been a duplicate at the receiver (a receiver
+ * that was only late, descheduled on a busy host, not a loss). */
+static void dg_undo_mark(struct dg_peer *pp)
+{
+    if (pp->in_recovery)
+        return;
+    pp->undo_cwnd = pp->cwnd;
+    pp->undo_ssthresh = pp->ssthresh;
+    pp->undo_retx = 0;
+    pp->undo_valid = 1;
+}
+
 static void dg_cwnd_loss(const struct dg_ep *ep, struct dg_peer *pp)
 {
-    uint32_t half = pp->cwnd / 2, min = dg_cwnd_min(ep);
+    uint32_t half = (uint32_t)(pp->cwnd * 7ull / 10), min = dg_cwnd_min(ep);
 
     if (pp->in_recovery)
         return;
+    dg_undo_mark(pp);
     pp->ssthresh = pp->cwnd = half > min ? half : min;
     pp->cwnd_acc = 0;
     pp->recover = pp->snd_nxt;
@@ -484,10 +501,31 @@ static void dg_cwnd_grow(const struct dg_ep *ep, struct dg_peer *pp, uint32_t n)
         pp->cwnd = ep->win;
 }
 
-static void dg_resend(struct dg_ep *ep, int peer, struct dg_slot *s)
+static int dg_resend(struct dg_ep *ep, int peer, struct dg_slot *s)
 {
-    if (!dg_out_add(ep, peer, s))
-        ep->st.retx++;
+    if (dg_out_add(ep, peer, s))
+        return -1;
+    ep->st.retx++;
+    ep->peers[peer].undo_retx++;
+    return 0;
+}
+
+/* The receiver reports @d duplicates: when they cover every retransmission
+ * since the decrease, none was needed: restore the window. */
+static void dg_undo(struct dg_ep *ep, struct dg_peer *pp, uint32_t d)
+{
+    if (!pp->undo_valid || !pp->undo_retx)
+        return;
+    pp->undo_retx = d >= pp->undo_retx ? 0 : pp->undo_retx - d;
+    if (pp->undo_retx)
+        return;
+    if (pp->cwnd < pp->undo_cwnd)
+        pp->cwnd = pp->undo_cwnd;
+    if (pp->ssthresh < pp->undo_ssthresh)
+        pp->ssthresh = pp->undo_ssthresh;
+    pp->in_recovery = 0;
+    pp->undo_valid = 0;
+    ep->st.undos++;
 }
 
 /* A slot now known to have arrived (cumulatively or selectively): its
@@ -499,6 +537,7 @@ static void dg_arrived(struct dg_peer *pp, const struct dg_slot *s, double *late
 
     if (!pp->has_txo_acked || (int32_t)(s->txo - pp->txo_acked) > 0) {
         pp->txo_acked = s->txo;
+        pp->txo_acked_at = s->sent_at;
         pp->has_txo_acked = 1;
     }
     if (s->tries == 1 && s->sent_at > *latest)
@@ -513,6 +552,39 @@ static int dg_sack_bit(const struct dg_hdr *h, const struct dg_ext *e, int ext, 
     if (!ext || i >= DG_SACK_EXT_BITS)
         return 0;
     return (int)(((&e->key)[i / 64] >> (i % 64)) & 1);
+}
+
+/* Which holes were lost, within what the acknowledgement reported on
+ * (below @reach): those with DUPTHRESH selectively acknowledged segments
+ * above them (fast retransmit), or sent a quarter of a round trip before a
+ * segment that arrived (RACK, RFC 8985: also a retransmission lost again,
+ * and the rest of a tail after a timeout), in both cases only if something
+ * sent after their last try arrived. Sent again now, lowest first. */
+static void dg_detect_loss(struct dg_ep *ep, int peer, struct dg_peer *pp, uint32_t reach)
+{
+    uint32_t top = pp->snd_tx, edge, above = 0;
+    const double reo = pp->has_rtt ? pp->srtt / 4 : 0;
+
+    if (dg_seq_lt(reach, top))
+        top = reach;
+    /* nothing sent before the latest arrival is outstanding: no loss */
+    if (!pp->sacked_n && (int32_t)(pp->txo_acked - slot_of(ep, pp, pp->snd_una)->txo) <= 0)
+        return;
+    for (edge = top; dg_seq_lt(pp->snd_una, edge) && above < DG_DUPTHRESH;)
+        above += slot_of(ep, pp, --edge)->sacked;
+    if (above < DG_DUPTHRESH)
+        edge = pp->snd_una;   /* holes below edge have DUPTHRESH above them */
+    for (uint32_t seq = pp->snd_una; dg_seq_lt(seq, top); seq++) {
+        struct dg_slot *s = slot_of(ep, pp, seq);
+        if (s->sacked || !s->sent_at || (int32_t)(pp->txo_acked - s->txo) <= 0)
+            continue;
+        if (!dg_seq_lt(seq, edge) && pp->txo_acked_at - s->sent_at <= reo)
+            continue;
+        dg_cwnd_loss(ep, pp);
+        if (dg_resend(ep, peer, s))
+            break;   /* the link is full: the next acknowledgement comes back */
+        ep->st.fretx++;
+    }
 }
 
 void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h, const struct dg_ext *e)
@@ -556,7 +628,7 @@ void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h, const s
         pp->last_ack_at = ep->now;   /* nothing outstanding: the clock rests */
     }
     if ((h->sack || ext) && pp->snd_una != pp->snd_nxt && !dg_seq_lt(ack, pp->snd_una)) {
-        uint32_t top = dg_seq_lt(reach, pp->snd_nxt) ? reach : pp->snd_nxt, above = 0;
+        uint32_t top = dg_seq_lt(reach, pp->snd_nxt) ? reach : pp->snd_nxt;
         for (uint32_t seq = ack + 1; dg_seq_lt(seq, top); seq++) {
             struct dg_slot *s = slot_of(ep, pp, seq);
             if (s->sacked || !s->tries || !dg_sack_bit(h, e, ext, seq - ack - 1))
@@ -566,33 +638,19 @@ void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h, const s
             pp->sacked_n++;
             newly++;
         }
-        /* fast retransmit: a hole with DUPTHRESH selectively acknowledged
-         * segments above it, and something sent after its last try arrived,
-         * was lost (or overtaken by that many): send it again now. Within
-         * what this acknowledgement reports on only. */
-        if (pp->sacked_n >= DG_DUPTHRESH && pp->has_txo_acked) {
-            uint32_t edge;   /* holes below it have DUPTHRESH above them */
-            if (dg_seq_lt(pp->snd_tx, top))
-                top = pp->snd_tx;
-            for (edge = top; dg_seq_lt(pp->snd_una, edge) && above < DG_DUPTHRESH;)
-                above += slot_of(ep, pp, --edge)->sacked;
-            if (above < DG_DUPTHRESH)
-                edge = pp->snd_una;
-            for (uint32_t seq = pp->snd_una; dg_seq_lt(seq, edge); seq++) {   /* lowest first */
-                struct dg_slot *s = slot_of(ep, pp, seq);
-                if (s->sacked || !s->sent_at || (int32_t)(pp->txo_acked - s->txo) <= 0)
-                    continue;
-                dg_cwnd_loss(ep, pp);
-                if (dg_out_add(ep, peer, s))
-                    break;   /* the link is full: the next acknowledgement comes back */
-                ep->st.retx++;
-                ep->st.fretx++;
-            }
-        }
     }
+    if (pp->snd_una != pp->snd_tx && pp->has_txo_acked && !dg_seq_lt(ack, pp->snd_una))
+        dg_detect_loss(ep, peer, pp, reach);
     if (latest > 0)
         dg_rtt_sample(ep, pp, ep->now - latest);
     dg_cwnd_grow(ep, pp, newly);
+    if (h->type == DG_ACK && h->tag >= 0) {
+        uint32_t d = ((uint32_t)h->tag - pp->dups_seen) & 0x7fffffff;
+        if (d && d < 0x40000000) {   /* forward: not an older ACK overtaking */
+            pp->dups_seen = (uint32_t)h->tag;
+            dg_undo(ep, pp, d);
+        }
+    }
 }
 
 /* ---- acknowledgements out ----------------------------------------------- */
@@ -659,11 +717,12 @@ int cvia__dg_timers(struct dg_ep *ep)
             struct dg_slot *s = slot_of(ep, pp, pp->snd_una);
             const double rto = dg_rto(ep, pp);
             if (s->sent_at && ep->now - s->sent_at > rto) {
-                /* the oldest timed out: everything unacknowledged that is as
-                 * old goes again, the window drops to its floor, the
-                 * timeout doubles until a round trip is measured again */
+                /* the oldest timed out: it goes again, the window drops to
+                 * its floor, the timeout doubles until a round trip is
+                 * measured again */
                 uint32_t flight = pp->snd_nxt - pp->snd_una - pp->sacked_n, min = dg_cwnd_min(ep);
                 ep->st.rtos++;
+                dg_undo_mark(pp);
                 pp->ssthresh = flight / 2 > min ? flight / 2 : min;
                 pp->cwnd = min;
                 pp->cwnd_acc = 0;
@@ -671,13 +730,10 @@ int cvia__dg_timers(struct dg_ep *ep)
                 pp->in_recovery = 1;
                 if (pp->backoff < 30)
                     pp->backoff++;
-                for (uint32_t seq = pp->snd_una; dg_seq_lt(seq, pp->snd_tx); seq++) {
-                    struct dg_slot *t = slot_of(ep, pp, seq);
-                    if (!t->sacked && t->sent_at && ep->now - t->sent_at > rto)
-                        dg_resend(ep, peer, t);
-                    if (ep->nout == (int)ep->cfg.batch)
-                        break;
-                }
+                /* the oldest goes again (RFC 6298); when it arrives, what
+                 * was sent before it and is still missing counts as lost
+                 * (dg_detect_loss) */
+                dg_resend(ep, peer, s);
             }
             if (ep->now - pp->last_ack_at > ep->cfg.peer_timeout) {
                 cvia_error(NET, "%s: rank %d acknowledged nothing for %gs; declaring it dead "
@@ -739,6 +795,7 @@ static void dg_finish(struct dg_ep *ep, int i)
         h->flags &= (uint8_t)~DG_F_EXT;
         if (h->type == DG_ACK && dg_sack_ext(ep, pp))
             h->flags |= DG_F_EXT;
+        h->tag = h->type == DG_ACK ? (int32_t)(pp->dups_rcvd & 0x7fffffff) : 0;
     }
     o->iov[0].iov_base = h;
     o->iov[0].iov_len = sizeof(*h);
