@@ -123,7 +123,7 @@ Options (default in brackets):
                      (net_pingpong bw) under that loss, interleaved, each
                      round in another order. Defaults change with it: sizes
                      65536,1048576, --mtus 1500 (the first MTU is used),
-                     --placements two-cores, --window 16, --bw-iters 3.
+                     --placements two-cores, --window 8, --bw-iters 3.
                      Output: summary-loss.md (MB/s medians, per-round ratios
                      to TCP, the drop rate nftables counted, the targets:
                      >= 1.0x TCP at 1 %, >= 0.5x at 30 %), loss-runs.csv
@@ -202,7 +202,7 @@ if [ -n "$LOSS" ]; then   # the lossy-link series' own defaults
     [ $SET_SIZES = 1 ] || SIZES=65536,1048576
     [ $SET_MTUS = 1 ] || STD_MTUS=1500
     [ $SET_PLACE = 1 ] || PLACEMENTS=two-cores
-    [ $SET_WINDOW = 1 ] || WINDOW=16
+    [ $SET_WINDOW = 1 ] || WINDOW=8
     [ $SET_BWIT = 1 ] || BW_ITERS=3
 fi
 if [ "$QUICK" = 1 ]; then

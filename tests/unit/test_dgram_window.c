@@ -636,6 +636,60 @@ static int rto_case(double d)
     return ok;
 }
 
+/* A spurious timeout: the round trip is learnt at 1 ms each way, then one
+ * message takes 5 ms: the timeout fires, the window drops to its floor,
+ * the retransmission reaches the receiver as a duplicate, the receiver's
+ * ACK reports it, and the window comes back. */
+static int undo_case(void)
+{
+    const int window = 64;
+    struct dg_ep a, b;
+    struct dg_peer *pp;
+    int ok = 1, rounds;
+    uint32_t cwnd, ssthresh, floor_seen;
+    uint64_t rtos, undos;
+
+    directed_setup(&a, &b, window, 4096, 0.001);
+    pp = &a.peers[1];
+    for (rounds = 0; ok && rounds < 20; rounds++) {
+        directed_post(&a, rounds + 1, 3000);
+        ok = directed_run(&a, &b, 100000) && directed_acked(&a, &b, 100000);
+    }
+    cwnd = pp->cwnd;
+    ssthresh = pp->ssthresh;
+    rtos = a.st.rtos;     /* the first message's, before a round trip was known */
+    undos = a.st.undos;
+    fixed_delay = 0.005;
+    directed_post(&a, rounds + 1, 3000);
+    floor_seen = cwnd;
+    for (int step = 0; ok && step < 100000 && pp->snd_una != pp->snd_nxt; step++) {
+        run(&a);
+        run(&b);
+        clk += STEP_S;
+        if (pp->cwnd < floor_seen)
+            floor_seen = pp->cwnd;
+    }
+    /* the duplicate's report comes with a later ACK: let it arrive */
+    fixed_delay = 0.001;
+    for (int step = 0; ok && step < 100000 && a.st.undos == undos; step++) {
+        run(&a);
+        run(&b);
+        clk += STEP_S;
+    }
+    /* two timeouts (RTO ~2.5 ms, then backed off to ~5 ms) before the
+     * 10 ms round trip ends: two duplicates */
+    ok = tap_ok(ok && !failed && ndelivered == rounds + 1 && a.st.rtos == rtos + 2 &&
+                floor_seen == (uint32_t)window / 4 && a.st.undos == undos + 1 && b.st.dups >= 2 &&
+                pp->cwnd == cwnd && pp->ssthresh == ssthresh,
+                "a spurious timeout (1 ms round trips, then 5 ms): window %u -> %u, the "
+                "duplicate reported (%llu at the receiver), undone (%llu): window %u, "
+                "threshold %u (timeouts %llu)", cwnd, floor_seen, (unsigned long long)b.st.dups,
+                (unsigned long long)(a.st.undos - undos), pp->cwnd, pp->ssthresh,
+                (unsigned long long)(a.st.rtos - rtos));
+    directed_free(&a, &b);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     static const struct { double drop, dup, corrupt, delay; int window; size_t seg; } base[] = {
@@ -661,7 +715,7 @@ int main(int argc, char **argv)
         if (!rbuf[m] || (m < NMSG && !sbuf[m]))
             return 1;
     }
-    printf("1..%d\n", n + 2 + 3 * 2);
+    printf("1..%d\n", n + 2 + 3 * 2 + 1);
     for (int k = 0; k < n; k++) {
         if (k < nbase) {
             ok &= scenario(k, base[k].drop, base[k].dup, base[k].corrupt, base[k].delay,
@@ -676,6 +730,7 @@ int main(int argc, char **argv)
     ok &= sack_case();
     ok &= rto_case(0.001);
     ok &= rto_case(0.005);
+    ok &= undo_case();
     for (int m = 0; m <= NMSG; m++) {
         free(rbuf[m]);
         if (m < NMSG)
