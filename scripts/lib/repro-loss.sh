@@ -8,7 +8,9 @@
 # hook that sees every frame the veth delivers, IP (one frame can be a
 # whole GSO burst on veth) and raw Ethernet alike; then osu_bw-style
 # bandwidth of corevia's udp and eth (cvia-bench bw) and of kernel TCP
-# (net_pingpong bw) runs, interleaved, each round in another order. With
+# (net_pingpong bw) runs, interleaved, each round in another order, one
+# size per run, with as many windows as move about LOSS_MB(loss) MiB (a
+# run at 30 % loss is TCP's tens of seconds; below 1 %, seconds). With
 # --loss-base DIR, the same corevia series of another build run beside them
 # (udp-base, eth-base): the no-regression check of a change.
 #
@@ -17,6 +19,10 @@
 # wait_quiet cpu_stat log note fatal.
 
 LOSS_TABLE=cvia_rloss
+
+# MiB one run moves at a loss rate: enough for seconds of the fast series,
+# and TCP at 30 % (hundreds of KB/s here) within the timeout
+loss_mb() { awk -v p="$1" 'BEGIN { print (p <= 1 ? 256 : p <= 10 ? 64 : 8) }'; }
 
 # percentage (up to two decimals) -> parts of 10000
 loss_parts() { awk -v p="$1" 'BEGIN { printf "%d", p * 100 + 0.5 }'; }
@@ -47,7 +53,9 @@ loss_counts() {
 
 run_loss_series() {
     local -a LL PL SER
-    local round li pi si loss pl name tr f rc ok nl np ns mtu seen drop t0 t1 s0 s1 x w0
+    local round li pi si zi loss pl name tr f rc ok nl np ns nz mtu seen drop w0 size iters
+    local -a ZL
+    local all_sizes=$SIZES
     local base_run="" base_bench=""
     command -v nft >/dev/null || fatal "--loss needs nft (nftables): scripts/install-deps.sh"
     if [ -n "$LOSS_BASE" ]; then
@@ -58,10 +66,11 @@ run_loss_series() {
     fi
     read -r -a LL <<<"${LOSS//,/ }"
     read -r -a PL <<<"${PLACEMENTS//,/ }"
+    read -r -a ZL <<<"${SIZES//,/ }"
     mtu=${STD_MTUS%%,*}
     SER=(udp eth tcp)
     [ -n "$LOSS_BASE" ] && SER+=(udp-base eth-base)
-    nl=${#LL[@]} np=${#PL[@]} ns=${#SER[@]}
+    nl=${#LL[@]} np=${#PL[@]} ns=${#SER[@]} nz=${#ZL[@]}
     mkdir -p "$OUT/raw/loss"
     lab_mtu "$mtu"
     ip netns exec "$H2" nft list tables >/dev/null 2>&1 ||
@@ -69,23 +78,29 @@ run_loss_series() {
     {
         echo "# repro-mvia --loss: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
         echo "# loss on h2's ingress ($IF2, nftables numgen random), MTU $mtu, sizes $SIZES,"
-        echo "# window $WINDOW, $BW_ITERS timed windows (+1 warm-up), $REPEAT rounds, placements $PLACEMENTS"
+        echo "# window $WINDOW; one size per run, windows to move ~256 MiB at <= 1 % loss, 64 MiB at <= 10 %,"
+        echo "# 8 MiB above (at least 2, +1 warm-up); $REPEAT rounds, placements $PLACEMENTS"
         echo "# series: ${SER[*]}${LOSS_BASE:+ (base: $LOSS_BASE)}"
     } >"$OUT/plan-loss.txt"
-    echo "round,placement,loss_pct,series,seconds,loadavg1,frames_seen,frames_dropped,ok" >"$OUT/loss-runs.csv"
-    log "loss series: ${SER[*]} x loss ${LOSS} x ${PLACEMENTS} x $REPEAT rounds, sizes $SIZES"
+    echo "round,placement,loss_pct,series,size,iters,seconds,loadavg1,frames_seen,frames_dropped,ok" >"$OUT/loss-runs.csv"
+    log "loss series: ${SER[*]} x loss ${LOSS} x ${PLACEMENTS} x sizes $SIZES x $REPEAT rounds"
     for round in $(seq 1 "$REPEAT"); do
         for li in $(seq 0 $((nl - 1))); do
             loss=${LL[$(( (li + round - 1) % nl ))]}
             for pi in $(seq 0 $((np - 1))); do
                 pl=${PL[$(( (pi + round - 1) % np ))]}
+                for zi in $(seq 0 $((nz - 1))); do
+                size=${ZL[$(( (zi + round - 1) % nz ))]}
+                iters=$(( $(loss_mb "$loss") * 1048576 / (size * WINDOW) ))
+                [ "$iters" -ge 2 ] || iters=2
                 for si in $(seq 0 $((ns - 1))); do
                     name=${SER[$(( (si + round - 1) % ns ))]}
-                    f="$OUT/raw/loss/r$round-$pl-L$loss-$name-bw"
+                    f="$OUT/raw/loss/r$round-$pl-L$loss-$name-s$size-bw"
                     loss_set "$loss" || fatal "cannot install the nftables loss rule in $H2"
                     wait_quiet
-                    log "round $round/$REPEAT, loss $loss %, $pl: $name"
+                    log "round $round/$REPEAT, loss $loss %, $pl, $size B x $WINDOW x $iters: $name"
                     w0=$(date +%s.%N)
+                    SIZES=$size BW_ITERS=$iters
                     case $name in
                     tcp) run_npp tcp "$pl" bw "$f.csv" "$f.log" ;;
                     *-base) tr=${name%-base}
@@ -94,16 +109,19 @@ run_loss_series() {
                     *) run_cvia "$name" "$name" auto "$pl" bw "$f.csv" "$f.log" ;;
                     esac
                     rc=$?
+                    SIZES=$all_sizes
                     ok=1
                     if [ $rc -ne 0 ] || ! grep -qE '^bw,[0-9]+,' "$f.csv" 2>/dev/null; then
                         ok=0
-                        note "loss $loss %, $name ($pl, round $round) failed: exit $rc$([ $rc = 124 ] && echo ' (timed out)'); see raw/loss/$(basename "$f").log"
+                        note "loss $loss %, $name, $size B ($pl, round $round) failed: exit $rc$([ $rc = 124 ] && echo ' (timed out)'); see raw/loss/$(basename "$f").log"
                     fi
                     read -r seen drop <<<"$(loss_counts)"
-                    awk -v r="$round" -v p="$pl" -v l="$loss" -v n="$name" -v w0="$w0" -v w1="$(date +%s.%N)" \
+                    awk -v r="$round" -v p="$pl" -v l="$loss" -v n="$name" -v z="$size" -v it="$iters" \
+                        -v w0="$w0" -v w1="$(date +%s.%N)" \
                         -v la="$(cut -d' ' -f1 /proc/loadavg)" -v s="${seen:-0}" -v d="${drop:-0}" -v ok=$ok \
-                        'BEGIN { printf "%s,%s,%s,%s,%.2f,%s,%s,%s,%s\n", r, p, l, n, w1 - w0, la, s, d, ok }' \
+                        'BEGIN { printf "%s,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s\n", r, p, l, n, z, it, w1 - w0, la, s, d, ok }' \
                         >>"$OUT/loss-runs.csv"
+                done
                 done
             done
         done
@@ -114,7 +132,7 @@ import csv, glob, os, re, statistics, sys
 out = sys.argv[1]
 rows = {}
 for path in glob.glob(os.path.join(out, "raw", "loss", "r*-bw.csv")):
-    m = re.match(r"r(\d+)-(one-core|two-cores)-L([0-9.]+)-(.+)-bw\.csv$", os.path.basename(path))
+    m = re.match(r"r(\d+)-(one-core|two-cores)-L([0-9.]+)-(.+)-s\d+-bw\.csv$", os.path.basename(path))
     if not m:
         continue
     rnd, pl, loss, name = int(m.group(1)), m.group(2), m.group(3), m.group(4)
@@ -151,11 +169,13 @@ L = []
 for pl in pls:
     L.append("### %s: bandwidth under random loss (MB/s, medians of %d rounds; ratio to TCP per round, median)" % (pl, len(rounds)))
     L.append("")
-    head = ["loss", "size", "drop measured"] + [n for n in names] + ["%s/tcp" % n for n in names if n != "tcp"]
+    head = ["loss", "size", "eth frames dropped"] + [n for n in names] + ["%s/tcp" % n for n in names if n != "tcp"]
     L.append("| " + " | ".join(head) + " |")
     L.append("|" + "---|" * len(head))
     for loss in losses:
-        sel = [r for r in runs if r["placement"] == pl and r["loss_pct"] == loss and int(r["frames_seen"] or 0)]
+        # per frame: eth's (one segment each); a udp or TCP frame on veth can be a GSO burst
+        sel = [r for r in runs if r["placement"] == pl and r["loss_pct"] == loss and
+               r["series"].startswith("eth") and int(r["frames_seen"] or 0)]
         seen = sum(int(r["frames_seen"]) for r in sel)
         drop = sum(int(r["frames_dropped"] or 0) for r in sel)
         meas = "%.2f %%" % (100.0 * drop / seen) if seen else "-"

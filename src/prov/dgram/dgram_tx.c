@@ -452,10 +452,6 @@ static void dg_rtt_sample(const struct dg_ep *ep, struct dg_peer *pp, double r)
     pp->backoff = 0;
 }
 
-/* Loss: the congestion window to 0.7 of itself (CUBIC's factor, RFC 8312;
- * gentler than Reno's half, as random loss on a LAN is seldom
- * congestion), once per window of data (until snd_una passes what was in
- * flight when the loss was seen). */
 /* A decrease begins: remember what to restore if every retransmission
  * of it turns out to have been a duplicate at the receiver (a receiver
  * that was only late, descheduled on a busy host, not a loss). */
@@ -469,6 +465,10 @@ static void dg_undo_mark(struct dg_peer *pp)
     pp->undo_valid = 1;
 }
 
+/* Loss: the congestion window to 0.7 of itself (CUBIC's factor, RFC 8312;
+ * gentler than Reno's half, as random loss on a LAN is seldom
+ * congestion), once per window of data (until snd_una passes what was in
+ * flight when the loss was seen). */
 static void dg_cwnd_loss(const struct dg_ep *ep, struct dg_peer *pp)
 {
     uint32_t half = (uint32_t)(pp->cwnd * 7ull / 10), min = dg_cwnd_min(ep);
@@ -721,19 +721,20 @@ int cvia__dg_timers(struct dg_ep *ep)
                  * its floor, the timeout doubles until a round trip is
                  * measured again */
                 uint32_t flight = pp->snd_nxt - pp->snd_una - pp->sacked_n, min = dg_cwnd_min(ep);
-                ep->st.rtos++;
-                dg_undo_mark(pp);
-                pp->ssthresh = flight / 2 > min ? flight / 2 : min;
-                pp->cwnd = min;
-                pp->cwnd_acc = 0;
-                pp->recover = pp->snd_nxt;
-                pp->in_recovery = 1;
-                if (pp->backoff < 30)
-                    pp->backoff++;
                 /* the oldest goes again (RFC 6298); when it arrives, what
                  * was sent before it and is still missing counts as lost
-                 * (dg_detect_loss) */
-                dg_resend(ep, peer, s);
+                 * (dg_detect_loss). A full link: the next pass comes back */
+                dg_undo_mark(pp);
+                if (!dg_resend(ep, peer, s)) {
+                    ep->st.rtos++;
+                    pp->ssthresh = flight / 2 > min ? flight / 2 : min;
+                    pp->cwnd = min;
+                    pp->cwnd_acc = 0;
+                    pp->recover = pp->snd_nxt;
+                    pp->in_recovery = 1;
+                    if (pp->backoff < 30)
+                        pp->backoff++;
+                }
             }
             if (ep->now - pp->last_ack_at > ep->cfg.peer_timeout) {
                 cvia_error(NET, "%s: rank %d acknowledged nothing for %gs; declaring it dead "
@@ -802,7 +803,7 @@ static void dg_finish(struct dg_ep *ep, int i)
     o->iovcnt = 1;
     if (h->flags & DG_F_EXT) {
         o->iov[o->iovcnt].iov_base = s ? &s->ext : &pp->ack_ext;
-        o->iov[o->iovcnt++].iov_len = sizeof(s->ext);
+        o->iov[o->iovcnt++].iov_len = sizeof(struct dg_ext);
     }
     covered = o->iovcnt;
     if (s && s->len) {
