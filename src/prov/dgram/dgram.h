@@ -33,10 +33,12 @@
  * retransmit), and the oldest on a timer from the measured round trip
  * (RFC 6298's SRTT/RTTVAR, at least CVIA_DGRAM_RTO_MIN above SRTT) with
  * exponential backoff;
- * a congestion window shrinks to 0.7 on loss (once per window), drops to
- * its floor (a quarter of the window) on a timeout and grows back (slow
- * start, then one segment per window); a decrease is undone when the
- * receiver reports every retransmission of it as a duplicate.
+ * a congestion window shrinks to 0.7 when a window of data loses more than
+ * an eighth of itself (a burst, as an overflowing queue makes; scattered
+ * random loss is no congestion), drops to its floor (a quarter of the
+ * window) on a timeout and grows back (slow start, then one segment per
+ * window); a decrease is undone when the receiver reports every
+ * retransmission of it as a duplicate.
  * It declares the peer dead when nothing it sent has been acknowledged for
  * CVIA_DGRAM_PEER_TIMEOUT. The receiver drops duplicates and keeps
  * out-of-order segments in a reorder buffer.
@@ -345,6 +347,9 @@ struct dg_peer {
     uint32_t cwnd_acc;        /* segments acknowledged toward the next +1 */
     uint32_t recover;         /* no further decrease until snd_una passes it */
     int      in_recovery;
+    uint32_t loss_end;        /* a round of loss detection ends when snd_una passes it */
+    uint32_t loss_n;          /* segments found lost in this round */
+    int      loss_round;
     uint32_t txo_next;        /* datagrams of data sent to the peer, first tries and again */
     uint32_t txo_acked;       /* the latest txo known to have arrived */
     double   txo_acked_at;    /* when that one was sent */
@@ -353,6 +358,7 @@ struct dg_peer {
     uint32_t undo_cwnd, undo_ssthresh;   /* before the last decrease */
     uint32_t undo_retx;       /* its retransmissions not yet reported duplicate */
     int      undo_valid;
+    int      undo_rto;        /* a timeout was part of it */
     uint32_t dups_rcvd;       /* receiving: duplicates from the peer, in every ACK */
     uint32_t dups_seen;       /* sending: the peer's dups_rcvd last seen */
     struct dg_ext ack_ext;    /* a standalone ACK's further SACK bits */

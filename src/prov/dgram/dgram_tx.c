@@ -418,8 +418,8 @@ static uint32_t dg_cwnd_min(const struct dg_ep *ep)
     return ep->win / 4 > 2 ? ep->win / 4 : 2;
 }
 
-/* The timeout now: the measured RTO doubled per timeout since the last
- * round-trip sample, up to RTO_MAX. */
+/* The timeout now: the measured RTO doubled per timeout since snd_una last
+ * moved (since the first sample, before one), up to RTO_MAX. */
 static double dg_rto(const struct dg_ep *ep, const struct dg_peer *pp)
 {
     double t = pp->rto;
@@ -463,17 +463,26 @@ static void dg_undo_mark(struct dg_peer *pp)
     pp->undo_ssthresh = pp->ssthresh;
     pp->undo_retx = 0;
     pp->undo_valid = 1;
+    pp->undo_rto = 0;
 }
 
-/* Loss: the congestion window to 0.7 of itself (CUBIC's factor, RFC 8312;
- * gentler than Reno's half, as random loss on a LAN is seldom
- * congestion), once per window of data (until snd_una passes what was in
- * flight when the loss was seen). */
+/* A segment found lost. When a window of data (until snd_una passes what
+ * was in flight at the first loss) loses more than an eighth of the
+ * congestion window, the window goes to 0.7 of itself (CUBIC's factor,
+ * RFC 8312), once per such window. Scattered random loss does not shrink
+ * it: measured on the veth at 1 % random loss, a cut on any loss kept the
+ * window near its floor and 1 MiB bandwidth at a quarter of the former
+ * engine's, which had no congestion window. */
 static void dg_cwnd_loss(const struct dg_ep *ep, struct dg_peer *pp)
 {
     uint32_t half = (uint32_t)(pp->cwnd * 7ull / 10), min = dg_cwnd_min(ep);
 
-    if (pp->in_recovery)
+    if (!pp->loss_round || dg_seq_le(pp->loss_end, pp->snd_una)) {
+        pp->loss_round = 1;
+        pp->loss_end = pp->snd_nxt;
+        pp->loss_n = 0;
+    }
+    if (++pp->loss_n <= pp->cwnd / 8 || pp->in_recovery)
         return;
     dg_undo_mark(pp);
     pp->ssthresh = pp->cwnd = half > min ? half : min;
@@ -525,6 +534,10 @@ static void dg_undo(struct dg_ep *ep, struct dg_peer *pp, uint32_t d)
         pp->ssthresh = pp->undo_ssthresh;
     pp->in_recovery = 0;
     pp->undo_valid = 0;
+    if (pp->undo_rto && 2 * pp->rto < ep->cfg.rto_max)
+        pp->rto *= 2;   /* it timed out before the round trip ended: too short */
+    else if (pp->undo_rto)
+        pp->rto = ep->cfg.rto_max;
     ep->st.undos++;
 }
 
@@ -622,6 +635,12 @@ void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h, const s
         if (dg_seq_lt(pp->snd_tx, pp->snd_una))
             pp->snd_tx = pp->snd_una;
         pp->last_ack_at = ep->now;
+        /* progress ends the back-off once a round trip was measured (before
+         * that, Karn's rule: an RTO below the round trip would time out
+         * every segment and never measure one); a timeout that was not
+         * needed doubles the measured RTO instead (dg_undo) */
+        if (pp->has_rtt)
+            pp->backoff = 0;
         if (pp->in_recovery && dg_seq_le(pp->recover, pp->snd_una))
             pp->in_recovery = 0;
     } else if (pp->snd_una == pp->snd_nxt) {
@@ -727,6 +746,7 @@ int cvia__dg_timers(struct dg_ep *ep)
                 dg_undo_mark(pp);
                 if (!dg_resend(ep, peer, s)) {
                     ep->st.rtos++;
+                    pp->undo_rto = 1;
                     pp->ssthresh = flight / 2 > min ? flight / 2 : min;
                     pp->cwnd = min;
                     pp->cwnd_acc = 0;
