@@ -169,7 +169,9 @@ L = []
 for pl in pls:
     L.append("### %s: bandwidth under random loss (MB/s, medians of %d rounds; ratio to TCP per round, median)" % (pl, len(rounds)))
     L.append("")
+    based = [n for n in ("udp", "eth") if n in names and n + "-base" in names]
     head = ["loss", "size", "eth frames dropped"] + [n for n in names] + ["%s/tcp" % n for n in names if n != "tcp"]
+    head += ["%s/%s-base" % (n, n) for n in based]
     L.append("| " + " | ".join(head) + " |")
     L.append("|" + "---|" * len(head))
     for loss in losses:
@@ -182,6 +184,7 @@ for pl in pls:
         for s in sizes:
             cells = [loss + " %", hsize(s), meas] + [fmt(fig(pl, loss, n, s)) for n in names]
             cells += [fmt(ratio(pl, loss, n, "tcp", s), "%.2fx") for n in names if n != "tcp"]
+            cells += [fmt(ratio(pl, loss, n, n + "-base", s), "%.2fx") for n in based]
             L.append("| " + " | ".join(cells) + " |")
     L.append("")
 la = [float(r["loadavg1"]) for r in runs]
