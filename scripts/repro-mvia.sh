@@ -40,7 +40,7 @@ TMO=""
 QUIET_WAIT=""
 LOSS=""
 LOSS_BASE=""
-SET_SIZES=0 SET_MTUS=0 SET_PLACE=0 SET_WINDOW=0 SET_BWIT=0
+SET_SIZES=0 SET_MTUS=0 SET_PLACE=0 SET_WINDOW=0
 TAG="rmv$$"
 TAG=${TAG:0:12}
 CVIA_HDR=40          # corevia's dgram header (src/prov/dgram/dgram.h)
@@ -121,9 +121,12 @@ Options (default in brackets):
                      UDP GSO burst is one frame), then bandwidth of udp and
                      eth (cvia-bench bw, automatic segment) and kernel TCP
                      (net_pingpong bw) under that loss, interleaved, each
-                     round in another order. Defaults change with it: sizes
-                     65536,1048576, --mtus 1500 (the first MTU is used),
-                     --placements two-cores, --window 8, --bw-iters 3.
+                     round in another order, one size per run with as many
+                     windows as move about 256 MiB at <= 1 % loss, 64 MiB
+                     at <= 10 %, 8 MiB above (--bw-iters does not apply).
+                     Defaults change with it: sizes 65536,1048576, --mtus
+                     1500 (the first MTU is used), --placements two-cores,
+                     --window 8.
                      Output: summary-loss.md (MB/s medians, per-round ratios
                      to TCP, the drop rate nftables counted, the targets:
                      >= 1.0x TCP at 1 %, >= 0.5x at 30 %), loss-runs.csv
@@ -178,7 +181,7 @@ while [ $# -gt 0 ]; do
     --cut) need_val "$@"; case $2 in mvia|page|fill) CUT=$2 ;; *) die_usage "--cut: mvia, page or fill" ;; esac; shift ;;
     --rate) need_val "$@"; [[ $2 =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || die_usage "--rate: like 1gbit or 500mbit"; RATE=$2; shift ;;
     --lat-iters) need_val "$@"; is_pos "$2" || die_usage "--lat-iters: a positive integer"; LAT_ITERS=$2; shift ;;
-    --bw-iters) need_val "$@"; is_pos "$2" || die_usage "--bw-iters: a positive integer"; BW_ITERS=$2; SET_BWIT=1; shift ;;
+    --bw-iters) need_val "$@"; is_pos "$2" || die_usage "--bw-iters: a positive integer"; BW_ITERS=$2; shift ;;
     --window) need_val "$@"; is_pos "$2" || die_usage "--window: a positive integer"; WINDOW=$2; SET_WINDOW=1; shift ;;
     --loss) need_val "$@"
             for p in ${2//,/ }; do
@@ -203,7 +206,6 @@ if [ -n "$LOSS" ]; then   # the lossy-link series' own defaults
     [ $SET_MTUS = 1 ] || STD_MTUS=1500
     [ $SET_PLACE = 1 ] || PLACEMENTS=two-cores
     [ $SET_WINDOW = 1 ] || WINDOW=8
-    [ $SET_BWIT = 1 ] || BW_ITERS=3
 fi
 if [ "$QUICK" = 1 ]; then
     SIZES=${SIZES:-$QUICK_SIZES}
