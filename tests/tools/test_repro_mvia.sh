@@ -54,6 +54,14 @@ run bash "$SRC/scripts/repro-mvia.sh" --help
 check "repro-mvia.sh --help exits 0" eval '[ $rc -eq 0 ] && grep -q "^Usage: scripts/repro-mvia.sh" "$WORK/out"'
 run bash "$SRC/scripts/repro-mvia.sh" --repeat zero
 check "repro-mvia.sh: a bad argument exits 2" eval '[ $rc -eq 2 ] && grep -q -- "--repeat" "$WORK/err"'
+run bash "$SRC/scripts/repro-mvia.sh" --loss 1,101
+check "repro-mvia.sh: a loss rate over 100 % exits 2, naming --loss" eval '[ $rc -eq 2 ] && grep -q -- "--loss.*101" "$WORK/err"'
+run bash "$SRC/scripts/repro-mvia.sh" --loss 0.125
+check "repro-mvia.sh: a loss rate finer than 0.01 % exits 2" eval '[ $rc -eq 2 ] && grep -q -- "--loss" "$WORK/err"'
+run bash "$SRC/scripts/repro-mvia.sh" --loss-base "$WORK"
+check "repro-mvia.sh: --loss-base without --loss exits 2" eval '[ $rc -eq 2 ] && grep -q -- "--loss-base goes with --loss" "$WORK/err"'
+run bash "$SRC/scripts/repro-mvia.sh" --help
+check "repro-mvia.sh --help documents --loss" eval '[ $rc -eq 0 ] && grep -q -- "--loss LIST" "$WORK/out" && grep -q -- "--loss-base DIR" "$WORK/out"'
 
 # ---- the lab ----------------------------------------------------------------------
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! ip netns add "cvia-$TAG-probe" 2>/dev/null; then

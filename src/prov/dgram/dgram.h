@@ -23,13 +23,25 @@
  * the kernel.
  *
  * Reliability: per peer, sequence numbers count segments; the receiver
- * acknowledges cumulatively with a 32-bit SACK map, piggybacked on its own
- * traffic or alone when asked (ACKREQ), when a quarter of the window is
- * owed, out of order, or after a short delay. The sender keeps a window of
- * segments, retransmits on SACK holes and on a timer with exponential
- * backoff, and declares the peer dead when nothing it sent has been
- * acknowledged for CVIA_DGRAM_PEER_TIMEOUT. The receiver drops duplicates
- * and keeps out-of-order segments in a reorder buffer.
+ * acknowledges cumulatively with a 32-bit SACK map (a standalone ACK adds
+ * 256 more bits in the extension), piggybacked on its own traffic or alone
+ * when asked (ACKREQ), when a quarter of the window is owed, out of order,
+ * when a segment fills a hole, or after a short delay. The sender keeps a
+ * window of segments, resends a hole once three segments above it are
+ * selectively acknowledged, or a segment sent a quarter round trip after
+ * it arrived (RACK), if something sent after its last try arrived (fast
+ * retransmit), and the oldest on a timer from the measured round trip
+ * (RFC 6298's SRTT/RTTVAR, at least CVIA_DGRAM_RTO_MIN above SRTT) with
+ * exponential backoff;
+ * a congestion window shrinks to 0.7 when a window of data loses more than
+ * an eighth of itself (a burst, as an overflowing queue makes; scattered
+ * random loss is no congestion), drops to its floor (a quarter of the
+ * window) on a timeout and grows back (slow start, then one segment per
+ * window); a decrease is undone when the receiver reports every
+ * retransmission of it as a duplicate.
+ * It declares the peer dead when nothing it sent has been acknowledged for
+ * CVIA_DGRAM_PEER_TIMEOUT. The receiver drops duplicates and keeps
+ * out-of-order segments in a reorder buffer.
  *
  * Zero copy where it pays: a message above CVIA_DGRAM_INJECT is sent
  * straight from the user's buffer (completed when acknowledged); smaller
@@ -92,8 +104,12 @@ struct dg_hdr {
                         * foreign from forged; the socket filters check it */
     uint32_t seq;
     uint32_t ack;      /* every seq below it has arrived */
-    uint32_t sack;     /* bit i: seq ack + 1 + i has arrived */
-    int32_t  tag;
+    uint32_t sack;     /* bit i: seq ack + 1 + i has arrived (DG_ACK with
+                        * DG_F_EXT: the extension's 256 bits go on, bit j of
+                        * word k: seq ack + 33 + 64 k + j) */
+    int32_t  tag;      /* DG_ACK: duplicates received from its destination so
+                        * far, modulo 2^31 (its retransmissions that were not
+                        * needed: a reported count, so lost ACKs lose nothing) */
     uint8_t  src[3];   /* sender's rank */
     uint8_t  dst[3];   /* receiver's rank (ranks of a host share its MAC) */
     uint8_t  lenoff[6];   /* FIRST: message length, else the segment's offset */
@@ -105,6 +121,9 @@ _Static_assert(sizeof(struct dg_hdr) == 40, "dgram header is 40 bytes");
 #define DG_MAC_SKIP    8    /* the MAC covers the datagram from here */
 #define DG_MAX_RANKS   (1 << 24)
 #define DG_MAX_LEN     ((UINT64_C(1) << 48) - 1)
+#define DG_SACK_BITS   32     /* in every header */
+#define DG_SACK_EXT_BITS 256  /* more in a standalone ACK's extension */
+#define DG_DUPTHRESH   3      /* SACKed segments above a hole that make it lost */
 
 static inline uint64_t dg_get_le(const uint8_t *p, int n)
 {
@@ -229,7 +248,8 @@ struct dg_cfg {
     int    cut;            /* DG_CUT_* */
     long   window;         /* segments in flight per peer */
     size_t inject;         /* copy-and-complete up to this size */
-    double rto;            /* first retransmission timeout */
+    double rto;            /* retransmission timeout before a round trip is measured */
+    double rto_min;        /* added to SRTT at least: the RTO's floor */
     double rto_max;
     double ack_delay;
     double peer_timeout;
@@ -334,6 +354,7 @@ struct dg_slot {
     struct cvia_xfer *done_x;   /* completed when this slot is acknowledged */
     uint64_t inj_end;           /* its copy ends there in the ring (0: none) */
     double   sent_at;           /* 0: not sent yet */
+    uint32_t txo;               /* the peer's transmission count when last sent */
     uint16_t tries;
     uint8_t  sacked;
 };
@@ -367,6 +388,30 @@ struct dg_peer {
     unsigned char *inj;       /* [cvia__dg_inj_size]: byte ring of copied segments */
     uint64_t inj_head, inj_tail;   /* next free byte; oldest byte in use */
     double   last_ack_at;     /* when snd_una last moved (or now, if idle) */
+    /* loss recovery and congestion (dgram_tx.c) */
+    double   srtt, rttvar;    /* RFC 6298, from segments acknowledged on their first try */
+    double   rto;             /* srtt + max(4 rttvar, RTO_MIN); CVIA_DGRAM_RTO before a sample */
+    unsigned backoff;         /* timeouts since the last sample: RTO x 2^backoff */
+    int      has_rtt;
+    uint32_t cwnd, ssthresh;  /* segments */
+    uint32_t cwnd_acc;        /* segments acknowledged toward the next +1 */
+    uint32_t recover;         /* no further decrease until snd_una passes it */
+    int      in_recovery;
+    uint32_t loss_end;        /* a round of loss detection ends when snd_una passes it */
+    uint32_t loss_n;          /* segments found lost in this round */
+    int      loss_round;
+    uint32_t txo_next;        /* datagrams of data sent to the peer, first tries and again */
+    uint32_t txo_acked;       /* the latest txo known to have arrived */
+    double   txo_acked_at;    /* when that one was sent */
+    int      has_txo_acked;
+    uint32_t sacked_n;        /* slots in [snd_una, snd_nxt) selectively acknowledged */
+    uint32_t undo_cwnd, undo_ssthresh;   /* before the last decrease */
+    uint32_t undo_retx;       /* its retransmissions not yet reported duplicate */
+    int      undo_valid;
+    int      undo_rto;        /* a timeout was part of it */
+    uint32_t dups_rcvd;       /* receiving: duplicates from the peer, in every ACK */
+    uint32_t dups_seen;       /* sending: the peer's dups_rcvd last seen */
+    struct dg_ext ack_ext;    /* a standalone ACK's further SACK bits */
     /* one-sided requests waiting for their answer (busy) */
     struct cvia_xfer *waiting;
     /* receiving */
@@ -394,6 +439,8 @@ struct dg_stats {
     uint64_t tx, rx, retx, acks, dups, ooo, corrupt, foreign, format, faults, stale, other;
     uint64_t forged;               /* failed the MAC: forged, altered, an earlier job's */
     uint64_t rx_calls, tx_calls;   /* link recv calls that returned datagrams; link sends */
+    uint64_t fretx, rtos;          /* retx by SACK (fast retransmit); timeouts */
+    uint64_t undos;                /* decreases undone: every retransmission was a duplicate */
 };
 
 struct dg_ep {
@@ -459,7 +506,7 @@ int  cvia__dg_rma(struct dg_ep *ep, struct cvia_xfer *x, uint8_t type);
 void cvia__dg_answer(struct dg_ep *ep, int peer, uint8_t type, uint64_t cookie, int status,
                      const void *buf, size_t len);
 int  cvia__dg_tx(struct dg_ep *ep);
-void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h);
+void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h, const struct dg_ext *e);
 int  cvia__dg_timers(struct dg_ep *ep);
 int  cvia__dg_flush(struct dg_ep *ep);
 void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type);

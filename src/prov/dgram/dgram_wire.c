@@ -38,7 +38,16 @@ static const struct cvia_param dg_params[] = {
       "larger ones go from the user's buffer and complete when acknowledged.", 0, 1L << 30,
       NULL },
     { "RTO", "5ms", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rto),
-      "First retransmission timeout; doubled at every retry up to CVIA_DGRAM_RTO_MAX.",
+      "Retransmission timeout until a round trip to the peer has been measured; from "
+      "then on it is SRTT + max(4 RTTVAR, CVIA_DGRAM_RTO_MIN) (RFC 6298, from segments "
+      "acknowledged on their first try), doubled at every timeout until the next "
+      "measurement, up to CVIA_DGRAM_RTO_MAX.",
+      0, 0, NULL },
+    { "RTO_MIN", "500us", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rto_min),
+      "Least margin the retransmission timeout keeps above the smoothed round trip "
+      "(SRTT + max(4 RTTVAR, this)): a microsecond link times out within about this "
+      "long, and a receiver's delayed acknowledgement (CVIA_DGRAM_ACK_DELAY) is no "
+      "timeout when it is at least as long.",
       0, 0, NULL },
     { "RTO_MAX", "250ms", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rto_max),
       "Longest retransmission timeout.", 0, 0, NULL },
