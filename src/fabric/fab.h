@@ -128,6 +128,40 @@ struct fab_amo {
 
 /* ---- objects ------------------------------------------------------------ */
 
+/* The provider's own locks (endpoint, completion queue, the endpoint sets
+ * they progress). In an FI_THREAD_DOMAIN domain the application calls
+ * into the domain's objects from one thread at a time: the lock is off,
+ * a load and a predictable branch, and no locked instruction follows the
+ * store that hands a message to the peer's ring. Any other level: a
+ * spinlock. Fixed when the object is opened, from its domain. */
+typedef struct {
+    cvia_spinlock_t l;
+    int on;
+} fab_lock_t;
+
+static inline void fab_lock_init(fab_lock_t *k, int on)
+{
+    cvia_spin_init(&k->l);
+    k->on = on;
+}
+
+static inline void fab_lock(fab_lock_t *k)
+{
+    if (k->on)
+        cvia_spin_lock(&k->l);
+}
+
+static inline int fab_trylock(fab_lock_t *k)
+{
+    return !k->on || cvia_spin_trylock(&k->l);
+}
+
+static inline void fab_unlock(fab_lock_t *k)
+{
+    if (k->on)
+        cvia_spin_unlock(&k->l);
+}
+
 struct fab_fabric {
     struct fid_fabric fid;
 };
@@ -180,7 +214,7 @@ struct fab_ep;
  * progresses a copy of the list without the lock; @busy counts such
  * readers, so an endpoint leaving the set can wait until none holds it. */
 struct fab_epset {
-    cvia_spinlock_t lock;
+    fab_lock_t lock;
     struct fab_ep *eps[8];
     int n;
     atomic_int busy;
@@ -190,7 +224,7 @@ struct fab_cq {
     struct fid_cq fid;
     struct fab_domain *dom;
     size_t esize;            /* bytes of one entry in the format asked for */
-    cvia_spinlock_t lock;
+    fab_lock_t lock;
     struct fab_cqe *ring;
     size_t head, len, cap;
     struct fab_cqerr *err_head, *err_tail;
@@ -293,7 +327,7 @@ struct fab_ep {
     int      armed;              /* receive slots posted */
     int      arm_rc;             /* arming failed: every operation fails with it */
     uint16_t epid;
-    cvia_spinlock_t lock;        /* short sections: a mutex cost 2x on 8 B latency */
+    fab_lock_t lock;             /* short sections: a mutex cost 2x on 8 B latency */
     /* posted and unexpected, tagged (0) and untagged (1) */
     struct fab_rx    *posted_head[2], *posted_tail[2];
     struct fab_unexp *unexp_head[2], *unexp_tail[2];
@@ -355,8 +389,14 @@ static inline struct fab_ep *fab_ep_of(struct fid_ep *fep)
 }
 
 /* An operation table entry: @expr under the endpoint's lock. */
-#define FAB_LOCKED(ep, expr) ({ ssize_t _r; cvia_spin_lock(&(ep)->lock); _r = (expr); \
-                                cvia_spin_unlock(&(ep)->lock); _r; })
+#define FAB_LOCKED(ep, expr) ({ ssize_t _r; fab_lock(&(ep)->lock); _r = (expr); \
+                                fab_unlock(&(ep)->lock); _r; })
+
+/* Do the objects of domain @d take their locks? */
+static inline int fab_dom_locks(const struct fab_domain *d)
+{
+    return d->threading != FI_THREAD_DOMAIN;
+}
 
 /* fab_cq.c: one step of a blocking wait that started at @t0 (ns): poll 64
  * times, then yield until 10 ms have passed, then nap 50 us, as corevia's

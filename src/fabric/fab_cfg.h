@@ -17,7 +17,7 @@ struct fab_cfg {
     int    thread;       /* FAB_THREAD_* */
 };
 
-enum { FAB_THREAD_SAFE, FAB_THREAD_DOMAIN };
+enum { FAB_THREAD_SAFE, FAB_THREAD_DOMAIN, FAB_THREAD_AUTO };
 
 enum { FAB_WIREUP_OPEN, FAB_WIREUP_FIRST_USE };
 
