@@ -229,6 +229,7 @@ struct fab_cq {
     size_t head, len, cap;
     struct fab_cqerr *err_head, *err_tail;
     struct fab_epset set;    /* endpoints to progress when read */
+    unsigned idle;           /* empty reads in a row, when lock is off */
     atomic_int refs;
 };
 

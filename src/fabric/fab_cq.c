@@ -141,15 +141,18 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
 
 static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
-    static _Thread_local unsigned idle;
+    static _Thread_local unsigned idle_tls;
     struct fab_cq *cq = fab_of(fcq, struct fab_cq, fid);
+    /* one reader at a time (FI_THREAD_DOMAIN): the run is the CQ's, and a
+     * provider's thread-local costs a __tls_get_addr call per read */
+    unsigned *idle = cq->lock.on ? &idle_tls : &cq->idle;
     ssize_t n;
 
     fab_epset_progress(&cq->set);
     n = fab_cq_take(cq, buf, count, src);
     if (n != -FI_EAGAIN)
-        idle = 0;
-    else if (++idle > FAB_IDLE_SPIN && idle % 16 == 0)
+        *idle = 0;
+    else if (++*idle > FAB_IDLE_SPIN && *idle % 16 == 0)
         sched_yield();
     return n;
 }
