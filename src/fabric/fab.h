@@ -335,6 +335,7 @@ struct fab_ep {
     struct fab_op *ops;          /* sends and reads in flight */
     struct fab_slot *slots;      /* cfg.rx_depth, consumed in posting order */
     size_t   slot_size, next_slot;
+    size_t   nrepost;            /* slots before next_slot consumed, not posted again yet */
     int      nlost_seen;
     unsigned check_tick;         /* progress rounds, to read the clock rarely */
     double   next_check;
@@ -415,6 +416,7 @@ extern struct fi_ops_msg fab_msg_ops;
 extern struct fi_ops_tagged fab_tagged_ops;
 void fab_progress_locked(struct fab_ep *ep);
 int  fab_slot_post(struct fab_ep *ep, size_t i);
+void fab_slot_repost(struct fab_ep *ep);
 void fab_ep_flush(struct fab_ep *ep, int err);    /* fail everything left */
 void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);

@@ -197,6 +197,7 @@ static int fab_ep_enable(struct fab_ep *ep)
             return -FI_ENOMEM;
         }
     ep->next_slot = 0;
+    ep->nrepost = 0;
     ep->nlost_seen = 0;
     ep->enabled = 1;
     /* with the open wire-up corevia is up: arm now; else at first use */

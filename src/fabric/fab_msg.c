@@ -521,6 +521,21 @@ int fab_slot_post(struct fab_ep *ep, size_t i)
                       FAB_TAG_BASE + ep->epid, &ep->slots[i].req);
 }
 
+/* Post again the slots consumed since the last call: the nrepost slots
+ * before next_slot, oldest first, so corevia matches arrivals to the
+ * slots in the order the reap loop reads them. One that fails stays
+ * without a request (the endpoint is shutting down). */
+void fab_slot_repost(struct fab_ep *ep)
+{
+    size_t depth = (size_t)fab_cfg.rx_depth;
+
+    for (; ep->nrepost; ep->nrepost--) {
+        size_t i = (ep->next_slot + depth - ep->nrepost) % depth;
+        if (fab_slot_post(ep, i))
+            ep->slots[i].req = NULL;
+    }
+}
+
 /* Operations that involve a peer corevia now knows to be gone. */
 static void fab_fail_lost(struct fab_ep *ep)
 {
@@ -575,24 +590,29 @@ void fab_progress_locked(struct fab_ep *ep)
             return;
         }
     }
+    fab_slot_repost(ep);
     cvia_progress();
-    /* arrivals, in the order the slots were posted (= corevia's matching order) */
+    /* arrivals, in the order the slots were posted (= corevia's matching
+     * order); a consumed slot is posted again at the next round, not before
+     * its message's completion reaches the CQ's reader */
     for (size_t k = 0; k < depth; k++) {
         struct fab_slot *s = &ep->slots[ep->next_slot];
         cvia_status_t st;
         int done = 0, rc;
 
         if (!s->req)
-            break;   /* a slot corevia failed: the endpoint is shutting down */
+            break;   /* a slot corevia failed (the endpoint is shutting down), or one to re-post */
         rc = cvia_reap(&s->req, &done, &st);
         if (!done)
             break;
         if (rc == 0)
             fab_arrive(ep, st.source, s->buf, st.len);
-        if (rc == 0 || rc == -CVIA_ETRUNC)
-            rc = fab_slot_post(ep, ep->next_slot);
-        if (rc)
+        if (rc == 0 || rc == -CVIA_ETRUNC) {
+            ep->nrepost++;   /* the slots before next_slot, in order */
+        } else {
+            fab_slot_repost(ep);   /* the range ends here: this one stays failed */
             s->req = NULL;
+        }
         ep->next_slot = (ep->next_slot + 1) % depth;
     }
     fab_rma_events(ep);
