@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
 /* Unit test of util/ring.h, the single-producer / single-consumer ring of
- * sequence-numbered slots with a consumer head published in batches:
- * initial state, full and empty detection, laps, the batched head (space
- * reaches the producer within a batch or at a flush, never early), 64-bit
- * position counters far beyond 2^32 (and across 2^64), and a two-thread
- * stress test with payload checks. TAP output. */
+ * sequence-numbered slots: initial state, full and empty detection, laps,
+ * 64-bit position counters far beyond 2^32 (and across 2^64), and a
+ * two-thread stress test with payload checks. TAP output. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -27,7 +25,7 @@ struct test_ring {
 
 static void ring_new(struct test_ring *t, uint32_t nslots, uint32_t slot_size)
 {
-    size_t bytes = CVIA_RING_BYTES(nslots, slot_size);
+    size_t bytes = (size_t)nslots * slot_size;
 
     t->mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!t->mem) {
@@ -35,20 +33,19 @@ static void ring_new(struct test_ring *t, uint32_t nslots, uint32_t slot_size)
         exit(1);
     }
     memset(t->mem, 0xa5, bytes);   /* init must not rely on zeroed memory */
-    cvia_ring_attach(&t->r, t->mem, nslots, slot_size);
+    t->r.base = t->mem;
+    t->r.nslots = nslots;
+    t->r.slot_size = slot_size;
     cvia_ring_init(&t->r);
 }
 
-/* Make the ring look as it does at position @start (a multiple of nslots,
- * any 64-bit value), empty: the state it reaches after start/nslots full
- * laps, without running them (each slot holds its last lap's sequence). */
-static void ring_jump(struct cvia_ring *r, uint64_t start)
+/* Make every slot look as the ring does at position @start (a multiple of
+ * nslots, any 64-bit value): the state a ring reaches after start/nslots
+ * full laps, without running them. */
+static void ring_jump(const struct cvia_ring *r, uint64_t start)
 {
     for (uint32_t i = 0; i < r->nslots; i++)
-        atomic_store_explicit(cvia_ring_seq(r, start + i), start + i - r->nslots + 1,
-                              memory_order_relaxed);
-    atomic_store_explicit(r->head, start, memory_order_relaxed);
-    r->head_seen = r->head_pub = start;
+        atomic_store_explicit(cvia_ring_seq(r, start + i), start + i, memory_order_relaxed);
 }
 
 static uint64_t slot_seq(const void *slot)
@@ -83,7 +80,7 @@ static void test_init(void)
         ring_new(&t, ns[k], 64);
         for (uint32_t i = 0; i < ns[k]; i++) {
             void *slot = cvia_ring_claim(&t.r, i);
-            if (slot_seq(cvia_ring_seq(&t.r, i)) == i + 1 ||
+            if (slot_seq(cvia_ring_seq(&t.r, i)) != i ||
                 slot != (void *)((unsigned char *)t.mem + (size_t)i * 64) ||
                 cvia_ring_peek(&t.r, i) != NULL) {
                 good = 0;
@@ -91,7 +88,7 @@ static void test_init(void)
                 break;
             }
         }
-        tap_ok(good, "init nslots=%u: every slot free for lap 0, none full", ns[k]);
+        tap_ok(good, "init nslots=%u: slot i has seq i, every slot free, none full", ns[k]);
         tap_ok(cvia_ring_claim(&t.r, ns[k]) == NULL,
                "init nslots=%u: position nslots (next lap) is not free yet", ns[k]);
         free(t.mem);
@@ -100,7 +97,7 @@ static void test_init(void)
 
 /* Fill, detect full, drain, detect empty, at an arbitrary starting
  * position, checking slot addresses and payloads. */
-static int fill_drain(struct cvia_ring *r, uint64_t start, const char *what)
+static int fill_drain(const struct cvia_ring *r, uint64_t start, const char *what)
 {
     uint32_t n = r->nslots;
     size_t words = (r->slot_size - 8) / 8;
@@ -124,9 +121,8 @@ static int fill_drain(struct cvia_ring *r, uint64_t start, const char *what)
             return 0;
         }
         cvia_ring_publish(slot, p);
-        if (!cvia_ring_peek(r, p) || cvia_ring_peek(r, p + n)) {
-            tap_diag("%s: peek(%llu) after publish (or of the next lap)", what,
-                     (unsigned long long)p);
+        if (cvia_ring_claim(r, p)) {
+            tap_diag("%s: claim(%llu) again after publish", what, (unsigned long long)p);
             return 0;
         }
     }
@@ -148,29 +144,18 @@ static int fill_drain(struct cvia_ring *r, uint64_t start, const char *what)
                 return 0;
             }
         }
-        cvia_ring_release(r, p);
-        /* the producer hears of it within a batch, never before the release:
-         * the head it sees is never past what the consumer has read */
-        uint64_t seen = atomic_load_explicit(r->head, memory_order_relaxed);
-        if (p + 1 - seen >= CVIA_RING_BATCH(r)) {   /* also catches seen past p + 1 */
-            tap_diag("%s: head %llu after releasing %llu (batch %u)", what,
-                     (unsigned long long)seen, (unsigned long long)p, CVIA_RING_BATCH(r));
+        cvia_ring_release(r, slot, p);
+        if (cvia_ring_peek(r, p)) {
+            tap_diag("%s: peek(%llu) again after release", what, (unsigned long long)p);
             return 0;
         }
-        if ((cvia_ring_claim(r, p + n) != NULL) != (seen == p + 1)) {
-            tap_diag("%s: claim(%llu) of the next lap disagrees with head %llu", what,
-                     (unsigned long long)(p + n), (unsigned long long)seen);
+        /* the freed slot is the producer's for the next lap, not this one */
+        if (cvia_ring_claim(r, p) || cvia_ring_claim(r, p + n) != slot) {
+            tap_diag("%s: slot of %llu not free for lap+1 after release", what,
+                     (unsigned long long)p);
             return 0;
         }
     }
-    /* flushed: every slot is the producer's for the next lap */
-    cvia_ring_flush(r, start + n);
-    for (uint32_t i = 0; i < n; i++)
-        if (cvia_ring_claim(r, start + n + i) != (void *)cvia_ring_seq(r, start + i)) {
-            tap_diag("%s: slot of %llu not free for lap+1 after the flush", what,
-                     (unsigned long long)(start + i));
-            return 0;
-        }
     /* empty: the consumer's next position holds nothing */
     if (cvia_ring_peek(r, start + n)) {
         tap_diag("%s: peek(%llu) on an empty ring", what, (unsigned long long)(start + n));
@@ -191,8 +176,7 @@ static void test_fill_drain(void)
         for (uint64_t lap = 0; lap < 3 && good; lap++)
             good = fill_drain(&t.r, lap * ns[k], "fill/drain");
         tap_ok(good, "nslots=%u: fill to full, claim refused; drain to empty, peek "
-               "refused; head published every %u slots and at the flush; payloads "
-               "intact, 3 laps", ns[k], CVIA_RING_BATCH(&t.r));
+               "refused; payloads intact, 3 laps", ns[k]);
         free(t.mem);
     }
 }
@@ -270,10 +254,9 @@ static void test_laps(uint32_t nslots, uint64_t start, uint64_t nmsg, const char
                 good = 0;
                 break;
             }
-            cvia_ring_release(&t.r, tail);
+            cvia_ring_release(&t.r, slot, tail);
             tail++;
         }
-        cvia_ring_flush(&t.r, tail);   /* the consumer stops reading */
     }
     tap_ok(good && tail - start == nmsg, "%s", what);
     free(t.mem);
@@ -338,15 +321,14 @@ static void test_many_laps(void)
             good = 0;
             break;
         }
-        cvia_ring_release(&t.r, pos);
+        cvia_ring_release(&t.r, got, pos);
     }
     if (!good)
         tap_diag("failed at position %llu", (unsigned long long)pos);
     tap_ok(good, "nslots=4: %llu laps one message at a time", (unsigned long long)laps);
     for (uint32_t i = 0; i < n && good; i++)
-        good = slot_seq(cvia_ring_seq(&t.r, laps * n + i)) == (laps - 1) * n + i + 1;
-    good &= atomic_load(t.r.head) == laps * n;
-    tap_ok(good, "after the laps, slot i's seq is (lap-1)*nslots + i + 1, head at the end");
+        good = slot_seq(cvia_ring_seq(&t.r, laps * n + i)) == laps * n + i;
+    tap_ok(good, "after the laps, slot i's seq is lap*nslots + i");
     free(t.mem);
 }
 
@@ -408,7 +390,6 @@ static void *consumer(void *arg)
         unsigned spins = 0;
 
         while (!(slot = cvia_ring_peek(&s->r, pos))) {
-            cvia_ring_flush(&s->r, pos);   /* nothing to read: tell the producer */
             if (++spins > 64) {
                 sched_yield();
                 yields++;
@@ -423,7 +404,7 @@ static void *consumer(void *arg)
             s->bad_at = m + 1;
             /* release anyway so that the producer can finish */
         }
-        cvia_ring_release(&s->r, pos);
+        cvia_ring_release(&s->r, slot, pos);
         if (s->bad_at)
             break;
     }
@@ -431,14 +412,11 @@ static void *consumer(void *arg)
         /* drain what the producer still sends, without checking */
         for (m++; m < s->nmsg; m++) {
             void *slot;
-            while (!(slot = cvia_ring_peek(&s->r, s->start + m))) {
-                cvia_ring_flush(&s->r, s->start + m);
+            while (!(slot = cvia_ring_peek(&s->r, s->start + m)))
                 sched_yield();
-            }
-            cvia_ring_release(&s->r, s->start + m);
+            cvia_ring_release(&s->r, slot, s->start + m);
         }
     }
-    cvia_ring_flush(&s->r, s->start + m);
     s->received = m;
     s->cons_yields = yields;
     return NULL;

@@ -47,7 +47,7 @@
 #include "util/mlock.h"
 #include "util/ring.h"
 
-#define SHM_MAGIC       0x326d687361697663ull   /* "cviashm2": rings with a head word */
+#define SHM_MAGIC       0x316d687361697663ull   /* "cviashm1" */
 #define SHM_CACHELINE   64
 #define SHM_NAME_MAX    64
 

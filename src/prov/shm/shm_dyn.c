@@ -202,9 +202,8 @@ static int dyn_reserve(struct cvia_prov_ep *ep, int32_t pid, uint64_t seg_rand)
         uint32_t want = SHM_CLAIM_FREE;
         if (!atomic_compare_exchange_strong(&cl[k].state, &want, SHM_CLAIM_BUSY))
             continue;
-        struct cvia_ring r;
-        cvia_ring_attach(&r, (unsigned char *)ep->seg + ep->ring_off + (size_t)k * ep->ring_bytes,
-                         ep->nslots, ep->slot_size);
+        struct cvia_ring r = { (unsigned char *)ep->seg + ep->ring_off + (size_t)k * ep->ring_bytes,
+                               ep->nslots, ep->slot_size };
         cvia_ring_init(&r);
         cl[k].pid = pid;
         cl[k].seg_rand = seg_rand;
@@ -231,11 +230,13 @@ static void dyn_publish(struct cvia_prov_ep *ep, int j, struct shm_seg_hdr *h, i
     pp->pid = pid;
     pp->seg_rand = seg_rand;
     pp->remote_idx = remote_idx;
-    cvia_ring_attach(&pp->tx_ring, (unsigned char *)h + ep->ring_off +
-                     (size_t)tx_ring * ep->ring_bytes, ep->nslots, ep->slot_size);
+    pp->tx_ring.base = (unsigned char *)h + ep->ring_off + (size_t)tx_ring * ep->ring_bytes;
+    pp->tx_ring.nslots = ep->nslots;
+    pp->tx_ring.slot_size = ep->slot_size;
     pp->tx_pos = 0;
-    cvia_ring_attach(&pp->rx_ring, (unsigned char *)ep->seg + ep->ring_off +
-                     (size_t)rx_ring * ep->ring_bytes, ep->nslots, ep->slot_size);
+    pp->rx_ring.base = (unsigned char *)ep->seg + ep->ring_off + (size_t)rx_ring * ep->ring_bytes;
+    pp->rx_ring.nslots = ep->nslots;
+    pp->rx_ring.slot_size = ep->slot_size;
     pp->rx_pos = 0;
     ep->lidx[j] = rx_ring;
     pp->can_cma = (uint8_t)can_cma;
@@ -326,9 +327,8 @@ static int dyn_accept(struct cvia_prov_ep *ep)
         int cma = dyn_probe_cma(c->pid, h, ep->cfg.cma);
         /* the claimer writes into ring k only once accepted: reset it from
          * whatever an earlier, dead peer left there */
-        struct cvia_ring ring;
-        cvia_ring_attach(&ring, (unsigned char *)ep->seg + ep->ring_off + (size_t)k * ep->ring_bytes,
-                         ep->nslots, ep->slot_size);
+        struct cvia_ring ring = { (unsigned char *)ep->seg + ep->ring_off + (size_t)k * ep->ring_bytes,
+                                  ep->nslots, ep->slot_size };
         cvia_ring_init(&ring);
         dyn_publish(ep, j, h, c->pid, c->seg_rand, (int)c->ring_back, k, (int)c->idx,
                     cma, (int)c->cma);

@@ -246,7 +246,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                     memcpy(&h, payload, sizeof(h));
                     up->imm(up->core, peer, h.a, h.key, h.addr, (size_t)h.b);
                 }
-                cvia_ring_release(&pp->rx_ring, pp->rx_pos);
+                cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
                 CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
                 events++;
                 continue;
@@ -264,7 +264,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                     if (!(flags & SHM_SLOT_LAST) || n != SHM_RMA_HDR)
                         return shm_proto_error(ep, peer);
                     pp->rx_op.slot_flags = 0;
-                    cvia_ring_release(&pp->rx_ring, pp->rx_pos);
+                    cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
                     CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
                     events++;
                     continue;
@@ -290,7 +290,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
             memcpy((char *)x->buf + off, payload + skip, keep);
         }
         x->done += n;
-        cvia_ring_release(&pp->rx_ring, pp->rx_pos);
+        cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
         CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
         if (flags & SHM_SLOT_LAST) {
             int st = x->msg_len > x->len ? -CVIA_ETRUNC : 0;
@@ -305,7 +305,6 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
             events++;
         }
     }
-    cvia_ring_flush(&pp->rx_ring, pp->rx_pos);   /* the producer may reuse them all */
     return events;
 }
 
