@@ -18,23 +18,30 @@ static uint64_t fab_kind(int tagged)
     return tagged ? FI_TAGGED : FI_MSG;
 }
 
-static void fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
+/* A transmit with completion @flags and @context is over with @rc;
+ * @report: it asked for a completion entry. */
+static void fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int report, int rc)
 {
-    struct fab_cntr *cntr = !(op->flags & (FI_RMA | FI_ATOMIC)) ? ep->tx_cntr
-                          : op->flags & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
+    struct fab_cntr *cntr = !(flags & (FI_RMA | FI_ATOMIC)) ? ep->tx_cntr
+                          : flags & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
 
     if (rc == 0) {
         if (cntr)
             atomic_fetch_add(&cntr->val, 1);
-        if (op->report && ep->tx_cq)
-            fab_cq_push(ep->tx_cq, op->context, op->flags, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+        if (report && ep->tx_cq)
+            fab_cq_push(ep->tx_cq, context, flags, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
         return;
     }
     if (cntr)
         atomic_fetch_add(&cntr->err, 1);
     if (ep->tx_cq)   /* errors are reported whatever the completion flags */
-        fab_cq_push_err(ep->tx_cq, op->context, op->flags, 0, 0, 0, 0,
+        fab_cq_push_err(ep->tx_cq, context, flags, 0, 0, 0, 0,
                         -fab_errno(rc), rc < 0 ? -rc : rc);
+}
+
+static void fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
+{
+    fab_tx_end(ep, op->flags, op->context, op->report, rc);
 }
 
 /* A receive got its message (@msg_len bytes were sent, at most rx->cap
@@ -259,11 +266,11 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
             return fab_errno(rc);
         }
         rc = cvia_reap(&req, &done, NULL);
-        if (done) {   /* buffered at once (a ring slot on this host) */
-            struct fab_op tmp = { .context = context, .report = report,
-                                  .flags = FI_SEND | fab_kind(tagged) };
+        if (done) {   /* buffered at once (a ring slot on this host); no
+                       * fab_op built for it: zeroing one is a `rep stos`,
+                       * which waits for the ring store before it */
             fab_wire_put(ep, h);
-            fab_tx_done(ep, &tmp, rc);
+            fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, rc);
             return 0;
         }
         if (!(op = calloc(1, sizeof(*op)))) {
