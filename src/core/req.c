@@ -51,24 +51,6 @@ static struct cvia_req *req_alloc_locked(struct cvia_ctx *c)
     return r;
 }
 
-/* Zero @r with plain stores. A memset of the whole request compiles to
- * `rep stos`, and a string instruction waits for the stores before it to
- * leave the store buffer: in a stream of sends, the previous message's
- * store into the peer's ring, a line the other core holds. So every send
- * paid a whole cache-line transfer (perf: most of the sender's samples on
- * the instruction after it). Constant-size pieces of 64 bytes compile to
- * vector stores instead. */
-static inline void req_zero(struct cvia_req *r)
-{
-    char *p = (char *)r;
-    size_t i = 0;
-
-    for (; i + 64 <= sizeof(*r); i += 64)
-        memset(p + i, 0, 64);
-    if (sizeof(*r) - i)
-        memset(p + i, 0, sizeof(*r) - i);
-}
-
 struct cvia_req *cvia__req_alloc(struct cvia_ctx *c)
 {
     struct cvia_req *r;
@@ -78,7 +60,7 @@ struct cvia_req *cvia__req_alloc(struct cvia_ctx *c)
     cvia_mlock_unlock(&c->lock);
     if (!r && !(r = malloc(sizeof(*r))))
         return NULL;
-    req_zero(r);
+    memset(r, 0, sizeof(*r));
     return r;
 }
 
@@ -203,7 +185,7 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
             return NULL;
         return &sink.x;
     }
-    req_zero(u);
+    memset(u, 0, sizeof(*u));
     u->kind = CVIA_REQ_UNEXP;
     u->x.peer = src;
     u->x.tag = tag;
