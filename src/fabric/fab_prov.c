@@ -174,7 +174,16 @@ static int fab_domain_admit(enum fi_threading t)
          * by the application keeps the level it was given) */
         int lv = cvia_initialized() ? cvia_query_thread()
                  : t == FI_THREAD_DOMAIN ? CVIA_THREAD_SERIALIZED : CVIA_THREAD_MULTIPLE;
-        __atomic_store_n(&fab_level, lv, __ATOMIC_RELAXED);
+        if (lv < CVIA_THREAD_MULTIPLE && t != FI_THREAD_DOMAIN) {
+            cvia_error(CORE, "CVIA_FI_THREAD=auto: the application brought corevia up below "
+                       "CVIA_THREAD_MULTIPLE; a domain asking %s is refused",
+                       fab_threading_name(t));
+            rc = -FI_EINVAL;
+        } else {
+            __atomic_store_n(&fab_level, lv < CVIA_THREAD_MULTIPLE ? CVIA_THREAD_SERIALIZED
+                                                                   : CVIA_THREAD_MULTIPLE,
+                             __ATOMIC_RELAXED);
+        }
     } else if (fab_level == CVIA_THREAD_SERIALIZED && t != FI_THREAD_DOMAIN) {
         cvia_error(CORE, "CVIA_FI_THREAD=auto: corevia runs at CVIA_THREAD_SERIALIZED for "
                    "the FI_THREAD_DOMAIN domain opened first; a domain asking %s is refused "

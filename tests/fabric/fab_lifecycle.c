@@ -21,8 +21,10 @@
  * FI_THREAD_SAFE is refused and fi_getinfo gives such hints no entry, one
  * asking FI_THREAD_DOMAIN is granted; once everything closed, FI_THREAD_SAFE
  * first gives CVIA_THREAD_MULTIPLE, after which any domain is granted.
- * Under CVIA_FI_THREAD=safe corevia is at CVIA_THREAD_MULTIPLE in both
- * halves and nothing is refused. Prints "ok thread" on rank 0.
+ * Last, the program brings corevia up itself at CVIA_THREAD_SERIALIZED:
+ * an FI_THREAD_SAFE domain is then refused, an FI_THREAD_DOMAIN one is not.
+ * Under CVIA_FI_THREAD=safe corevia is at CVIA_THREAD_MULTIPLE in the first
+ * two parts and nothing is refused. Prints "ok thread" on rank 0.
  */
 #include <errno.h>
 #include <signal.h>
@@ -213,6 +215,27 @@ static int thread_levels(const char *dir)
     exchange(&s, 4);
     close_stack(&s);
     EXPECT(!cvia_initialized(), "corevia still up after the second stack closed");
+
+    /* the program brings corevia up itself, serialized: under auto only
+     * FI_THREAD_DOMAIN domains may share it */
+    struct fi_info *info = get_info_thr(FI_THREAD_DOMAIN, NULL);
+    struct fid_fabric *f;
+    struct fid_domain *d;
+    int rc;
+    CHECK(cvia_init_thread(NULL, NULL, CVIA_THREAD_SERIALIZED, NULL));
+    CHECK(fi_fabric(info->fabric_attr, &f, NULL));
+    info->domain_attr->threading = FI_THREAD_SAFE;
+    rc = fi_domain(f, info, &d, NULL);
+    EXPECT(safe ? rc == 0 : rc == -FI_EINVAL, "FI_THREAD_SAFE domain on a serialized corevia "
+           "the program started: fi_domain gave %d", rc);
+    if (rc == 0)
+        CHECK(fi_close(&d->fid));
+    info->domain_attr->threading = FI_THREAD_DOMAIN;
+    CHECK(fi_domain(f, info, &d, NULL));
+    CHECK(fi_close(&d->fid));
+    CHECK(fi_close(&f->fid));
+    fi_freeinfo(info);
+    CHECK(cvia_finalize());
     if (me == 0)
         printf("ok thread (CVIA_FI_THREAD=%s)\n", safe ? "safe" : "auto");
     return 0;
