@@ -267,8 +267,9 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
         }
         rc = cvia_reap(&req, &done, NULL);
         if (done) {   /* buffered at once (a ring slot on this host); no
-                       * fab_op built for it: zeroing one is a `rep stos`,
-                       * which waits for the ring store before it */
+                       * fab_op built for it: zeroing one was a `rep stos`
+                       * on which perf found the sender waiting, the store
+                       * into the peer's ring just before it */
             fab_wire_put(ep, h);
             fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, rc);
             return 0;
