@@ -10,7 +10,8 @@
 # means"). Interleaved rounds in rotating order, per-size medians.
 #
 #   intra-node (rank 0 on CPU 0, rank 1 on CPU 1):
-#     ompi-ob1, ompi-ucx, ompi-ofi-corevia, ompi-ofi-corevia-dom
+#     ompi-ob1, ompi-ucx, ompi-ofi-corevia, ompi-ofi-corevia-safe
+#     (and on request ompi-ofi-corevia-dom, ompi-ofi-corevia-base)
 #   --hosts: two emulated hosts (scripts/netlab.sh, one veth pair) per MTU;
 #     mpirun runs in host 1, its daemon in host 2 is started by an rsh agent
 #     that does `ip netns exec`:
@@ -42,7 +43,9 @@ BUILD=${CVIA_BUILD:-build}
 FABRIC=${CVIA_FABRIC_DIR:-}
 UCX_SM_TLS=${UCX_SM_TLS:-sm,self}
 TAG=cmpmpi
-INTRA_ALL="ompi-ob1 ompi-ucx ompi-ofi-corevia ompi-ofi-corevia-dom"
+INTRA_ALL="ompi-ob1 ompi-ucx ompi-ofi-corevia ompi-ofi-corevia-safe ompi-ofi-corevia-dom ompi-ofi-corevia-base"
+INTRA_DEFAULT="ompi-ob1 ompi-ucx ompi-ofi-corevia ompi-ofi-corevia-safe"
+FABRIC_BASE=
 HOSTS_ALL="ompi-ob1-tcp ompi-ofi-tcp ompi-ofi-udp ompi-ofi-corevia-udp ompi-ofi-corevia-eth"
 
 usage() {
@@ -63,8 +66,13 @@ Configurations (rank 0 on CPU 0, rank 1 on CPU 1 in every scenario):
     ompi-ucx              pml ucx, UCX_TLS=$UCX_SM_TLS
     ompi-ofi-corevia      pml cm, mtl ofi, provider corevia (FI_PROVIDER_PATH=
                           the fabric directory, FI_PROVIDER=corevia), btl self
-    ompi-ofi-corevia-dom  the same with CVIA_FI_THREAD=domain (corevia at
-                          CVIA_THREAD_SERIALIZED: no locks on its message path)
+                          (CVIA_FI_THREAD=auto: corevia at CVIA_THREAD_SERIALIZED
+                          below MPI_THREAD_MULTIPLE, no locks on its message path)
+    ompi-ofi-corevia-safe the same with CVIA_FI_THREAD=safe (corevia at
+                          CVIA_THREAD_MULTIPLE, the provider's locks on)
+    ompi-ofi-corevia-dom  the same with CVIA_FI_THREAD=domain (only with --configs)
+    ompi-ofi-corevia-base the provider of --fabric-base DIR (another build, such
+                          as the commit before a change; only with --fabric-base)
   --hosts: two network namespaces joined by a veth pair (scripts/netlab.sh up
   --tag $TAG --hosts 2 --mtu M), one scenario per MTU (reference: the best of
   the TCP configurations, ompi-ob1-tcp and ompi-ofi-tcp, per size):
@@ -85,6 +93,8 @@ Options (default in brackets):
   --no-intra        leave out the intra-node scenario (with --hosts)
   --configs LIST    comma-separated subset of the configurations above [all]
   --fabric DIR      the directory holding libcorevia-fi.so, FI_PROVIDER_PATH
+  --fabric-base DIR another build's provider directory: adds the configuration
+                    ompi-ofi-corevia-base (before/after in one session)
                     [\$CVIA_FABRIC_DIR, else BUILD/fabric]
   --build DIR       corevia build directory; osu_mpi goes to DIR/peers
                     [\$CVIA_BUILD or build]
@@ -137,6 +147,9 @@ while [ $# -gt 0 ]; do
                done
                CONFIGS=${2//,/ }; shift ;;
     --fabric) need_val "$@"; FABRIC=$2; shift ;;
+    --fabric-base) need_val "$@"; [ -f "$2/libcorevia-fi.so" ] ||
+                       die_usage "--fabric-base: no libcorevia-fi.so in '$2'"
+                   FABRIC_BASE=$(cd "$2" && pwd); shift ;;
     --build) need_val "$@"; BUILD=$2; shift ;;
     --out) need_val "$@"; OUT=$2; shift ;;
     --timeout) need_val "$@"; is_pos "$2" || die_usage "--timeout: seconds expected"; TMO=$2; shift ;;
@@ -173,7 +186,13 @@ pick() {  # the members of list $1 that --configs keeps
 SCENARIOS=()
 declare -A SCFG          # scenario -> its configurations
 if [ "$INTRA" = 1 ]; then
-    c=$(pick "$INTRA_ALL")
+    if [ -n "$CONFIGS" ]; then c=$(pick "$INTRA_ALL"); else c=$INTRA_DEFAULT; fi
+    if [ -n "$FABRIC_BASE" ] && [[ " $c " != *" ompi-ofi-corevia-base "* ]] &&
+       { [ -z "$CONFIGS" ] || [[ " $CONFIGS " == *" ompi-ofi-corevia "* ]]; }; then
+        c="$c ompi-ofi-corevia-base"
+    fi
+    [[ " $c " != *" ompi-ofi-corevia-base "* ]] || [ -n "$FABRIC_BASE" ] ||
+        die_usage "--configs: ompi-ofi-corevia-base needs --fabric-base DIR"
     if [ -n "${c// /}" ]; then SCENARIOS+=(intra); SCFG[intra]=$c; fi
 fi
 if [ "$HOSTS" = 1 ]; then
@@ -312,7 +331,10 @@ config_cmd() {
     # pml ucx refuses shared memory only unless told that any transport will do
     ompi-ucx)             CMD+=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x "UCX_TLS=$UCX_SM_TLS") ;;
     ompi-ofi-corevia)     CMD+=("${cvia[@]}") ;;
+    ompi-ofi-corevia-safe) CMD+=("${cvia[@]}" -x CVIA_FI_THREAD=safe) ;;
     ompi-ofi-corevia-dom) CMD+=("${cvia[@]}" -x CVIA_FI_THREAD=domain) ;;
+    ompi-ofi-corevia-base) CMD+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include corevia
+                                 --mca btl self -x "FI_PROVIDER_PATH=$FABRIC_BASE" -x FI_PROVIDER=corevia) ;;
     ompi-ob1-tcp)         CMD+=(--mca pml ob1 --mca btl self,tcp) ;;
     ompi-ofi-tcp)         CMD+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" --mca btl self
                                 -x "FI_PROVIDER=tcp;ofi_rxm") ;;

@@ -9,6 +9,12 @@
  * their ratio. Every payload is checked.
  *
  *   cvia-run -n 2 fab_pingpong [--sizes 8,4096] [--iters N] [--rounds R] [--csv]
+ *                              [--thread serialized|multiple]
+ *
+ * --thread: the level both APIs run at. serialized (default, a single-
+ * threaded program as MPI below MPI_THREAD_MULTIPLE): cvia_init_thread at
+ * CVIA_THREAD_SERIALIZED and a domain asking FI_THREAD_DOMAIN; multiple:
+ * cvia_init (CVIA_THREAD_MULTIPLE) and the provider's default, FI_THREAD_SAFE.
  *
  * FI_PROVIDER_PATH must name the directory of libcorevia-fi.so.
  */
@@ -35,6 +41,7 @@ static struct fid_ep *ep;
 static struct fid_av *av;
 static struct fid_cq *cq;
 static fi_addr_t peer_addr;
+static int multiple;   /* --thread multiple */
 
 static void die(const char *what, long rc)
 {
@@ -69,6 +76,7 @@ static void fab_open(void)
     hints->caps = FI_TAGGED;
     hints->ep_attr->type = FI_EP_RDM;
     hints->fabric_attr->prov_name = strdup("corevia");
+    hints->domain_attr->threading = multiple ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
     if ((rc = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &info)))
         die("fi_getinfo (is FI_PROVIDER_PATH set?)", rc);
     if ((rc = fi_fabric(info->fabric_attr, &fabric, NULL)) ||
@@ -166,7 +174,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: cvia-run -n 2 fab_pingpong [--sizes S,S,...] [--iters N] "
-                   "[--rounds R] [--csv]\n"
+                   "[--rounds R] [--csv] [--thread serialized|multiple]\n"
                    "8 B and 4 KiB half round trips through cvia_send/recv and through\n"
                    "fi_tsend/trecv with the corevia provider, interleaved; medians.\n");
             return 0;
@@ -187,6 +195,13 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--csv")) {
             csv = 1;
+        } else if (!strcmp(argv[i], "--thread") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "serialized") && strcmp(v, "multiple")) {
+                fprintf(stderr, "fab_pingpong: --thread: '%s' is not serialized or multiple\n", v);
+                return 2;
+            }
+            multiple = !strcmp(v, "multiple");
         } else {
             fprintf(stderr, "fab_pingpong: unknown argument '%s' (try --help)\n", argv[i]);
             return 2;
@@ -196,9 +211,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "fab_pingpong: --iters must be >= 10, --rounds 1..99\n");
         return 2;
     }
-    int rc = cvia_init(&argc, &argv);
+    int rc = cvia_init_thread(&argc, &argv, multiple ? CVIA_THREAD_MULTIPLE
+                                                     : CVIA_THREAD_SERIALIZED, NULL);
     if (rc) {
-        fprintf(stderr, "fab_pingpong: cvia_init: %s\n", cvia_strerror(rc));
+        fprintf(stderr, "fab_pingpong: cvia_init_thread: %s\n", cvia_strerror(rc));
         return 1;
     }
     if (cvia_size() != 2) {
@@ -225,8 +241,10 @@ int main(int argc, char **argv)
         if (csv)
             printf("size,cvia_p50_us,fi_p50_us,ratio\n");
         else
-            printf("# median over %d rounds of each round's p50 half round trip (us)\n"
-                   "# size        cvia          fi     fi/cvia\n", rounds);
+            printf("# median over %d rounds of each round's p50 half round trip (us), %s\n"
+                   "# size        cvia          fi     fi/cvia\n", rounds,
+                   multiple ? "CVIA_THREAD_MULTIPLE, FI_THREAD_SAFE"
+                            : "CVIA_THREAD_SERIALIZED, FI_THREAD_DOMAIN");
         for (size_t k = 0; k < nsizes; k++) {
             qsort(p50[k][0], (size_t)rounds, sizeof(double), cmp_double);
             qsort(p50[k][1], (size_t)rounds, sizeof(double), cmp_double);

@@ -129,6 +129,40 @@ struct fab_amo {
 
 /* ---- objects ------------------------------------------------------------ */
 
+/* The provider's own locks (endpoint, completion queue, the endpoint sets
+ * they progress). In an FI_THREAD_DOMAIN domain the application calls
+ * into the domain's objects from one thread at a time: the lock is off,
+ * a load and a predictable branch, and no locked instruction follows the
+ * store that hands a message to the peer's ring. Any other level: a
+ * spinlock. Fixed when the object is opened, from its domain. */
+typedef struct {
+    cvia_spinlock_t l;
+    int on;
+} fab_lock_t;
+
+static inline void fab_lock_init(fab_lock_t *k, int on)
+{
+    cvia_spin_init(&k->l);
+    k->on = on;
+}
+
+static inline void fab_lock(fab_lock_t *k)
+{
+    if (k->on)
+        cvia_spin_lock(&k->l);
+}
+
+static inline int fab_trylock(fab_lock_t *k)
+{
+    return !k->on || cvia_spin_trylock(&k->l);
+}
+
+static inline void fab_unlock(fab_lock_t *k)
+{
+    if (k->on)
+        cvia_spin_unlock(&k->l);
+}
+
 struct fab_fabric {
     struct fid_fabric fid;
 };
@@ -191,7 +225,7 @@ struct fab_ep;
  * progresses a copy of the list without the lock; @busy counts such
  * readers, so an endpoint leaving the set can wait until none holds it. */
 struct fab_epset {
-    cvia_spinlock_t lock;
+    fab_lock_t lock;
     struct fab_ep *eps[8];
     int n;
     atomic_int busy;
@@ -201,11 +235,12 @@ struct fab_cq {
     struct fid_cq fid;
     struct fab_domain *dom;
     size_t esize;            /* bytes of one entry in the format asked for */
-    cvia_spinlock_t lock;
+    fab_lock_t lock;
     struct fab_cqe *ring;
     size_t head, len, cap;
     struct fab_cqerr *err_head, *err_tail;
     struct fab_epset set;    /* endpoints to progress when read */
+    unsigned idle;           /* empty reads in a row, when lock is off */
     atomic_int refs;
     atomic_int sleepers;     /* threads asleep in fi_cq_sread: a push kicks them */
     atomic_int signaled;     /* fi_cq_signal: the next (or current) sread returns */
@@ -306,13 +341,14 @@ struct fab_ep {
     int      armed;              /* receive slots posted */
     int      arm_rc;             /* arming failed: every operation fails with it */
     uint16_t epid;
-    cvia_spinlock_t lock;        /* short sections: a mutex cost 2x on 8 B latency */
+    fab_lock_t lock;             /* short sections: a mutex cost 2x on 8 B latency */
     /* posted and unexpected, tagged (0) and untagged (1) */
     struct fab_rx    *posted_head[2], *posted_tail[2];
     struct fab_unexp *unexp_head[2], *unexp_tail[2];
     struct fab_op *ops;          /* sends and reads in flight */
     struct fab_slot *slots;      /* cfg.rx_depth, consumed in posting order */
     size_t   slot_size, next_slot;
+    size_t   nrepost;            /* slots before next_slot consumed, not posted again yet */
     int      nlost_seen;
     unsigned check_tick;         /* progress rounds, to read the clock rarely */
     double   next_check;
@@ -369,8 +405,15 @@ static inline struct fab_ep *fab_ep_of(struct fid_ep *fep)
 }
 
 /* An operation table entry: @expr under the endpoint's lock. */
-#define FAB_LOCKED(ep, expr) ({ ssize_t _r; cvia_spin_lock(&(ep)->lock); _r = (expr); \
-                                cvia_spin_unlock(&(ep)->lock); _r; })
+#define FAB_LOCKED(ep, expr) ({ ssize_t _r; fab_lock(&(ep)->lock); _r = (expr); \
+                                fab_unlock(&(ep)->lock); _r; })
+
+/* Do the objects of domain @d take their locks? */
+static inline int fab_dom_locks(const struct fab_domain *d)
+{
+    /* a progress thread (FI_PROGRESS_AUTO) is a second thread in the domain */
+    return d->threading != FI_THREAD_DOMAIN || d->auto_progress;
+}
 
 /* fab_cq.c: one step of a blocking wait (fi_cq_sread, fi_cntr_wait) that
  * started at @t0 (ns) with a limit of @timeout ms (-1: none): poll 64
@@ -391,6 +434,7 @@ extern struct fi_ops_msg fab_msg_ops;
 extern struct fi_ops_tagged fab_tagged_ops;
 void fab_progress_locked(struct fab_ep *ep);
 int  fab_slot_post(struct fab_ep *ep, size_t i);
+void fab_slot_repost(struct fab_ep *ep);
 void fab_ep_flush(struct fab_ep *ep, int err);    /* fail everything left */
 void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);

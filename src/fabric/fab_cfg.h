@@ -18,7 +18,7 @@ struct fab_cfg {
     double auto_nap;     /* FI_PROGRESS_AUTO with peers on other hosts: sleep per round */
 };
 
-enum { FAB_THREAD_SAFE, FAB_THREAD_DOMAIN };
+enum { FAB_THREAD_SAFE, FAB_THREAD_DOMAIN, FAB_THREAD_AUTO };
 
 enum { FAB_WIREUP_OPEN, FAB_WIREUP_FIRST_USE };
 

@@ -18,21 +18,23 @@ static void fab_epset_progress(struct fab_epset *set)
     struct fab_ep *eps[8];
     int n;
 
-    cvia_spin_lock(&set->lock);
+    fab_lock(&set->lock);
     n = set->n;
     memcpy(eps, set->eps, (size_t)n * sizeof(eps[0]));
-    atomic_fetch_add(&set->busy, 1);   /* an endpoint closing waits for us */
-    cvia_spin_unlock(&set->lock);
+    if (set->lock.on)   /* an endpoint closing waits for us */
+        atomic_fetch_add(&set->busy, 1);
+    fab_unlock(&set->lock);
     for (int i = 0; i < n; i++)
         fab_ep_progress(eps[i]);
-    atomic_fetch_sub(&set->busy, 1);
+    if (set->lock.on)
+        atomic_fetch_sub(&set->busy, 1);
 }
 
 int fab_epset_add(struct fab_epset *set, struct fab_ep *ep)
 {
     int rc = 0;
 
-    cvia_spin_lock(&set->lock);
+    fab_lock(&set->lock);
     for (int i = 0; i < set->n; i++)
         if (set->eps[i] == ep)
             goto out;
@@ -41,20 +43,20 @@ int fab_epset_add(struct fab_epset *set, struct fab_ep *ep)
     else
         set->eps[set->n++] = ep;
 out:
-    cvia_spin_unlock(&set->lock);
+    fab_unlock(&set->lock);
     return rc;
 }
 
 /* Once it returns, no reader holds @ep. */
 void fab_epset_del(struct fab_epset *set, struct fab_ep *ep)
 {
-    cvia_spin_lock(&set->lock);
+    fab_lock(&set->lock);
     for (int i = 0; i < set->n; i++)
         if (set->eps[i] == ep) {
             set->eps[i] = set->eps[--set->n];
             break;
         }
-    cvia_spin_unlock(&set->lock);
+    fab_unlock(&set->lock);
     while (atomic_load(&set->busy))
         sched_yield();
 }
@@ -70,12 +72,12 @@ static void fab_cq_wake(struct fab_cq *cq)
 void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
                  void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
 {
-    cvia_spin_lock(&cq->lock);
+    fab_lock(&cq->lock);
     if (cq->len == cq->cap) {
         size_t cap = cq->cap * 2;
         struct fab_cqe *r = malloc(cap * sizeof(*r));
         if (!r) {   /* keep the event: report it as an error instead */
-            cvia_spin_unlock(&cq->lock);
+            fab_unlock(&cq->lock);
             fab_cq_push_err(cq, ctx, flags, len, data, tag, 0, FI_ENOMEM, 0);
             return;
         }
@@ -89,7 +91,7 @@ void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
     struct fab_cqe *e = &cq->ring[(cq->head + cq->len++) % cq->cap];
     e->e = (struct fi_cq_tagged_entry){ ctx, flags, len, buf, data, tag };
     e->src = src;
-    cvia_spin_unlock(&cq->lock);
+    fab_unlock(&cq->lock);
     fab_cq_wake(cq);
 }
 
@@ -108,13 +110,13 @@ void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
     x->e.olen = olen;
     x->e.err = err;
     x->e.prov_errno = prov_errno;
-    cvia_spin_lock(&cq->lock);
+    fab_lock(&cq->lock);
     if (cq->err_tail)
         cq->err_tail->next = x;
     else
         cq->err_head = x;
     cq->err_tail = x;
-    cvia_spin_unlock(&cq->lock);
+    fab_unlock(&cq->lock);
     fab_cq_wake(cq);
 }
 
@@ -122,9 +124,9 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
 {
     size_t n = 0;
 
-    cvia_spin_lock(&cq->lock);
+    fab_lock(&cq->lock);
     if (cq->err_head) {
-        cvia_spin_unlock(&cq->lock);
+        fab_unlock(&cq->lock);
         return -FI_EAVAIL;
     }
     for (; n < count && cq->len; n++) {
@@ -135,7 +137,7 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
         cq->head = (cq->head + 1) % cq->cap;
         cq->len--;
     }
-    cvia_spin_unlock(&cq->lock);
+    fab_unlock(&cq->lock);
     return n ? (ssize_t)n : -FI_EAGAIN;
 }
 
@@ -149,15 +151,18 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
 
 static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
-    static _Thread_local unsigned idle;
+    static _Thread_local unsigned idle_tls;
     struct fab_cq *cq = fab_of(fcq, struct fab_cq, fid);
+    /* one reader at a time (FI_THREAD_DOMAIN): the run is the CQ's, and a
+     * provider's thread-local costs a __tls_get_addr call per read */
+    unsigned *idle = cq->lock.on ? &idle_tls : &cq->idle;
     ssize_t n;
 
     fab_epset_progress(&cq->set);
     n = fab_cq_take(cq, buf, count, src);
     if (n != -FI_EAGAIN)
-        idle = 0;
-    else if (++idle > FAB_IDLE_SPIN && idle % 16 == 0)
+        *idle = 0;
+    else if (++*idle > FAB_IDLE_SPIN && *idle % 16 == 0)
         sched_yield();
     return n;
 }
@@ -173,15 +178,15 @@ static ssize_t fab_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, u
     struct fab_cqerr *x;
     uint32_t api = cq->dom->fabric->fid.api_version;
 
-    cvia_spin_lock(&cq->lock);
+    fab_lock(&cq->lock);
     if (!(x = cq->err_head)) {
-        cvia_spin_unlock(&cq->lock);
+        fab_unlock(&cq->lock);
         return -FI_EAGAIN;
     }
     cq->err_head = x->next;
     if (!cq->err_head)
         cq->err_tail = NULL;
-    cvia_spin_unlock(&cq->lock);
+    fab_unlock(&cq->lock);
     /* before 1.5 the entry ended at prov_errno and err_data (no size) */
     if (FI_VERSION_GE(api, FI_VERSION(1, 5))) {
         void *keep = buf->err_data;
@@ -373,8 +378,8 @@ int fab_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     }
     cq->dom = dom;
     cq->esize = esize;
-    cvia_spin_init(&cq->lock);
-    cvia_spin_init(&cq->set.lock);
+    fab_lock_init(&cq->lock, fab_dom_locks(dom));
+    fab_lock_init(&cq->set.lock, fab_dom_locks(dom));
     cq->fid.fid.fclass = FI_CLASS_CQ;
     cq->fid.fid.context = context;
     cq->fid.fid.ops = &fab_cq_fi_ops;
@@ -491,7 +496,7 @@ int fab_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
     if (!(c = calloc(1, sizeof(*c))))
         return -FI_ENOMEM;
     c->dom = dom;
-    cvia_spin_init(&c->set.lock);
+    fab_lock_init(&c->set.lock, fab_dom_locks(dom));
     c->fid.fid.fclass = FI_CLASS_CNTR;
     c->fid.fid.context = context;
     c->fid.fid.ops = &fab_cntr_fi_ops;

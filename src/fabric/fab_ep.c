@@ -14,10 +14,10 @@ static atomic_int fab_next_epid;
 void fab_ep_progress(struct fab_ep *ep)
 {
     /* another thread progressing this endpoint does the same work */
-    if (!cvia_spin_trylock(&ep->lock))
+    if (!fab_trylock(&ep->lock))
         return;
     fab_progress_locked(ep);
-    cvia_spin_unlock(&ep->lock);
+    fab_unlock(&ep->lock);
 }
 
 static void fab_ep_unbind_all(struct fab_ep *ep)
@@ -60,7 +60,7 @@ static int fab_ep_close(struct fid *fid)
      * else can progress it */
     fab_auto_del(ep->dom, ep);
     fab_ep_unbind_all(ep);
-    cvia_spin_lock(&ep->lock);
+    fab_lock(&ep->lock);
     if (ep->enabled) {
         fab_ep_flush(ep, -FI_ECANCELED);
         for (long i = 0; i < fab_cfg.rx_depth; i++) {
@@ -74,7 +74,7 @@ static int fab_ep_close(struct fid *fid)
         ep->enabled = 0;
     }
     fab_ep_free_spares(ep);
-    cvia_spin_unlock(&ep->lock);
+    fab_unlock(&ep->lock);
     atomic_fetch_sub(&ep->dom->refs, 1);
     if (ep->core_held)
         fab_core_release();
@@ -205,6 +205,7 @@ static int fab_ep_enable(struct fab_ep *ep)
             return -FI_ENOMEM;
         }
     ep->next_slot = 0;
+    ep->nrepost = 0;
     ep->nlost_seen = 0;
     ep->enabled = 1;
     /* with the open wire-up corevia is up: arm now; else at first use */
@@ -229,9 +230,9 @@ static int fab_ep_control(struct fid *fid, int command, void *arg)
 
     switch (command) {
     case FI_ENABLE:
-        cvia_spin_lock(&ep->lock);
+        fab_lock(&ep->lock);
         rc = fab_ep_enable(ep);
-        cvia_spin_unlock(&ep->lock);
+        fab_unlock(&ep->lock);
         return rc;
     case FI_GETOPSFLAG: {
         uint64_t *f = arg;
@@ -281,9 +282,9 @@ static ssize_t fab_ep_cancel(fid_t fid, void *context)
     struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
     ssize_t rc;
 
-    cvia_spin_lock(&ep->lock);
+    fab_lock(&ep->lock);
     rc = fab_cancel_locked(ep, context);
-    cvia_spin_unlock(&ep->lock);
+    fab_unlock(&ep->lock);
     return rc;
 }
 
@@ -444,7 +445,7 @@ int fab_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->caps = info->caps ? info->caps : (FI_MSG | FI_TAGGED | FI_DIRECTED_RECV);
     ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
-    cvia_spin_init(&ep->lock);
+    fab_lock_init(&ep->lock, fab_dom_locks(dom));
     ep->fid.fid.fclass = FI_CLASS_EP;
     ep->fid.fid.context = context;
     ep->fid.fid.ops = &fab_ep_fi_ops;

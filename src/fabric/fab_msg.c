@@ -18,23 +18,30 @@ static uint64_t fab_kind(int tagged)
     return tagged ? FI_TAGGED : FI_MSG;
 }
 
-static void fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
+/* A transmit with completion @flags and @context is over with @rc;
+ * @report: it asked for a completion entry. */
+static void fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int report, int rc)
 {
-    struct fab_cntr *cntr = !(op->flags & (FI_RMA | FI_ATOMIC)) ? ep->tx_cntr
-                          : op->flags & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
+    struct fab_cntr *cntr = !(flags & (FI_RMA | FI_ATOMIC)) ? ep->tx_cntr
+                          : flags & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
 
     if (rc == 0) {
         if (cntr)
             atomic_fetch_add(&cntr->val, 1);
-        if (op->report && ep->tx_cq)
-            fab_cq_push(ep->tx_cq, op->context, op->flags, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+        if (report && ep->tx_cq)
+            fab_cq_push(ep->tx_cq, context, flags, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
         return;
     }
     if (cntr)
         atomic_fetch_add(&cntr->err, 1);
     if (ep->tx_cq)   /* errors are reported whatever the completion flags */
-        fab_cq_push_err(ep->tx_cq, op->context, op->flags, 0, 0, 0, 0,
+        fab_cq_push_err(ep->tx_cq, context, flags, 0, 0, 0, 0,
                         -fab_errno(rc), rc < 0 ? -rc : rc);
+}
+
+static void fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
+{
+    fab_tx_end(ep, op->flags, op->context, op->report, rc);
 }
 
 /* A receive got its message (@msg_len bytes were sent, at most rx->cap
@@ -259,11 +266,12 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
             return fab_errno(rc);
         }
         rc = cvia_reap(&req, &done, NULL);
-        if (done) {   /* buffered at once (a ring slot on this host) */
-            struct fab_op tmp = { .context = context, .report = report,
-                                  .flags = FI_SEND | fab_kind(tagged) };
+        if (done) {   /* buffered at once (a ring slot on this host); no
+                       * fab_op built for it: zeroing one was a `rep stos`
+                       * on which perf found the sender waiting, the store
+                       * into the peer's ring just before it */
             fab_wire_put(ep, h);
-            fab_tx_done(ep, &tmp, rc);
+            fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, rc);
             return 0;
         }
         if (!(op = calloc(1, sizeof(*op)))) {
@@ -521,6 +529,21 @@ int fab_slot_post(struct fab_ep *ep, size_t i)
                       FAB_TAG_BASE + ep->epid, &ep->slots[i].req);
 }
 
+/* Post again the slots consumed since the last call: the nrepost slots
+ * before next_slot, oldest first, so corevia matches arrivals to the
+ * slots in the order the reap loop reads them. One that fails stays
+ * without a request (the endpoint is shutting down). */
+void fab_slot_repost(struct fab_ep *ep)
+{
+    size_t depth = (size_t)fab_cfg.rx_depth;
+
+    for (; ep->nrepost; ep->nrepost--) {
+        size_t i = (ep->next_slot + depth - ep->nrepost) % depth;
+        if (fab_slot_post(ep, i))
+            ep->slots[i].req = NULL;
+    }
+}
+
 /* Operations that involve a peer corevia now knows to be gone. */
 static void fab_fail_lost(struct fab_ep *ep)
 {
@@ -575,24 +598,29 @@ void fab_progress_locked(struct fab_ep *ep)
             return;
         }
     }
+    fab_slot_repost(ep);
     cvia_progress();
-    /* arrivals, in the order the slots were posted (= corevia's matching order) */
+    /* arrivals, in the order the slots were posted (= corevia's matching
+     * order); a consumed slot is posted again at the next round, not before
+     * its message's completion reaches the CQ's reader */
     for (size_t k = 0; k < depth; k++) {
         struct fab_slot *s = &ep->slots[ep->next_slot];
         cvia_status_t st;
         int done = 0, rc;
 
         if (!s->req)
-            break;   /* a slot corevia failed: the endpoint is shutting down */
+            break;   /* a slot corevia failed (the endpoint is shutting down), or one to re-post */
         rc = cvia_reap(&s->req, &done, &st);
         if (!done)
             break;
         if (rc == 0)
             fab_arrive(ep, st.source, s->buf, st.len);
-        if (rc == 0 || rc == -CVIA_ETRUNC)
-            rc = fab_slot_post(ep, ep->next_slot);
-        if (rc)
+        if (rc == 0 || rc == -CVIA_ETRUNC) {
+            ep->nrepost++;   /* the slots before next_slot, in order */
+        } else {
+            fab_slot_repost(ep);   /* the range ends here: this one stays failed */
             s->req = NULL;
+        }
         ep->next_slot = (ep->next_slot + 1) % depth;
     }
     fab_rma_events(ep);

@@ -11,7 +11,7 @@
 #include "fabric/fab_cfg.h"
 
 static const char *const fab_wireup_names[] = { "open", "first-use", NULL };
-static const char *const fab_thread_names[] = { "safe", "domain", NULL };
+static const char *const fab_thread_names[] = { "safe", "domain", "auto", NULL };
 
 static const struct cvia_param fab_params[] = {
     { "EAGER", "16k", CVIA_PARAM_SIZE, offsetof(struct fab_cfg, eager),
@@ -40,15 +40,25 @@ static const struct cvia_param fab_params[] = {
       "work before it), for programs whose processes open their endpoints at "
       "different times and exchange names themselves, such as fi_pingpong "
       "under cvia-run.", 0, 0, fab_wireup_names },
-    { "THREAD", "safe", CVIA_PARAM_ENUM, offsetof(struct fab_cfg, thread),
+    { "THREAD", "auto", CVIA_PARAM_ENUM, offsetof(struct fab_cfg, thread),
       "libfabric provider: the threading it grants and the thread level it asks "
-      "of corevia. safe: FI_THREAD_SAFE, corevia at CVIA_THREAD_MULTIPLE (locks "
-      "on the message path). domain: at most FI_THREAD_DOMAIN, corevia at "
+      "of corevia. auto: what the first domain asks decides; a domain asking "
+      "FI_THREAD_DOMAIN (Open MPI below MPI_THREAD_MULTIPLE) brings corevia up "
+      "at CVIA_THREAD_SERIALIZED, any other level (or none: FI_THREAD_SAFE is "
+      "granted) at CVIA_THREAD_MULTIPLE; while corevia runs serialized, a "
+      "further domain must ask FI_THREAD_DOMAIN too (others are refused, and "
+      "fi_getinfo gives them no entry); corevia brought up by the application "
+      "keeps its level, and below CVIA_THREAD_MULTIPLE only FI_THREAD_DOMAIN "
+      "domains are granted. safe: FI_THREAD_SAFE unless asked "
+      "otherwise, corevia at CVIA_THREAD_MULTIPLE (locks on the message path) "
+      "whatever the domains ask. domain: at most FI_THREAD_DOMAIN, corevia at "
       "CVIA_THREAD_SERIALIZED (no lock or atomic read-modify-write on corevia's "
-      "message path), for processes that open one domain, or never drive two "
-      "from two threads at once, such as MPI programs below MPI_THREAD_MULTIPLE "
-      "under mtl ofi; hints asking FI_THREAD_SAFE or FI_THREAD_FID then get no "
-      "entry and such a domain is refused.", 0, 0, fab_thread_names },
+      "message path); hints asking FI_THREAD_SAFE or FI_THREAD_FID get no entry "
+      "and such a domain is refused. At FI_THREAD_DOMAIN the provider takes no "
+      "lock of its own either: the application calls it from one thread at a "
+      "time, in every domain of the process together (one domain, or MPI below "
+      "MPI_THREAD_MULTIPLE); a process that drives two FI_THREAD_DOMAIN domains "
+      "from two threads at once sets safe.", 0, 0, fab_thread_names },
     { "AUTO_NAP", "100us", CVIA_PARAM_TIME, offsetof(struct fab_cfg, auto_nap),
       "libfabric provider: how long the progress thread of an FI_PROGRESS_AUTO "
       "domain sleeps between rounds while some peer of the process is on another "

@@ -16,6 +16,11 @@ static int fab_cfg_rc = 1;     /* 1: not loaded yet */
 static pthread_mutex_t fab_core_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fab_core_refs;      /* endpoints using the core */
 static int fab_core_ours;      /* we called cvia_init (so we finalize) */
+static int fab_ndomains;       /* domains open */
+/* The thread level corevia runs at (or will be brought up at) under
+ * CVIA_FI_THREAD=auto: -1 while no domain decided it, else CVIA_THREAD_*;
+ * decided anew once every domain closed and corevia is down. */
+static int fab_level = -1;
 
 int fab_errno(int rc)
 {
@@ -59,9 +64,15 @@ int fab_core_acquire(void)
 
     pthread_mutex_lock(&fab_core_lock);
     if (fab_core_refs == 0 && !cvia_initialized()) {
-        rc = cvia_init_thread(NULL, NULL, fab_cfg.thread == FAB_THREAD_DOMAIN ?
-                              CVIA_THREAD_SERIALIZED : CVIA_THREAD_MULTIPLE, NULL);
+        rc = cvia_init_thread(NULL, NULL, fab_level >= 0 ? fab_level : CVIA_THREAD_MULTIPLE,
+                              NULL);
         fab_core_ours = rc == 0;
+        if (rc == 0)
+            cvia_info(CORE, "libfabric provider: corevia up at %s (CVIA_FI_THREAD=%s)",
+                      fab_level == CVIA_THREAD_SERIALIZED ? "CVIA_THREAD_SERIALIZED"
+                                                          : "CVIA_THREAD_MULTIPLE",
+                      fab_cfg.thread == FAB_THREAD_SAFE ? "safe" :
+                      fab_cfg.thread == FAB_THREAD_DOMAIN ? "domain" : "auto");
     }
     if (rc == 0)
         fab_core_refs++;
@@ -118,15 +129,103 @@ void fab_core_release(void)
 }
 
 /* CVIA_FI_THREAD: what a domain gets when it asks for nothing, and whether
- * a level it asks for is one the provider grants. */
+ * a level it asks for is one the provider grants. Under auto the level the
+ * first domain decided holds while corevia runs serialized. Read without
+ * fab_core_lock: a getinfo racing a domain's open may be answered either
+ * way, and the open decides. */
+static int fab_serialized(void)
+{
+    return fab_cfg.thread == FAB_THREAD_DOMAIN ||
+           (fab_cfg.thread == FAB_THREAD_AUTO &&
+            __atomic_load_n(&fab_level, __ATOMIC_RELAXED) == CVIA_THREAD_SERIALIZED);
+}
+
 static enum fi_threading fab_threading_default(void)
 {
-    return fab_cfg.thread == FAB_THREAD_DOMAIN ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
+    return fab_serialized() ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
 }
 
 static int fab_threading_ok(enum fi_threading t)
 {
-    return fab_cfg.thread != FAB_THREAD_DOMAIN || (t != FI_THREAD_SAFE && t != FI_THREAD_FID);
+    if (fab_cfg.thread == FAB_THREAD_DOMAIN)
+        return t != FI_THREAD_SAFE && t != FI_THREAD_FID;
+    return !fab_serialized() || t == FI_THREAD_UNSPEC || t == FI_THREAD_DOMAIN;
+}
+
+static const char *fab_threading_name(enum fi_threading t)
+{
+    switch (t) {
+    case FI_THREAD_SAFE:       return "FI_THREAD_SAFE";
+    case FI_THREAD_FID:        return "FI_THREAD_FID";
+    case FI_THREAD_DOMAIN:     return "FI_THREAD_DOMAIN";
+    case FI_THREAD_COMPLETION: return "FI_THREAD_COMPLETION";
+    case FI_THREAD_ENDPOINT:   return "FI_THREAD_ENDPOINT";
+    default:                   return "another threading level";
+    }
+}
+
+/* A domain with threading @t opens: is it granted, and (the first one)
+ * which level corevia comes up at. 0 or -FI_EINVAL, said why. A domain
+ * with automatic progress (@progress_thread) has the provider's thread
+ * calling corevia beside the application whatever @t says: it counts as
+ * one asking FI_THREAD_SAFE. */
+static int fab_domain_admit(enum fi_threading t, int progress_thread)
+{
+    int rc = 0;
+
+    if (progress_thread && fab_cfg.thread == FAB_THREAD_DOMAIN) {
+        cvia_error(CORE, "CVIA_FI_THREAD=domain: a domain asking FI_PROGRESS_AUTO is refused "
+                   "(its progress thread needs corevia at CVIA_THREAD_MULTIPLE)");
+        return -FI_EINVAL;
+    }
+    if (progress_thread)
+        t = FI_THREAD_SAFE;
+    pthread_mutex_lock(&fab_core_lock);
+    if (fab_cfg.thread == FAB_THREAD_DOMAIN) {
+        if (t == FI_THREAD_SAFE || t == FI_THREAD_FID) {
+            cvia_error(CORE, "CVIA_FI_THREAD=domain: a domain asking FI_THREAD_SAFE or "
+                       "FI_THREAD_FID is refused (use CVIA_FI_THREAD=safe)");
+            rc = -FI_EINVAL;
+        }
+        __atomic_store_n(&fab_level, CVIA_THREAD_SERIALIZED, __ATOMIC_RELAXED);
+    } else if (fab_cfg.thread == FAB_THREAD_SAFE) {
+        __atomic_store_n(&fab_level, CVIA_THREAD_MULTIPLE, __ATOMIC_RELAXED);
+    } else if (fab_ndomains == 0 && fab_core_refs == 0) {
+        /* auto, nothing open: this domain decides (corevia brought up
+         * by the application keeps the level it was given) */
+        int lv = cvia_initialized() ? cvia_query_thread()
+                 : t == FI_THREAD_DOMAIN ? CVIA_THREAD_SERIALIZED : CVIA_THREAD_MULTIPLE;
+        if (lv < CVIA_THREAD_MULTIPLE && t != FI_THREAD_DOMAIN) {
+            cvia_error(CORE, "CVIA_FI_THREAD=auto: the application brought corevia up below "
+                       "CVIA_THREAD_MULTIPLE; a domain asking %s is refused",
+                       fab_threading_name(t));
+            rc = -FI_EINVAL;
+        } else {
+            __atomic_store_n(&fab_level, lv < CVIA_THREAD_MULTIPLE ? CVIA_THREAD_SERIALIZED
+                                                                   : CVIA_THREAD_MULTIPLE,
+                             __ATOMIC_RELAXED);
+        }
+    } else if (fab_level == CVIA_THREAD_SERIALIZED && t != FI_THREAD_DOMAIN) {
+        cvia_error(CORE, "CVIA_FI_THREAD=auto: corevia runs at CVIA_THREAD_SERIALIZED for "
+                   "the FI_THREAD_DOMAIN domain opened first; a domain asking %s is refused "
+                   "(set CVIA_FI_THREAD=safe for a process that mixes them)",
+                   fab_threading_name(t));
+        rc = -FI_EINVAL;
+    }
+    if (rc == 0)
+        fab_ndomains++;
+    pthread_mutex_unlock(&fab_core_lock);
+    return rc;
+}
+
+static void fab_domain_gone(void)
+{
+    pthread_mutex_lock(&fab_core_lock);
+    /* the last one: the next first domain decides again (corevia went
+     * down with the last endpoint, address vector and region) */
+    if (--fab_ndomains == 0 && fab_core_refs == 0 && fab_cfg.thread == FAB_THREAD_AUTO)
+        __atomic_store_n(&fab_level, -1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&fab_core_lock);
 }
 
 /* ---- getinfo --------------------------------------------------------------- */
@@ -204,7 +303,7 @@ static int fab_hints_ok(uint32_t version, const struct fi_info *h, int rma)
         /* automatic progress is a thread calling corevia beside the
          * application: corevia at CVIA_THREAD_MULTIPLE only */
         if ((d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) &&
-            fab_cfg.thread == FAB_THREAD_DOMAIN)
+            fab_serialized())
             return 0;
         if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
             return 0;
@@ -429,6 +528,7 @@ static int fab_domain_close(struct fid *fid)
     pthread_mutex_destroy(&d->auto_lock);
     pthread_mutex_destroy(&d->mr_lock);
     free(d);
+    fab_domain_gone();
     return 0;
 }
 
@@ -489,20 +589,19 @@ static int fab_domain_open(struct fid_fabric *fabric, struct fi_info *info,
     d->fabric = fab_of(fabric, struct fab_fabric, fid);
     d->threading = info && info->domain_attr ? info->domain_attr->threading :
                    fab_threading_default();
-    if (!fab_threading_ok(d->threading)) {
-        cvia_error(CORE, "CVIA_FI_THREAD=domain: a domain asking FI_THREAD_SAFE or "
-                   "FI_THREAD_FID is refused (use CVIA_FI_THREAD=safe)");
-        free(d);
-        return -FI_EINVAL;
-    }
+    if (d->threading == FI_THREAD_UNSPEC)
+        d->threading = fab_threading_default();
     d->auto_progress = info && info->domain_attr &&
         (info->domain_attr->data_progress == FI_PROGRESS_AUTO ||
          info->domain_attr->control_progress == FI_PROGRESS_AUTO);
-    if (d->auto_progress && (fab_cfg.thread == FAB_THREAD_DOMAIN ||
-                             (cvia_initialized() && cvia_query_thread() != CVIA_THREAD_MULTIPLE))) {
+    if (fab_domain_admit(d->threading, d->auto_progress)) {
+        free(d);
+        return -FI_EINVAL;
+    }
+    if (d->auto_progress && cvia_initialized() && cvia_query_thread() != CVIA_THREAD_MULTIPLE) {
         cvia_error(CORE, "libfabric provider: FI_PROGRESS_AUTO needs corevia at "
-                   "CVIA_THREAD_MULTIPLE (CVIA_FI_THREAD=safe, and cvia_init_thread at "
-                   "MULTIPLE where the application initializes corevia itself)");
+                   "CVIA_THREAD_MULTIPLE (the application initialized it at a lower level)");
+        fab_domain_gone();
         free(d);
         return -FI_EINVAL;
     }

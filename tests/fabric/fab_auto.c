@@ -21,6 +21,9 @@
  * Prints "ok auto" on rank 0.
  *   fab_auto --refused   (alone, with CVIA_FI_THREAD=domain): hints asking
  * for automatic progress get no entry; prints "ok refused".
+ * The domain asks FI_THREAD_DOMAIN with automatic progress, as an MPI
+ * library below MPI_THREAD_MULTIPLE would: the provider must still bring
+ * corevia up at MULTIPLE and keep the domain's locks (TSan checks it).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -132,6 +135,10 @@ int main(int argc, char **argv)
     EXPECT(argc == 2, "usage: fab_auto DIR (under cvia-run -n 2) | fab_auto --refused");
     hints->caps = FI_TAGGED | FI_RMA | FI_ATOMIC;
     hints->ep_attr->type = FI_EP_RDM;
+    /* as Open MPI below MPI_THREAD_MULTIPLE: one application thread at a
+     * time; the progress thread is the provider's, so corevia must still
+     * run at MULTIPLE and the domain keep its locks */
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
     hints->domain_attr->control_progress = FI_PROGRESS_AUTO;
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
