@@ -336,6 +336,7 @@ void dsm_group_fini(struct dsm *d);
 int  dsm_group_lock(struct dsm *d, int id);   /* 1 if it waited */
 void dsm_group_unlock(struct dsm *d, int id);
 void dsm_group_barrier(struct dsm *d);
+void dsm_group_full(struct dsm *d, size_t len) __attribute__((noreturn));
 
 /* dsm_alloc.c */
 int  dsm_alloc_late(size_t len, int home, void **ptr_p);

@@ -72,8 +72,10 @@ static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
          * G_MALLOC does by clearing it: not inside the timed part of a
          * program (best effort: before Linux 5.14 it faults in on touch) */
 #ifdef MADV_POPULATE_WRITE
-        if (d->size == 1 || d->grp)
-            (void)madvise(d->base + u0 * d->unit, nu * d->unit, MADV_POPULATE_WRITE);
+        if ((d->size == 1 || d->grp) &&
+            madvise(d->base + u0 * d->unit, nu * d->unit, MADV_POPULATE_WRITE) &&
+            errno == EFAULT && d->grp)
+            dsm_group_full(d, nu * d->unit);
 #endif
     }
 }

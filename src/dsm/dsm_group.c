@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -252,6 +253,21 @@ void dsm_group_fini(struct dsm *d)
     if (d->gname[0])
         shm_unlink(d->gname);
     d->gname[0] = '\0';
+}
+
+/* The segment lives in /dev/shm, whose size may be less than the memory
+ * (a container's 64 MiB): an allocation that cannot be faulted in ends the
+ * job with the cause here, where a later touch would be a SIGBUS. */
+void dsm_group_full(struct dsm *d, size_t len)
+{
+    struct statvfs sv;
+    unsigned long long freeb = 0;
+
+    if (!statvfs("/dev/shm", &sv))
+        freeb = (unsigned long long)sv.f_bavail * sv.f_frsize;
+    dsm_fatal(-ENOSPC, "the host's shared region cannot hold %zu more bytes: /dev/shm has "
+              "%llu bytes free (enlarge it, or run one-level with CVIA_DSM_LEVELS=1)",
+              len, freeb);
 }
 
 /* ---- locks --------------------------------------------------------------------- */

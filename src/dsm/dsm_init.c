@@ -163,8 +163,9 @@ int dsm_map_real(struct dsm *d)
     d->scratch = 0;
     dsm_prot_all(d);
 #ifdef MADV_POPULATE_WRITE
-    if (d->grp)     /* as units_install does for the units allocated so far */
-        (void)madvise(d->base, dsm_top(d), MADV_POPULATE_WRITE);
+    if (d->grp &&   /* as units_install does for the units allocated so far */
+        madvise(d->base, dsm_top(d), MADV_POPULATE_WRITE) && errno == EFAULT)
+        dsm_group_full(d, dsm_top(d));
 #endif
     return 0;
 }
