@@ -61,7 +61,10 @@ static const struct cvia_param dsm_params[] = {
       "While the application thread waits (fault, lock, barrier), how long the "
       "service thread polls without pause before it sleeps CVIA_DSM_NAP between "
       "polls: long enough for a barrier, short enough to leave the core to "
-      "others when ranks outnumber cores.", 0, 0, NULL },
+      "others when ranks outnumber cores. With the region shared on one host "
+      "(CVIA_DSM_LEVELS) the waiting rank itself spins this long at a lock or "
+      "barrier, then naps CVIA_DSM_NAP at a time for up to a second, then "
+      "sleeps until woken.", 0, 0, NULL },
     { "POLLS", "200", CVIA_PARAM_INT, offsetof(struct dsm_cfg, polls),
       "Idle polls the DSM service thread makes after its last event before "
       "it starts to sleep.", 0, 100000000, NULL },
