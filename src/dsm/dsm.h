@@ -220,6 +220,7 @@ struct dsm {
                                  the region is one segment for all (dsm_group.c) */
     struct dsm_gctl *gctl;    /* its control area: barrier, lock words */
     char     gname[64];       /* rank 0: its name until every rank opened it */
+    double   gspin;           /* spin before naps at its locks and barrier */
     int      scratch;         /* PARMACS replay: base is private scratch memory */
     size_t   brk;             /* bytes allocated collectively (unit multiple) */
     int      next_lock;       /* lock ids handed out collectively */

@@ -63,8 +63,8 @@ static const struct cvia_param dsm_params[] = {
       "polls: long enough for a barrier, short enough to leave the core to "
       "others when ranks outnumber cores. With the region shared on one host "
       "(CVIA_DSM_LEVELS) the waiting rank itself spins this long at a lock or "
-      "barrier, then naps CVIA_DSM_NAP at a time for up to a second, then "
-      "sleeps until woken.", 0, 0, NULL },
+      "barrier (not at all when the ranks outnumber the CPUs), then naps "
+      "CVIA_DSM_NAP at a time for up to a second, then sleeps until woken.", 0, 0, NULL },
     { "POLLS", "200", CVIA_PARAM_INT, offsetof(struct dsm_cfg, polls),
       "Idle polls the DSM service thread makes after its last event before "
       "it starts to sleep.", 0, 100000000, NULL },
