@@ -216,6 +216,11 @@ struct dsm {
     char    *pview;           /* protocol view: same memfd, always writable */
     char    *twins;           /* twin of unit u at twins + u * unit */
     int      memfd;
+    int      grp;             /* CVIA_DSM_LEVELS=2 and every rank on this host:
+                                 the region is one segment for all (dsm_group.c) */
+    struct dsm_gctl *gctl;    /* its control area: barrier, lock words */
+    char     gname[64];       /* rank 0: its name until every rank opened it */
+    double   gspin;           /* spin before naps at its locks and barrier */
     int      scratch;         /* PARMACS replay: base is private scratch memory */
     size_t   brk;             /* bytes allocated collectively (unit multiple) */
     int      next_lock;       /* lock ids handed out collectively */
@@ -325,6 +330,14 @@ static inline size_t dsm_top(const struct dsm *d)
 /* dsm_init.c */
 int  dsm_map_real(struct dsm *d);     /* scratch -> real view (under lock) */
 void dsm_fatal(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* dsm_group.c: the region shared by the ranks of one host */
+int  dsm_group_setup(struct dsm *d);  /* collective, before the region is mapped */
+void dsm_group_fini(struct dsm *d);
+int  dsm_group_lock(struct dsm *d, int id);   /* 1 if it waited */
+void dsm_group_unlock(struct dsm *d, int id);
+void dsm_group_barrier(struct dsm *d);
+void dsm_group_full(struct dsm *d, size_t len) __attribute__((noreturn));
 
 /* dsm_alloc.c */
 int  dsm_alloc_late(size_t len, int home, void **ptr_p);

@@ -43,8 +43,10 @@ static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
                 home == CVIA_DSM_HOME_RR ? (int)((u0 + i) % (size_t)d->size) :
                 home == CVIA_DSM_HOME_BLOCK ? (int)(i * (size_t)d->size / nu) : -1;
         x->home = (int16_t)h;
-        /* every copy starts valid: the memory reads as zeros everywhere */
-        if (h == d->rank && d->size == 1) {
+        /* every copy starts valid: the memory reads as zeros everywhere;
+         * with the region shared on this host, every rank writes it as its
+         * home would with no copy elsewhere */
+        if ((h == d->rank && d->size == 1) || d->grp) {
             x->state = U_EXCL;
             x->prot = P_RW;
         } else {
@@ -65,12 +67,15 @@ static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
             mprotect(d->base + (u0 + i) * d->unit, (j - i) * d->unit, p);
             i = j;
         }
-        /* alone, fault the memory in now, as the sequential build's
+        /* alone (or sharing the region on this host: each rank's page
+         * tables), fault the memory in now, as the sequential build's
          * G_MALLOC does by clearing it: not inside the timed part of a
          * program (best effort: before Linux 5.14 it faults in on touch) */
 #ifdef MADV_POPULATE_WRITE
-        if (d->size == 1)
-            (void)madvise(d->base + u0 * d->unit, nu * d->unit, MADV_POPULATE_WRITE);
+        if ((d->size == 1 || d->grp) &&
+            madvise(d->base + u0 * d->unit, nu * d->unit, MADV_POPULATE_WRITE) &&
+            errno == EFAULT && d->grp)
+            dsm_group_full(d, nu * d->unit);
 #endif
     }
 }

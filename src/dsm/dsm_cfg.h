@@ -30,6 +30,7 @@ struct dsm_cfg {
     char   stats_file[CVIA_PARAM_STRLEN];
     long   max_locks;
     char   addr[CVIA_PARAM_STRLEN];
+    long   levels;               /* 2: ranks of one host share the region */
 };
 
 extern const struct cvia_param_table cvia__dsm_param_table;

@@ -36,6 +36,8 @@ void dsm_fatal(int err, const char *fmt, ...)
     if (atomic_exchange(&d->fatal, 1))
         for (;;)            /* another thread reports it and ends the process */
             pause();
+    if (d->gname[0])         /* rank 0, before every rank opened the segment */
+        shm_unlink(d->gname);
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
@@ -160,6 +162,11 @@ int dsm_map_real(struct dsm *d)
         return -errno;
     d->scratch = 0;
     dsm_prot_all(d);
+#ifdef MADV_POPULATE_WRITE
+    if (d->grp &&   /* as units_install does for the units allocated so far */
+        madvise(d->base, dsm_top(d), MADV_POPULATE_WRITE) && errno == EFAULT)
+        dsm_group_full(d, dsm_top(d));
+#endif
     return 0;
 }
 
@@ -167,6 +174,8 @@ static int map_region(struct dsm *d, int scratch)
 {
     void *p;
 
+    if (d->grp)                /* the host's segment, sized by rank 0 */
+        goto mapped;
     d->memfd = memfd_create("cvia-dsm", MFD_CLOEXEC);
     if (d->memfd < 0) {
         dsm_err("memfd_create: %s", strerror(errno));
@@ -176,6 +185,7 @@ static int map_region(struct dsm *d, int scratch)
         dsm_err("sizing the %zu-byte region: %s", d->region, strerror(errno));
         return -errno;
     }
+mapped:
     d->pview = mmap(NULL, d->region, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
                     d->memfd, 0);
     if (d->pview == MAP_FAILED) {
@@ -355,6 +365,7 @@ static void release_all(struct dsm *d)
         munmap(d->inbox, (size_t)d->size * DSM_SLOTS * DSM_SLOT);
     if (d->memfd > 0)
         close(d->memfd);
+    dsm_group_fini(d);
     for (int o = 0; d->log && o < d->size; o++) {
         for (uint32_t i = 0; i < d->log[o].n; i++)
             free(d->log[o].recs[i].units);
@@ -419,6 +430,11 @@ int dsm_init_common(int *argc, char ***argv, int replay)
     d->stats_mode = d->cfg.stats;
     if ((rc = agree_address(d)))
         goto err;
+    if ((rc = dsm_group_setup(d))) {
+        munmap(d->base, d->region);
+        d->base = NULL;
+        goto err;
+    }
     if ((rc = map_region(d, replay && d->rank != 0)) || (rc = alloc_tables(d)) ||
         (rc = register_and_exchange(d)))
         goto err_release;

@@ -99,6 +99,20 @@ int cvia_dsm_lock(int id)
         dsm_err("lock %d: this rank already holds it", id);
         return -EDEADLK;
     }
+    if (d->grp) {          /* the region is one memory: the futex word alone */
+        cvia_spin_unlock(&d->lock);
+        int waited = dsm_group_lock(d, id);
+        cvia_spin_lock(&d->lock);
+        L->held = 1;
+        cvia_spin_unlock(&d->lock);
+        if (waited) {
+            ADD(lock_remote, 1);
+            d->st.lock_time += cvia__clock_s() - t0;
+        } else {
+            ADD(lock_local, 1);
+        }
+        return 0;
+    }
     if (L->have_token) {
         L->held = 1;
         cvia_spin_unlock(&d->lock);
@@ -151,6 +165,12 @@ int cvia_dsm_unlock(int id)
         dsm_err("unlock of lock %d, which this rank does not hold (unlock without "
                 "lock, or a second unlock)", id);
         return -EPERM;
+    }
+    if (d->grp) {
+        L->held = 0;
+        cvia_spin_unlock(&d->lock);
+        dsm_group_unlock(d, id);
+        return 0;
     }
     cvia_spin_unlock(&d->lock);
 

@@ -61,7 +61,10 @@ static const struct cvia_param dsm_params[] = {
       "While the application thread waits (fault, lock, barrier), how long the "
       "service thread polls without pause before it sleeps CVIA_DSM_NAP between "
       "polls: long enough for a barrier, short enough to leave the core to "
-      "others when ranks outnumber cores.", 0, 0, NULL },
+      "others when ranks outnumber cores. With the region shared on one host "
+      "(CVIA_DSM_LEVELS) the waiting rank itself spins this long at a lock or "
+      "barrier (not at all when the ranks outnumber the CPUs), then naps "
+      "CVIA_DSM_NAP at a time for up to a second, then sleeps until woken.", 0, 0, NULL },
     { "POLLS", "200", CVIA_PARAM_INT, offsetof(struct dsm_cfg, polls),
       "Idle polls the DSM service thread makes after its last event before "
       "it starts to sleep.", 0, 100000000, NULL },
@@ -90,6 +93,15 @@ static const struct cvia_param dsm_params[] = {
     { "ADDR", "", CVIA_PARAM_STRING, offsetof(struct dsm_cfg, addr),
       "Address (hex) of the shared region on every rank; empty: rank 0 picks "
       "a free range and the others map it at the same place.", 0, 0, NULL },
+    { "LEVELS", "2", CVIA_PARAM_INT, offsetof(struct dsm_cfg, levels),
+      "2: when every rank runs on one host, the ranks map one shared segment "
+      "(0600, unlinked as soon as all have it) as the region, so the hardware "
+      "keeps it coherent: no fault, fetch, twin or diff, and locks and "
+      "barriers are futex words in shared memory. A job whose ranks span "
+      "hosts runs the one-level protocol (groups per host are not built "
+      "yet). 1: every rank keeps its own copy and runs the home-based "
+      "protocol with every other rank, on one host too (the paper's "
+      "comparison). Every rank needs the same value.", 1, 2, NULL },
     { NULL }
 };
 

@@ -627,7 +627,7 @@ static void *svc_main(void *arg)
     uint32_t seen_epoch = 0;
     double quiet_since = 0, next_tick = 0, napping_since = 0;
     unsigned tloops = 0;
-    const int ticks = d->cfg.poll > 0 && d->size > 1;
+    const int ticks = d->cfg.poll > 0 && d->size > 1 && !d->grp;  /* grp: nothing to flush */
 
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);

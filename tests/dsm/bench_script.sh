@@ -4,7 +4,7 @@
 # bench_script.sh BUILD SRC: scripts/dsm-bench.sh end to end on a tiny SOR,
 # without the DSM (seq, thr1, thr2: the DSM's own runs are the dsm.* tests'):
 # one round gives a CSV row per configuration, a table with the targets'
-# ratio column, the one-level note and a PNG; bad options end with exit 2
+# ratio column, the note on the levels and a PNG; bad options end with exit 2
 # and a message naming the option. No timing is asserted.
 set -u
 BUILD=$1 SRC=$2
@@ -22,10 +22,11 @@ timeout 120 bash "$B" --build "$BUILD" --rounds 1 --quiet-wait 0 --apps sor --co
 grep -q '| thr2 vs seq |' "$W/out" ||
     bad "no 'thr2 vs seq' ratio column: $(head -8 "$W/out")"
 grep -q '^| sor | [0-9]' "$W/out" || bad "no sor row: $(head -8 "$W/out")"
-grep -q 'one-level protocol' "$W/out" || bad "the summary does not say the DSM runs one-level"
+grep -q 'dsmN: two-level (CVIA_DSM_LEVELS=2.*oneN.*one-level' "$W/out" ||
+    bad "the summary does not say which DSM configurations run which level"
 [ -s "$W/o/p.png" ] && [ "$(head -c 4 "$W/o/p.png" | tail -c 3)" = PNG ] || bad "no PNG: $(tail -3 "$W/err")"
 
-for args in "--rounds 0" "--rounds x" "--configs thr" "--plot a.svg" "--args sor" "--bogus" "--np"; do
+for args in "--rounds 0" "--rounds x" "--configs thr" "--configs one" "--plot a.svg" "--args sor" "--bogus" "--np"; do
     # shellcheck disable=SC2086
     timeout 20 bash "$B" --build "$BUILD" --out "$W/e" $args >"$W/out" 2>"$W/err"
     rc=$?

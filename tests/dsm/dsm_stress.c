@@ -8,6 +8,13 @@
  *   errors    unlock without lock, double unlock, recursive lock: clear errors
  *   touch     a system call (read) into shared memory after cvia_dsm_touch
  *   death     a rank dies; every survivor must end with an error, not hang
+ *   big       DSM_TEST_BIG MiB (64) allocated, every rank writes its share,
+ *             every rank checks all of it after a barrier
+ *   levels    counter, merge, barrier, migrate and touch, then the path the
+ *             ranks took, from this rank's counters, against DSM_TEST_EXPECT:
+ *             "shared" (CVIA_DSM_LEVELS=2 on one host: no fault, fetch,
+ *             twin, diff or write notice at all) or "protocol" (one-level:
+ *             this rank fetched or diffed units)
  * Every rank prints "ok CASE" on success. */
 #include <errno.h>
 #include <fcntl.h>
@@ -284,6 +291,47 @@ static int t_fetch(void)
     return 0;
 }
 
+static int t_big(void)
+{
+    const char *e = getenv("DSM_TEST_BIG");
+    size_t n = (size_t)(e ? atol(e) : 64) << 20, nw = n / sizeof(long);
+    long *a;
+
+    CHECK(cvia_dsm_alloc(n, CVIA_DSM_HOME_BLOCK, (void **)&a));
+    for (size_t i = nw * (size_t)me / (size_t)np; i < nw * (size_t)(me + 1) / (size_t)np; i++)
+        a[i] = (long)(i * 7 + 1);
+    CHECK(cvia_dsm_barrier());
+    for (size_t i = 0; i < nw; i++)
+        if (a[i] != (long)(i * 7 + 1))
+            FAIL("word %zu is %ld, expected %ld", i, a[i], (long)(i * 7 + 1));
+    return 0;
+}
+
+static int t_levels(void)
+{
+    const char *want = getenv("DSM_TEST_EXPECT");
+    cvia_dsm_stats_t s;
+
+    if (!want || (strcmp(want, "shared") && strcmp(want, "protocol")))
+        FAIL("DSM_TEST_EXPECT must be shared or protocol, not '%s'", want ? want : "");
+    if (t_counter() || t_merge() || t_barrier() || t_migrate() || t_touch())
+        return 1;
+    CHECK(cvia_dsm_stats(&s));
+    uint64_t traffic = s.read_faults + s.write_faults + s.fetches + s.twins + s.diffs +
+                       s.diffs_applied + s.notices_sent + s.notices_recv + s.rdma_writes;
+    if (!s.barriers)
+        FAIL("no barrier counted");
+    if (!strcmp(want, "shared") && traffic)
+        FAIL("expected the region shared on this host, but this rank took %llu faults, "
+             "%llu fetches, %llu diffs, %llu notices sent",
+             (unsigned long long)(s.read_faults + s.write_faults),
+             (unsigned long long)s.fetches, (unsigned long long)s.diffs,
+             (unsigned long long)s.notices_sent);
+    if (!strcmp(want, "protocol") && np > 1 && !(s.fetches + s.diffs))
+        FAIL("expected the one-level protocol, but this rank neither fetched nor diffed");
+    return 0;
+}
+
 static void on_fatal(int err, const char *msg)
 {
     printf("rank %d: expected-error: %s (%s)\n", me, msg, cvia_err_name(err));
@@ -327,6 +375,8 @@ int main(int argc, char **argv)
     else if (!strcmp(c, "death"))     rc = t_death();
     else if (!strcmp(c, "latency"))   rc = t_latency();
     else if (!strcmp(c, "fetch"))     rc = t_fetch();
+    else if (!strcmp(c, "levels"))    rc = t_levels();
+    else if (!strcmp(c, "big"))       rc = t_big();
     else if (!strcmp(c, "all"))
         rc = t_counter() || t_merge() || t_barrier() || t_migrate() || t_touch();
     else {

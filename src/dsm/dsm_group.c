@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Two-level sharing, the one-host part (issue 18 item 4): when every rank
+ * of the job runs on this host (CVIA_DSM_LEVELS=2, the default), the ranks
+ * map one shared segment as the region instead of one memfd each, so the
+ * hardware keeps the region coherent: every allocated unit is writable
+ * everywhere (U_EXCL, no fault, no twin, no diff, no fetch), and locks and
+ * barriers are futex words in a control area of the same segment. Intervals
+ * then never contain a unit, so the messages that remain (CREATE and end
+ * hand-offs, late allocation, the end of the DSM) carry no notices.
+ *
+ * The segment: rank 0 creates /cvia-<uid>-<pid>-<64 random bits> (0600,
+ * the shm provider's name pattern, so a later job removes it if rank 0 is
+ * killed before the next step), sends the name, every rank opens and maps
+ * it and answers, and rank 0 unlinks it before anyone goes on: from then
+ * it has no name, and the memory goes when the last rank unmaps it or
+ * dies. A rank that cannot open it makes every rank fall back to the
+ * one-level protocol (a warning, not an error); ranks that disagree on
+ * CVIA_DSM_LEVELS stop at init.
+ *
+ * Not built yet (DESIGN.md): groups when the job spans hosts (per-host
+ * unit tables, twins and intervals); such a job runs one-level. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dsm/dsm.h"
+
+#define GLOCK_STRIDE 64   /* one cache line per lock word */
+
+struct dsm_gctl {
+    _Atomic uint32_t bar_count;
+    char pad0[60];
+    _Atomic uint32_t bar_gen;
+    _Atomic uint32_t bar_sleepers;
+    char pad1[56];
+    /* then max_locks words, GLOCK_STRIDE bytes apart: 0 free, 1 held,
+     * 2 held with waiters (Drepper's futex mutex) */
+};
+
+#define GCTL_HDR 128
+
+/* What rank 0 tells every rank at start. */
+struct group_offer {
+    int32_t levels;       /* rank 0's CVIA_DSM_LEVELS */
+    int32_t grp;          /* 1: open @name */
+    char    name[64];
+};
+
+static size_t ctl_bytes(const struct dsm *d)
+{
+    size_t n = GCTL_HDR + (size_t)d->cfg.max_locks * GLOCK_STRIDE;
+    return (n + d->page - 1) / d->page * d->page;
+}
+
+static _Atomic uint32_t *lock_word(struct dsm *d, int id)
+{
+    return (_Atomic uint32_t *)((char *)d->gctl + GCTL_HDR + (size_t)id * GLOCK_STRIDE);
+}
+
+static void gfutex_wait(_Atomic uint32_t *w, uint32_t val)
+{
+    /* a timeout only so that a wait never outlives its reason by long
+     * (a dead peer ends the process through the watchdog anyway) */
+    struct timespec ts = { 0, 100 * 1000 * 1000 };
+    syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static void gfutex_wake(_Atomic uint32_t *w, int n)
+{
+    syscall(SYS_futex, w, FUTEX_WAKE, n, NULL, NULL, 0);
+}
+
+/* ---- start and end ----------------------------------------------------------- */
+
+static int map_ctl(struct dsm *d, int fd)
+{
+    void *p = mmap(NULL, ctl_bytes(d), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                   (off_t)d->region);
+    if (p == MAP_FAILED)
+        return -errno;
+    d->gctl = p;
+    return 0;
+}
+
+static void undo(struct dsm *d)
+{
+    if (d->gctl)
+        munmap(d->gctl, ctl_bytes(d));
+    d->gctl = NULL;
+    if (d->memfd >= 0)
+        close(d->memfd);
+    d->memfd = -1;
+    if (d->gname[0])
+        shm_unlink(d->gname);
+    d->gname[0] = '\0';
+    d->grp = 0;
+}
+
+/* Rank 0: create the segment; 0 or a negative errno (then no segment). */
+static int create_segment(struct dsm *d)
+{
+    size_t bytes = d->region + ctl_bytes(d);
+    int fd = -1, rc;
+
+    for (int tries = 0; tries < 64; tries++) {
+        uint64_t r;
+        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+            return -EIO;
+        snprintf(d->gname, sizeof(d->gname), "/cvia-%u-%d-%016llx", (unsigned)getuid(),
+                 (int)getpid(), (unsigned long long)r);
+        fd = shm_open(d->gname, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        rc = -errno;
+        dsm_warn("creating the host's shared region %s: %s", d->gname, strerror(errno));
+        d->gname[0] = '\0';
+        return rc;
+    }
+    d->memfd = fd;
+    rc = fchmod(fd, 0600) || ftruncate(fd, (off_t)bytes) ? -errno : map_ctl(d, fd);
+    if (rc) {
+        dsm_warn("sizing the host's shared region %s (%zu bytes): %s", d->gname, bytes,
+                 strerror(-rc));
+        undo(d);
+    }
+    return rc;
+}
+
+/* Other ranks: open rank 0's segment; 0 or a negative errno. */
+static int open_segment(struct dsm *d, const char *name)
+{
+    struct stat st;
+    int fd, rc;
+
+    snprintf(d->gname, sizeof(d->gname), "%s", name);
+    fd = shm_open(d->gname, O_RDWR | O_CLOEXEC, 0);
+    d->gname[0] = '\0';       /* rank 0 unlinks it */
+    if (fd < 0) {
+        rc = -errno;
+        dsm_warn("opening the host's shared region %s: %s", name, strerror(errno));
+        return rc;
+    }
+    d->memfd = fd;
+    if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 0777) != 0600 ||
+        (size_t)st.st_size != d->region + ctl_bytes(d)) {
+        dsm_warn("the host's shared region %s is not this user's 0600 segment of %zu "
+                 "bytes", name, d->region + ctl_bytes(d));
+        undo(d);
+        return -EACCES;
+    }
+    if ((rc = map_ctl(d, fd))) {
+        dsm_warn("mapping the host's shared region %s: %s", name, strerror(-rc));
+        undo(d);
+        return rc;
+    }
+    return 0;
+}
+
+int dsm_group_setup(struct dsm *d)
+{
+    struct group_offer o;
+    int32_t ok = 1, all = 1;
+    int rc = 0;
+
+    d->grp = 0;
+    d->gctl = NULL;
+    d->gname[0] = '\0';
+    if (d->size == 1)
+        return 0;
+    memset(&o, 0, sizeof(o));
+    if (d->rank == 0) {
+        o.levels = (int32_t)d->cfg.levels;
+        o.grp = d->cfg.levels == 2;
+        for (int r = 1; r < d->size && o.grp; r++)
+            if (cvia_peer_local(r) != 1)
+                o.grp = 0;
+        if (o.grp && create_segment(d))
+            o.grp = 0;
+        snprintf(o.name, sizeof(o.name), "%s", d->gname);
+        for (int r = 1; r < d->size && !rc; r++)
+            rc = cvia_send(&o, sizeof(o), r, DSM_TAG_INIT);
+        for (int r = 1; r < d->size && !rc; r++) {
+            int32_t v;
+            if (!(rc = cvia_recv(&v, sizeof(v), r, DSM_TAG_INIT, NULL))) {
+                if (v < 0)
+                    all = -1;
+                else if (!v && all > 0)
+                    all = 0;
+            }
+        }
+        if (d->gname[0])          /* every rank that could open it has */
+            shm_unlink(d->gname);
+        d->gname[0] = '\0';
+        if (!o.grp && all > 0)
+            all = 0;
+        for (int r = 1; r < d->size && !rc; r++)
+            rc = cvia_send(&all, sizeof(all), r, DSM_TAG_INIT);
+    } else {
+        if ((rc = cvia_recv(&o, sizeof(o), 0, DSM_TAG_INIT, NULL)))
+            return rc;
+        o.name[sizeof(o.name) - 1] = '\0';
+        if (o.levels != (int32_t)d->cfg.levels) {
+            dsm_err("rank 0 runs with CVIA_DSM_LEVELS %d, this rank with %ld: every rank "
+                    "needs the same", (int)o.levels, d->cfg.levels);
+            ok = -1;
+        } else if (o.grp) {
+            ok = !open_segment(d, o.name);
+        }
+        if ((rc = cvia_send(&ok, sizeof(ok), 0, DSM_TAG_INIT)) ||
+            (rc = cvia_recv(&all, sizeof(all), 0, DSM_TAG_INIT, NULL))) {
+            undo(d);
+            return rc;
+        }
+    }
+    if (rc || all != 1) {
+        undo(d);
+        if (rc)
+            return rc;
+        if (all < 0) {
+            if (d->rank == 0)
+                dsm_err("the ranks run with different CVIA_DSM_LEVELS: every rank needs "
+                        "the same");
+            return -CVIA_ECONFIG;
+        }
+        if (o.grp && d->rank == 0)
+            dsm_warn("a rank could not open the host's shared region: every rank runs "
+                     "the one-level protocol");
+        return 0;
+    }
+    d->grp = 1;
+    d->gspin = d->size > sysconf(_SC_NPROCESSORS_ONLN) ? 0 : d->cfg.wait_spin;
+    dsm_info("CVIA_DSM_LEVELS=2: the %d ranks share the region on this host", d->size);
+    return 0;
+}
+
+void dsm_group_fini(struct dsm *d)
+{
+    if (d->gctl)
+        munmap(d->gctl, ctl_bytes(d));
+    d->gctl = NULL;
+    if (d->gname[0])
+        shm_unlink(d->gname);
+    d->gname[0] = '\0';
+}
+
+/* The segment lives in /dev/shm, whose size may be less than the memory
+ * (a container's 64 MiB): an allocation that cannot be faulted in ends the
+ * job with the cause here, where a later touch would be a SIGBUS. */
+void dsm_group_full(struct dsm *d, size_t len)
+{
+    struct statvfs sv;
+    unsigned long long freeb = 0;
+
+    if (!statvfs("/dev/shm", &sv))
+        freeb = (unsigned long long)sv.f_bavail * sv.f_frsize;
+    dsm_fatal(-ENOSPC, "the host's shared region cannot hold %zu more bytes: /dev/shm has "
+              "%llu bytes free (enlarge it, or run one-level with CVIA_DSM_LEVELS=1)",
+              len, freeb);
+}
+
+/* ---- locks --------------------------------------------------------------------- */
+
+/* How a rank waits for a word of the host's segment to change. As the
+ * one-level service thread polls while its application waits: first
+ * without pause for CVIA_DSM_WAIT_SPIN, then in CVIA_DSM_NAP naps, and only
+ * after a second of naps on the futex. A rank that sleeps on the futex at
+ * once gives its core away, and on a busy machine winning it back costs a
+ * scheduler slice per wait: SOR on 2 ranks under load 15 spent 1.3-2.0 s
+ * of 100 iterations in barriers that way (one-level: 0.1-0.3 s); a rank
+ * that naps stays a short sleeper, which the scheduler runs again soon.
+ * With more ranks than CPUs it does not spin (d->gspin 0): the spinner
+ * would hold the core of a rank it waits for (4 ranks on 2 vCPUs: LU
+ * 0.20 s spinning, 0.12 s not). */
+struct gwait {
+    double end;           /* end of the current phase (0: not started) */
+    int    phase;         /* 0 spin, 1 nap, 2 futex */
+};
+
+/* 1 when @w no longer holds @val; 0 once the spin and the naps are over
+ * (w->phase is then 2: wait on the futex). */
+static int wait_while(struct dsm *d, _Atomic uint32_t *w, uint32_t val, struct gwait *g)
+{
+    struct timespec nap = { 0, (long)(d->cfg.nap * 1e9) };
+
+    for (unsigned i = 1; g->phase < 2; i++) {
+        if (atomic_load_explicit(w, memory_order_acquire) != val)
+            return 1;
+        if (g->phase == 0)
+            cvia_cpu_relax();
+        else if (nap.tv_nsec)
+            nanosleep(&nap, NULL);
+        else
+            sched_yield();
+        if (g->phase == 1 || !(i & 63)) {
+            double t = cvia__clock_s();
+            if (!g->end) {
+                g->end = t + (g->phase ? 1.0 : d->gspin);
+            } else if (t >= g->end) {
+                g->phase++;
+                g->end = 0;
+            }
+        }
+    }
+    return atomic_load_explicit(w, memory_order_acquire) != val;
+}
+
+/* Returns 1 if the lock had to wait. */
+int dsm_group_lock(struct dsm *d, int id)
+{
+    _Atomic uint32_t *w = lock_word(d, id);
+    uint32_t c = 0;
+    struct gwait g = { 0, 0 };
+
+    if (atomic_compare_exchange_strong(w, &c, 1))
+        return 0;
+    /* held (c): wait until it looks free and take it, until the naps end */
+    while (wait_while(d, w, c, &g)) {
+        c = 0;
+        if (atomic_compare_exchange_strong(w, &c, 1))
+            return 1;
+    }
+    c = atomic_load(w);
+    if (c != 2)
+        c = atomic_exchange(w, 2);
+    while (c != 0) {
+        gfutex_wait(w, 2);
+        c = atomic_exchange(w, 2);
+    }
+    return 1;
+}
+
+void dsm_group_unlock(struct dsm *d, int id)
+{
+    _Atomic uint32_t *w = lock_word(d, id);
+
+    if (atomic_fetch_sub(w, 1) != 1) {
+        atomic_store(w, 0);
+        gfutex_wake(w, 1);
+    }
+}
+
+/* ---- barriers ------------------------------------------------------------------- */
+
+void dsm_group_barrier(struct dsm *d)
+{
+    struct dsm_gctl *g = d->gctl;
+    uint32_t gen = atomic_load(&g->bar_gen);
+    struct gwait gw = { 0, 0 };
+
+    if (atomic_fetch_add(&g->bar_count, 1) == (uint32_t)d->size - 1) {
+        atomic_store(&g->bar_count, 0);
+        atomic_store(&g->bar_gen, gen + 1);
+        if (atomic_load(&g->bar_sleepers))
+            gfutex_wake(&g->bar_gen, INT_MAX);
+        return;
+    }
+    if (wait_while(d, &g->bar_gen, gen, &gw))
+        return;
+    atomic_fetch_add(&g->bar_sleepers, 1);
+    while (atomic_load(&g->bar_gen) == gen)
+        gfutex_wait(&g->bar_gen, gen);
+    atomic_fetch_sub(&g->bar_sleepers, 1);
+}
