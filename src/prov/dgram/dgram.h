@@ -364,6 +364,8 @@ struct dg_ep {
     unsigned idle;   /* progress calls without an event (busy; also reset
                       * by the liveness check unlocked: CVIA_HINT_*) */
     double   now;             /* this progress call's clock */
+    int      rx_now;          /* the link's recv asks the kernel even if it
+                               * just found nothing (CVIA_UDP_RX_GAP) */
     struct dg_out *out;       /* [batch] */
     struct dg_slot **out_slot;   /* [batch]: the slot each out sends, or NULL (ACK) */
     struct dg_out *fout;      /* [2 * batch]: the batch after fault hooks */
