@@ -64,10 +64,11 @@ static const struct cvia_param eth_params[] = {
     { "RING_FRAMES", "512", CVIA_PARAM_INT, offsetof(struct eth_cfg, ring_frames),
       "Frames in each ring (receive and transmit) when CVIA_ETH_RING=yes; each frame "
       "holds one MTU-sized datagram, so the rings take about 2 x this x the MTU of "
-      "locked-in kernel memory.", 64, 1 << 20, NULL },
+      "kernel memory.", 64, 1 << 20, NULL },
     { "QDISC_BYPASS", "no", CVIA_PARAM_BOOL, offsetof(struct eth_cfg, qdisc_bypass),
-      "Send past the interface's queueing discipline (PACKET_QDISC_BYPASS; a tc rate "
-      "limit on the interface then no longer applies).", 0, 0, NULL },
+      "Send past the interface's queueing discipline (PACKET_QDISC_BYPASS): a tc rate "
+      "limit on the interface then no longer applies, and packet captures (tcpdump) on "
+      "this host no longer see the frames sent.", 0, 0, NULL },
     { NULL }
 };
 
