@@ -665,8 +665,8 @@ for pl in placements:
                 continue
             pr, k = paired(pl, a, b, "latency", 32, "latency_p50_us")
             ok = x / y <= lim
-            verdicts.append((pl, "32 B p50 %s/TCP <= %.1f (MTU %d)" % (tr, lim, m), ok))
-            say("32 B p50 one-way, MTU %d: %s %.2f us, TCP %.2f us: %s/TCP = %.2f [paired %s] (target <= %.1f) -> %s" % (
+            verdicts.append((pl, "32 B p50 %s/TCP <= %.2f (MTU %d)" % (tr, lim, m), ok))
+            say("32 B p50 one-way, MTU %d: %s %.2f us, TCP %.2f us: %s/TCP = %.2f [paired %s] (target <= %.2f) -> %s" % (
                 m, tr, x, y, tr, x / y, "%.2f" % pr if pr else "-", lim, "met" if ok else "NOT met"))
     for peer in [n for n in series if re.match(r"(bare-udp|bare-raw|fi-tcp|ucx-tcp)-m\d+$", n)]:
         m = info[peer]["mtu"]
