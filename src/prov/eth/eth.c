@@ -342,6 +342,7 @@ static int eth_open(struct dg_ep *ep, char *addr, size_t cap)
         rc = -ENOMEM;
         goto err;
     }
+    ep->rx_call = !e->ring;   /* recvmmsg: CVIA_DGRAM_RX_GAP */
     snprintf(addr, cap, "%02x:%02x:%02x:%02x:%02x:%02x", e->mac[0], e->mac[1], e->mac[2],
              e->mac[3], e->mac[4], e->mac[5]);
     return 0;
@@ -497,6 +498,7 @@ static int eth_recv(struct dg_ep *ep, struct dg_in *in, int max)
     do
         rc = recvmmsg(e->fd, e->msgs, (unsigned)max, MSG_DONTWAIT, NULL);
     while (rc < 0 && errno == EINTR);
+    ep->rx_drained = rc < max;
     if (rc < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
     for (int i = 0; i < rc; i++) {

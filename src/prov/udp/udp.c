@@ -27,7 +27,6 @@ struct udp_cfg {
     long port;
     int  gso;
     int  gro;
-    double rx_gap;
 };
 
 static const struct cvia_param udp_params[] = {
@@ -43,12 +42,6 @@ static const struct cvia_param udp_params[] = {
     { "GRO", "yes", CVIA_PARAM_BOOL, offsetof(struct udp_cfg, gro),
       "Accept coalesced datagrams (UDP_GRO) and split them here: one receive for a run "
       "of segments.", 0, 0, NULL },
-    { "RX_GAP", "2us", CVIA_PARAM_TIME, offsetof(struct udp_cfg, rx_gap),
-      "Once a receive has emptied the socket, the next one waits until this long after "
-      "it, or after the last send that followed it (a peer's death does not wait): a "
-      "rank that has just sent and waits for the answer gives up the CPU at once "
-      "instead of asking the kernel again first, as no answer comes back sooner than a "
-      "round trip. 0: every progress call receives.", 0, 1000000, NULL },
     { NULL }
 };
 
@@ -76,9 +69,6 @@ struct udp_link {
     struct sockaddr_in *from;   /* [batch] */
     unsigned char *bufs;        /* [batch * bufsz] */
     size_t bufsz;
-    int    drained;             /* the last receive emptied the socket */
-    double quiet_from;          /* ... and nothing can have come for us since
-                                 * then, or since our last send returned */
 };
 
 static struct udp_link *ul(struct dg_ep *ep)
@@ -227,6 +217,7 @@ static int udp_open(struct dg_ep *ep, char *addr, size_t cap)
         u->iov[i].iov_base = u->bufs + (size_t)i * u->bufsz;
         u->iov[i].iov_len = u->bufsz;
     }
+    ep->rx_call = 1;   /* every receive is a recvmmsg: CVIA_DGRAM_RX_GAP */
     inet_ntop(AF_INET, &ip, ips, sizeof(ips));
     snprintf(addr, cap, "%s:%u", ips, (unsigned)ntohs(sa.sin_port));
     return 0;
@@ -343,8 +334,6 @@ static int udp_send(struct dg_ep *ep, struct dg_out *out, int n)
         }
         return -errno;
     }
-    if (u->drained && u->cfg.rx_gap > 0)
-        u->quiet_from = cvia__dg_now();   /* the answer takes a round trip from now */
     for (int i = 0; i < rc; i++)
         sent += u->gcount[i];
     return sent;
@@ -355,10 +344,6 @@ static int udp_recv(struct dg_ep *ep, struct dg_in *in, int max)
     struct udp_link *u = ul(ep);
     int rc, n = 0;
 
-    /* one receive per wake-up: nothing can have come since the socket was
-     * found empty a moment ago (a ping-pong's answer takes a round trip) */
-    if (u->drained && !ep->rx_now && ep->now - u->quiet_from < u->cfg.rx_gap)
-        return 0;
     /* the buffers were set at open: only what the kernel changes is reset
      * (a poll that finds nothing must stay cheap) */
     for (int i = 0; i < max; i++) {
@@ -374,8 +359,7 @@ static int udp_recv(struct dg_ep *ep, struct dg_in *in, int max)
     do
         rc = recvmmsg(u->fd, u->rmsgs, (unsigned)max, MSG_DONTWAIT, NULL);
     while (rc < 0 && errno == EINTR);
-    u->drained = rc < max;
-    u->quiet_from = ep->now;
+    ep->rx_drained = rc < max;
     if (rc < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED ? 0 : -errno;
     for (int i = 0; i < rc; i++) {
