@@ -38,6 +38,9 @@ FI_ITERS=""
 SLOW_ITERS=20
 TMO=""
 QUIET_WAIT=""
+LOSS=""
+LOSS_BASE=""
+SET_SIZES=0 SET_MTUS=0 SET_PLACE=0 SET_WINDOW=0
 TAG="rmv$$"
 TAG=${TAG:0:12}
 CVIA_HDR=40          # corevia's dgram header (src/prov/dgram/dgram.h)
@@ -115,6 +118,28 @@ Options (default in brackets):
                      CPUs busy, wait; S seconds in all [60; --quick 0]
   --build DIR        corevia build directory (cvia-run, cvia-bench,
                      peers/net_pingpong) [\$CVIA_BUILD or build]
+  --loss LIST        instead of the figures: the lossy-link series. For each
+                     loss rate in LIST (percent, up to two decimals, e.g.
+                     0.1,1,10,30), nftables drops that share of the frames
+                     arriving at h2 (the receiver) at random (netdev ingress,
+                     numgen random: IP and raw frames alike; on veth a TCP or
+                     UDP GSO burst is one frame), then bandwidth of udp and
+                     eth (cvia-bench bw, automatic segment) and kernel TCP
+                     (net_pingpong bw) under that loss, interleaved, each
+                     round in another order, one size per run with as many
+                     windows as move about 256 MiB at <= 1 % loss, 64 MiB
+                     at <= 10 %, 8 MiB above (--bw-iters does not apply).
+                     Defaults change with it: sizes 65536,1048576, --mtus
+                     1500 (the first MTU is used), --placements two-cores,
+                     --window 8.
+                     Output: summary-loss.md (MB/s medians, per-round ratios
+                     to TCP, the drop rate nftables counted, the targets:
+                     >= 1.0x TCP at 1 %, >= 0.5x at 30 %), loss-runs.csv
+                     (every run, its load average and frame counts),
+                     raw/loss/
+  --loss-base DIR    with --loss: also run udp and eth from the build in DIR
+                     (udp-base, eth-base), interleaved: the no-regression
+                     check of a change, e.g. at --loss 0
   --out DIR          output directory [$OUT]
   -h, --help         this text
 
@@ -144,10 +169,10 @@ while [ $# -gt 0 ]; do
     -h|--help) usage; exit 0 ;;
     --quick) QUICK=1 ;;
     --repeat) need_val "$@"; is_pos "$2" || die_usage "--repeat: a positive integer"; REPEAT=$2; shift ;;
-    --sizes) need_val "$@"; is_list "$2" || die_usage "--sizes: comma-separated byte counts"; SIZES=$2; shift ;;
+    --sizes) need_val "$@"; is_list "$2" || die_usage "--sizes: comma-separated byte counts"; SIZES=$2; SET_SIZES=1; shift ;;
     --segments) need_val "$@"; [ "$2" = none ] || is_list "$2" || die_usage "--segments: comma-separated byte counts, or none"
                 SEGMENTS=$2; [ "$2" = none ] && SEGMENTS=""; shift ;;
-    --mtus) need_val "$@"; is_list "$2" || die_usage "--mtus: comma-separated MTUs"; STD_MTUS=$2; shift ;;
+    --mtus) need_val "$@"; is_list "$2" || die_usage "--mtus: comma-separated MTUs"; STD_MTUS=$2; SET_MTUS=1; shift ;;
     --peer-mtus) need_val "$@"; is_list "$2" || die_usage "--peer-mtus: comma-separated MTUs"; PEER_MTUS=$2; shift ;;
     --peers) need_val "$@"
              for p in ${2//,/ }; do
@@ -158,12 +183,19 @@ while [ $# -gt 0 ]; do
                   for p in ${2//,/ }; do
                       case $p in one-core|two-cores) ;; *) die_usage "--placements: one-core or two-cores, not '$p'" ;; esac
                   done
-                  PLACEMENTS=$2; shift ;;
+                  PLACEMENTS=$2; SET_PLACE=1; shift ;;
     --cut) need_val "$@"; case $2 in mvia|page|fill) CUT=$2 ;; *) die_usage "--cut: mvia, page or fill" ;; esac; shift ;;
     --rate) need_val "$@"; [[ $2 =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || die_usage "--rate: like 1gbit or 500mbit"; RATE=$2; shift ;;
     --lat-iters) need_val "$@"; is_pos "$2" || die_usage "--lat-iters: a positive integer"; LAT_ITERS=$2; shift ;;
     --bw-iters) need_val "$@"; is_pos "$2" || die_usage "--bw-iters: a positive integer"; BW_ITERS=$2; shift ;;
-    --window) need_val "$@"; is_pos "$2" || die_usage "--window: a positive integer"; WINDOW=$2; shift ;;
+    --window) need_val "$@"; is_pos "$2" || die_usage "--window: a positive integer"; WINDOW=$2; SET_WINDOW=1; shift ;;
+    --loss) need_val "$@"
+            for p in ${2//,/ }; do
+                [[ $p =~ ^[0-9]+(\.[0-9]{1,2})?$ ]] && awk -v p="$p" 'BEGIN { exit !(p <= 100) }' ||
+                    die_usage "--loss: percentages 0..100 with up to two decimals, comma-separated, not '$p'"
+            done
+            LOSS=$2; shift ;;
+    --loss-base) need_val "$@"; [ -d "$2" ] || die_usage "--loss-base: no directory '$2'"; LOSS_BASE=$2; shift ;;
     --fi-iters) need_val "$@"; is_pos "$2" || die_usage "--fi-iters: a positive integer"; FI_ITERS=$2; shift ;;
     --slow-iters) need_val "$@"; is_pos "$2" || die_usage "--slow-iters: a positive integer"; SLOW_ITERS=$2; shift ;;
     --timeout) need_val "$@"; is_pos "$2" || die_usage "--timeout: seconds"; TMO=$2; shift ;;
@@ -174,6 +206,13 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+[ -z "$LOSS_BASE" ] || [ -n "$LOSS" ] || die_usage "--loss-base goes with --loss"
+if [ -n "$LOSS" ]; then   # the lossy-link series' own defaults
+    [ $SET_SIZES = 1 ] || SIZES=65536,1048576
+    [ $SET_MTUS = 1 ] || STD_MTUS=1500
+    [ $SET_PLACE = 1 ] || PLACEMENTS=two-cores
+    [ $SET_WINDOW = 1 ] || WINDOW=8
+fi
 if [ "$QUICK" = 1 ]; then
     SIZES=${SIZES:-$QUICK_SIZES}
     REPEAT=1
@@ -215,6 +254,7 @@ NPP=$(cd "$(dirname "$NPP")" && pwd)/net_pingpong
 mkdir -p "$OUT/raw" || exit 1
 OUT=$(cd "$OUT" && pwd)
 rm -rf "$OUT"/raw/* "$OUT"/series "$OUT"/{notes.txt,offloads.txt,steal.csv,all.csv,plan.txt,summary.txt,snippet.md,machine.txt} \
+       "$OUT"/{summary-loss.md,loss-runs.csv,plan-loss.txt} \
        "$OUT"/fig*.png "$OUT"/plot.gp "$OUT"/plotdata
 : >"$OUT/notes.txt"
 
@@ -475,6 +515,20 @@ wait_quiet() {
     echo "placements=$PLACEMENTS"
     echo "peers=$PEERS"
 } >"$OUT/machine.txt"
+
+# ---- the lossy-link series (--loss) instead of the figures -----------------------
+if [ -n "$LOSS" ]; then
+    . "$top/scripts/lib/repro-loss.sh"
+    echo "loss=$LOSS" >>"$OUT/machine.txt"
+    echo "loss_base=${LOSS_BASE:-none}" >>"$OUT/machine.txt"
+    start_all=$(date +%s)
+    read -r t_all x s_all < <(cpu_stat)
+    run_loss_series
+    session_summary "$start_all" "$t_all" "$s_all" >>"$OUT/machine.txt"
+    bash "$NETLAB" down --tag "$TAG" >/dev/null 2>&1
+    log "done in $(( $(date +%s) - start_all )) s: $OUT/summary-loss.md"
+    exit 0
+fi
 
 # ---- measure ---------------------------------------------------------------------
 declare -A FAILS

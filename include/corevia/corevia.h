@@ -308,7 +308,9 @@ CVIA_API int cvia_job_info(int *rank, int *size, uint64_t *job_id);
 /**
  * This process's address for cvia_connect(): at most ::CVIA_ADDR_MAX
  * opaque bytes (host identity, pid, segment, and a random nonce that a
- * peer must present: an address guessed or forged is refused). @p *len is
+ * peer must present: an address guessed or forged is refused; with
+ * CVIA_NET=udp or eth in the environment, also the endpoint that peers
+ * on other hosts reach). @p *len is
  * the buffer's capacity on entry, the address's length on return
  * (-ENOBUFS, with the length needed, if it is too small). -EOPNOTSUPP in
  * a launcher's job or with CVIA_MAX_PEERS=1.
@@ -320,7 +322,11 @@ CVIA_API int cvia_addr(void *buf, size_t *len);
  * in @p *peer (the same index again if it is already a peer, 0 for this
  * process's own address). Waits for the peer to take the connection in
  * its progress (any corevia call that progresses; CVIA_BOOT_TIMEOUT at
- * most). Errors: -CVIA_ENOPROV (another host: not supported), -EACCES
+ * most). A peer on another host is reached over udp (eth) when both
+ * processes have CVIA_NET=udp (eth). Errors: -CVIA_ENOPROV (another host,
+ * and not the same network transport on both sides), -ETIMEDOUT also for another host's address with a wrong
+ * nonce (its datagrams are dropped unanswered), -CVIA_ECONFIG (another
+ * CVIA_DGRAM_AUTH), -EACCES
  * (the nonce does not match: a forged or stale address), -CVIA_ESEGMENT
  * (the peer's segment is unusable: other CVIA_SHM_* or CVIA_MAX_PEERS
  * settings, another user), -ENOSPC (CVIA_MAX_PEERS peers at once, here

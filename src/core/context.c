@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -114,11 +115,12 @@ static void idle_block(struct cvia_ctx *c, const _Atomic uint32_t *kicks, uint32
             fds[n++].revents = 0;
         }
     }
-    if (n && c->nremote == c->size - 1) {
+    int nremote = __atomic_load_n(&c->nremote, __ATOMIC_RELAXED);   /* grows (dynamic) */
+    if (n && (c->dynamic ? nremote == cvia__npeers(c) - 1 : nremote == c->size - 1)) {
         (void)poll(fds, (nfds_t)n, 1);
         return;
     }
-    if (!c->nremote) {   /* every peer on this host: sleep until one writes */
+    if (!nremote) {   /* every peer on this host: sleep until one writes */
         for (int i = 0; i < c->nprov; i++) {
             const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
             if (ops->block) {   /* at most a liveness interval: then look */
@@ -252,6 +254,25 @@ static int find_host_peers(struct cvia_ctx *c)
     return 0;
 }
 
+/* Dynamic mode: the secret in this process's address. */
+static int draw_nonce(uint64_t nonce[2])
+{
+    size_t got = 0;
+
+    while (got < 2 * sizeof(uint64_t)) {
+        ssize_t n = getrandom((char *)nonce + got, 2 * sizeof(uint64_t) - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            cvia_error(CORE, "getrandom for this process's address: %s",
+                       n < 0 ? strerror(errno) : "no bytes");
+            return n < 0 ? -errno : -EIO;
+        }
+        got += (size_t)n;
+    }
+    return 0;
+}
+
 static void close_providers(struct cvia_ctx *c, int clean)
 {
     for (int i = c->nprov - 1; i >= 0; i--)
@@ -336,14 +357,26 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
         .dynamic = c->dynamic, .rings = (int)c->cfg.max_peers,
         .connect_timeout = c->cfg.boot_timeout,
     };
+    if (c->dynamic && (rc = draw_nonce(args.nonce)))
+        goto err_free;
+    /* without a launcher the network provider comes up only when CVIA_NET
+     * is set in the environment (a peer on another host is then possible:
+     * one socket, and an idle engine looked at every 16th progress) */
+    const char *net_env = getenv("CVIA_NET");
+    int dyn_net = c->dynamic && net_env && *net_env;
     /* the host's provider always; the network one CVIA_NET names, if some
-     * rank lives elsewhere */
+     * rank lives elsewhere (or, without a launcher, CVIA_NET asks for it) */
     for (int i = 0; cvia__prov_list[i] && c->nprov < CVIA_MAX_PROV; i++) {
         const struct cvia_prov_desc *d = cvia__prov_list[i];
         struct cvia_prov_ep *ep;
         if (d->scope == CVIA_PROV_NET &&
-            (!c->nremote || strcmp(d->name, cvia__net_names[c->cfg.net])))
+            ((!c->nremote && !dyn_net) || strcmp(d->name, cvia__net_names[c->cfg.net])))
             continue;
+        if (d->scope == CVIA_PROV_NET && c->dynamic && !d->ops->dyn_connect) {
+            cvia_warn(CORE, "CVIA_NET=%s: without a launcher only udp and eth reach peers "
+                      "on other hosts; this process reaches its own host's only", d->name);
+            continue;
+        }
         rc = d->ops->open(&args, &ep);
         if (rc)   /* the provider logged why */
             goto err_close;
@@ -361,6 +394,7 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
     for (int i = 0; i < c->nprov; i++)
         if ((rc = c->prov[i].desc->ops->ready(c->prov[i].ep)))
             goto err_close;
+    explicit_bzero(args.nonce, sizeof(args.nonce));
     for (int p = 0; p < c->size; p++) {
         int i;
         for (i = 0; i < c->nprov; i++)
@@ -378,6 +412,7 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
     return 0;
 
 err_close:
+    explicit_bzero(args.nonce, sizeof(args.nonce));
     close_providers(c, 0);
 err_free:
     free(c->peer_prov);
@@ -405,7 +440,9 @@ int cvia__core_peer_new(void *core, struct cvia_prov_ep *ep)
         return -ENOSPC;
     }
     c->peer_prov[j] = (uint8_t)pi;
-    c->same_host[j] = 1;
+    c->same_host[j] = c->prov[pi].desc->scope == CVIA_PROV_LOCAL;
+    if (!c->same_host[j])
+        __atomic_fetch_add(&c->nremote, 1, __ATOMIC_RELAXED);
     atomic_store_explicit(&c->npeers, j + 1, memory_order_release);
     cvia_mlock_unlock(&c->lock);
     return j;
@@ -421,51 +458,71 @@ void cvia__core_peer_unused(void *core, int peer)
     cvia_mlock_unlock(&c->lock);
 }
 
-/* The provider that serves dynamic peers (the host's). */
-static int dyn_prov(struct cvia_ctx *c)
+/* The provider that serves dynamic peers of @scope (shm: this host; the
+ * network one CVIA_NET named: other hosts), or -1. */
+static int dyn_prov(struct cvia_ctx *c, int scope)
 {
     if (!c->dynamic)
         return -1;
     for (int i = 0; i < c->nprov; i++)
-        if (c->prov[i].desc->ops->dyn_connect)
+        if (c->prov[i].desc->ops->dyn_connect && c->prov[i].desc->scope == scope)
             return i;
     return -1;
 }
 
+/* The host provider's part, then the network provider's (struct
+ * cvia_dyn_addr): 40 or 48 bytes. */
 int cvia_addr(void *buf, size_t *len)
 {
     struct cvia_ctx *c = &cvia__ctx;
-    int pi, rc;
+    int pi, ni, rc, n;
 
     CHECK_INIT(c);
     if (!len || (!buf && *len))
         return -EINVAL;
-    if ((pi = dyn_prov(c)) < 0)
+    if ((pi = dyn_prov(c, CVIA_PROV_LOCAL)) < 0)
         return -EOPNOTSUPP;
     char tmp[CVIA_ADDR_MAX];
     rc = c->prov[pi].desc->ops->dyn_addr(c->prov[pi].ep, tmp, sizeof(tmp));
     if (rc < 0)
         return rc;
-    if (*len < (size_t)rc) {
-        *len = (size_t)rc;
+    n = rc;
+    if ((ni = dyn_prov(c, CVIA_PROV_NET)) >= 0) {
+        rc = c->prov[ni].desc->ops->dyn_addr(c->prov[ni].ep, tmp + n, sizeof(tmp) - (size_t)n);
+        if (rc < 0)
+            return rc;
+        n += rc;
+    }
+    if (*len < (size_t)n) {
+        *len = (size_t)n;
         return -ENOBUFS;
     }
-    memcpy(buf, tmp, (size_t)rc);
-    *len = (size_t)rc;
+    memcpy(buf, tmp, (size_t)n);
+    *len = (size_t)n;
     return 0;
 }
 
+/* The host's provider first (same host: shared memory); the network
+ * provider for a peer it declines as another host's. */
 int cvia_connect(const void *addr, size_t len, int *peer)
 {
     struct cvia_ctx *c = &cvia__ctx;
-    int pi;
+    int pi, ni, rc;
 
     CHECK_INIT(c);
     if (!addr || !peer)
         return -EINVAL;
-    if ((pi = dyn_prov(c)) < 0)
+    if ((pi = dyn_prov(c, CVIA_PROV_LOCAL)) < 0)
         return -EOPNOTSUPP;
-    return c->prov[pi].desc->ops->dyn_connect(c->prov[pi].ep, addr, len, peer);
+    rc = c->prov[pi].desc->ops->dyn_connect(c->prov[pi].ep, addr, len, peer);
+    if (rc != -CVIA_ENOPROV)
+        return rc;
+    if ((ni = dyn_prov(c, CVIA_PROV_NET)) < 0) {
+        cvia_error(CORE, "cvia_connect: the address is another host's; without CVIA_NET=udp "
+                   "(or eth) in the environment this process reaches its own host only");
+        return rc;
+    }
+    return c->prov[ni].desc->ops->dyn_connect(c->prov[ni].ep, addr, len, peer);
 }
 
 int cvia_initialized(void)
@@ -758,7 +815,7 @@ int cvia_imm_block(uint32_t kicks, double max_s)
     int n, pi = -1;
 
     CHECK_INIT(c);
-    if (c->nremote)
+    if (__atomic_load_n(&c->nremote, __ATOMIC_RELAXED))
         return -EOPNOTSUPP;
     for (int i = 0; i < c->nprov && pi < 0; i++)
         if (c->prov[i].desc->ops->block)

@@ -15,6 +15,7 @@
  *   fab_msg.c    the wire protocol over corevia: eager, rendezvous by RDMA
  *                read, matching of tagged and untagged receives
  *   fab_mr.c     memory registration (local descriptors; no remote access yet)
+ *   fab_auto.c   FI_PROGRESS_AUTO: a domain's progress thread
  *   fab_param.c  CVIA_FI_* (compiled into libcorevia: the library's table
  *                list names it, as for the DSM)
  *
@@ -133,11 +134,17 @@ struct fab_fabric {
 };
 
 struct fab_mr;
+struct fab_auto;
+
+#define FAB_AUTO_EP_MAX 64   /* endpoints of one FI_PROGRESS_AUTO domain */
 
 struct fab_domain {
     struct fid_domain fid;
     struct fab_fabric *fabric;
     enum fi_threading threading;
+    int auto_progress;       /* FI_PROGRESS_AUTO: a thread drives its endpoints */
+    pthread_mutex_t auto_lock;
+    struct fab_auto *autop;  /* the thread, from the first armed endpoint on */
     atomic_int refs;         /* AVs, CQs, endpoints, MRs open on it */
     pthread_mutex_t mr_lock; /* mrs, and atomics applied to them */
     struct fab_mr *mrs;      /* regions open to remote access */
@@ -161,6 +168,10 @@ struct fab_av {
     size_t cap;
     void  *old;              /* tables replaced by bigger ones, freed at close */
     atomic_int refs;         /* endpoints bound */
+    /* launcher-free names as inserted, by fi_addr_t, for fi_av_lookup
+     * (lock; NULL until the first version 2 name) */
+    struct fab_name_dyn *names;
+    size_t names_cap;
 };
 
 /* One completion, in the largest format; the formats are prefixes of it. */
@@ -196,6 +207,8 @@ struct fab_cq {
     struct fab_cqerr *err_head, *err_tail;
     struct fab_epset set;    /* endpoints to progress when read */
     atomic_int refs;
+    atomic_int sleepers;     /* threads asleep in fi_cq_sread: a push kicks them */
+    atomic_int signaled;     /* fi_cq_signal: the next (or current) sread returns */
 };
 
 struct fab_cntr {
@@ -317,6 +330,7 @@ extern struct fab_cfg fab_cfg;
 /* fab_prov.c */
 int  fab_core_acquire(void);        /* corevia initialized (by us or the app) */
 void fab_core_release(void);
+int  fab_core_hold_if_up(void);     /* 1: a reference taken on corevia, which is up */
 /* rank, size and job id, before corevia's wire-up too */
 int  fab_job(int32_t *rank, int32_t *size, uint64_t *job);
 int  fab_job_of_one(void);
@@ -358,10 +372,13 @@ static inline struct fab_ep *fab_ep_of(struct fid_ep *fep)
 #define FAB_LOCKED(ep, expr) ({ ssize_t _r; cvia_spin_lock(&(ep)->lock); _r = (expr); \
                                 cvia_spin_unlock(&(ep)->lock); _r; })
 
-/* fab_cq.c: one step of a blocking wait that started at @t0 (ns): poll 64
- * times, then yield until 10 ms have passed, then nap 50 us, as corevia's
- * own waits do. */
-void fab_backoff(unsigned *idle, uint64_t t0, uint64_t now);
+/* fab_cq.c: one step of a blocking wait (fi_cq_sread, fi_cntr_wait) that
+ * started at @t0 (ns) with a limit of @timeout ms (-1: none): poll 64
+ * times, yield for 100 us, then sleep in corevia (cvia_imm_block, from
+ * @kicks read before the last poll) for at most @chunk seconds, or nap 50
+ * us where it cannot sleep (peers on other hosts). */
+int  fab_backoff_spin(unsigned *idle, uint64_t t0, uint64_t now);   /* 0: time to sleep */
+void fab_backoff_sleep(uint64_t t0, uint64_t now, int timeout, uint32_t kicks, double chunk);
 
 /* fab_msg.c (ep->lock held) */
 /* What every transmit checks first: the endpoint works, @dest resolves to
@@ -398,5 +415,12 @@ void fab_dom_mr_del(struct fab_domain *d, struct fab_mr *mr);
 
 /* fab_mr.c */
 extern struct fi_ops_mr fab_mr_ops;
+
+/* fab_auto.c: an armed endpoint joins its domain's progress thread (started
+ * by the first), leaves it before it closes; the thread stops at domain
+ * close. Nothing happens for a FI_PROGRESS_MANUAL domain. */
+int  fab_auto_add(struct fab_domain *d, struct fab_ep *ep);
+void fab_auto_del(struct fab_domain *d, struct fab_ep *ep);
+void fab_auto_stop(struct fab_domain *d);
 
 #endif

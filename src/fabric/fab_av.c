@@ -28,6 +28,24 @@ static int fab_name_check(const struct fab_name *n)
     return 0;
 }
 
+/* Keep a launcher-free name at fi_addr_t @k for fi_av_lookup (lock held). */
+static int fab_av_keep_name(struct fab_av *av, size_t k, const struct fab_name *name)
+{
+    if (k >= av->names_cap) {
+        size_t cap = av->names_cap ? av->names_cap : 16;
+        while (cap <= k)
+            cap *= 2;
+        struct fab_name_dyn *nn = realloc(av->names, cap * sizeof(*nn));
+        if (!nn)
+            return -FI_ENOMEM;
+        memset(nn + av->names_cap, 0, (cap - av->names_cap) * sizeof(*nn));
+        av->names = nn;
+        av->names_cap = cap;
+    }
+    memcpy(&av->names[k], name, sizeof(av->names[k]));
+    return 0;
+}
+
 static int fab_av_insert(struct fid_av *fav, const void *addr, size_t count,
                          fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
@@ -84,6 +102,11 @@ static int fab_av_insert(struct fid_av *fav, const void *addr, size_t count,
             n.rank = peer;
         }
         size_t k = atomic_load_explicit(&av->n, memory_order_relaxed);
+        if (n.version == 2 && fab_av_keep_name(av, k, &names[i])) {
+            if (fi_addr)
+                fi_addr[i] = FI_ADDR_NOTAVAIL;   /* no memory: not inserted */
+            continue;
+        }
         atomic_store_explicit(&e[k + 1], (uint64_t)(uint32_t)n.rank << 16 | n.epid,
                               memory_order_relaxed);
         if (fi_addr)
@@ -131,8 +154,21 @@ static int fab_av_lookup(struct fid_av *fav, fi_addr_t fi_addr, void *addr, size
     int32_t rank;
     uint16_t epid;
 
-    if (cvia_initialized() && cvia_addr(NULL, &(size_t){ 0 }) != -EOPNOTSUPP)
-        return -FI_ENOSYS;   /* launcher-free peers: their names are not kept */
+    if (cvia_initialized() && cvia_addr(NULL, &(size_t){ 0 }) != -EOPNOTSUPP) {
+        /* launcher-free: the name as it was inserted */
+        int rc = -FI_EINVAL;
+        pthread_mutex_lock(&av->lock);
+        if (fi_addr < atomic_load(&av->n) && fi_addr < av->names_cap &&
+            av->names[fi_addr].magic == FAB_NAME_MAGIC &&
+            atomic_load(&atomic_load(&av->e)[fi_addr + 1]) != FAB_AV_GONE) {
+            memcpy(addr, &av->names[fi_addr], *addrlen < sizeof(struct fab_name_dyn) ?
+                   *addrlen : sizeof(struct fab_name_dyn));
+            rc = 0;
+        }
+        pthread_mutex_unlock(&av->lock);
+        *addrlen = sizeof(struct fab_name_dyn);
+        return rc;
+    }
     if (fab_job(NULL, NULL, &n.job))
         return -FI_EOPBADSTATE;
     if (fab_av_resolve(av, fi_addr, &rank, &epid))
@@ -197,6 +233,7 @@ static int fab_av_close(struct fid *fid)
     atomic_fetch_sub(&av->dom->refs, 1);
     pthread_mutex_destroy(&av->lock);
     free((void *)atomic_load(&av->e));
+    free(av->names);
     while (av->old) {
         void *next;
         memcpy(&next, av->old, sizeof(void *));

@@ -15,6 +15,7 @@ struct fab_cfg {
     double liveness;     /* how often an endpoint with work looks for dead peers */
     int    wireup;       /* FAB_WIREUP_* */
     int    thread;       /* FAB_THREAD_* */
+    double auto_nap;     /* FI_PROGRESS_AUTO with peers on other hosts: sleep per round */
 };
 
 enum { FAB_THREAD_SAFE, FAB_THREAD_DOMAIN };

@@ -59,6 +59,14 @@ void fab_epset_del(struct fab_epset *set, struct fab_ep *ep)
         sched_yield();
 }
 
+/* A thread may sleep on @cq in corevia: wake it (corevia is up: whoever
+ * pushes is progressing an endpoint). */
+static void fab_cq_wake(struct fab_cq *cq)
+{
+    if (atomic_load(&cq->sleepers))
+        cvia_imm_kick();
+}
+
 void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
                  void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
 {
@@ -82,6 +90,7 @@ void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
     e->e = (struct fi_cq_tagged_entry){ ctx, flags, len, buf, data, tag };
     e->src = src;
     cvia_spin_unlock(&cq->lock);
+    fab_cq_wake(cq);
 }
 
 void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
@@ -106,6 +115,7 @@ void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
         cq->err_head = x;
     cq->err_tail = x;
     cvia_spin_unlock(&cq->lock);
+    fab_cq_wake(cq);
 }
 
 static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t *src)
@@ -187,20 +197,40 @@ static ssize_t fab_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, u
     return 1;
 }
 
-void fab_backoff(unsigned *idle, uint64_t t0, uint64_t now)
+int fab_backoff_spin(unsigned *idle, uint64_t t0, uint64_t now)
 {
     if (++*idle < 64)
-        return;
-    if (now - t0 < 10000000ull) {
+        return 1;
+    if (now - t0 < 100000ull) {
         sched_yield();
-    } else {
-        struct timespec ts = { 0, 50000 };
-        nanosleep(&ts, NULL);
+        return 1;
     }
+    return 0;
 }
 
-/* Block (bounded by @timeout ms, -1: no bound) until something completes,
- * backing off as corevia's own waits do. */
+void fab_backoff_sleep(uint64_t t0, uint64_t now, int timeout, uint32_t kicks, double chunk)
+{
+    if (timeout >= 0) {
+        double left = (double)timeout * 1e-3 - (double)(now - t0) * 1e-9;
+        if (left < chunk)
+            chunk = left;
+    }
+    /* corevia held up meanwhile: a last endpoint closing in another thread
+     * finalizes it after this sleep, not under it */
+    if (chunk > 0 && fab_core_hold_if_up()) {
+        int rc = cvia_imm_block(kicks, chunk);
+        fab_core_release();
+        if (rc >= 0)
+            return;
+    }
+    struct timespec ts = { 0, 50000 };
+    nanosleep(&ts, NULL);
+}
+
+/* Block (bounded by @timeout ms, -1: no bound) until something completes:
+ * progress, then sleep until a peer writes to this process, a thread of
+ * it pushes to this CQ, or fi_cq_signal (then -FI_EAGAIN, as libfabric's
+ * own utility CQs answer). */
 static ssize_t fab_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
                                 fi_addr_t *src, const void *cond, int timeout)
 {
@@ -210,13 +240,24 @@ static ssize_t fab_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
     ssize_t n;
 
     for (;;) {
+        if (atomic_exchange(&cq->signaled, 0))
+            return -FI_EAGAIN;
+        uint32_t kicks = cvia_imm_kicks();
         fab_epset_progress(&cq->set);
         if ((n = fab_cq_take(cq, buf, count, src)) != -FI_EAGAIN)
             return n;
         now = cvia__clock_ns();
         if (timeout >= 0 && now - t0 >= (uint64_t)timeout * 1000000ull)
             return -FI_EAGAIN;
-        fab_backoff(&idle, t0, now);
+        if (fab_backoff_spin(&idle, t0, now))
+            continue;
+        /* announced, then a last look: a push from now on kicks us */
+        atomic_fetch_add(&cq->sleepers, 1);
+        if ((n = fab_cq_take(cq, buf, count, src)) == -FI_EAGAIN && !atomic_load(&cq->signaled))
+            fab_backoff_sleep(t0, now, timeout, kicks, fab_cfg.liveness);
+        atomic_fetch_sub(&cq->sleepers, 1);
+        if (n != -FI_EAGAIN)
+            return n;
     }
 }
 
@@ -228,6 +269,13 @@ static ssize_t fab_cq_sread(struct fid_cq *fcq, void *buf, size_t count,
 
 static int fab_cq_signal(struct fid_cq *fcq)
 {
+    struct fab_cq *cq = fab_of(fcq, struct fab_cq, fid);
+
+    atomic_store(&cq->signaled, 1);
+    if (atomic_load(&cq->sleepers) && fab_core_hold_if_up()) {
+        cvia_imm_kick();
+        fab_core_release();
+    }
     return 0;
 }
 
@@ -385,6 +433,7 @@ static int fab_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
     unsigned idle = 0;
 
     for (;;) {
+        uint32_t kicks = cvia_imm_kicks();
         fab_epset_progress(&c->set);
         if (atomic_load(&c->val) >= threshold)
             return 0;
@@ -393,7 +442,9 @@ static int fab_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
         uint64_t now = cvia__clock_ns();
         if (timeout >= 0 && now - t0 >= (uint64_t)timeout * 1000000ull)
             return -FI_ETIMEDOUT;
-        fab_backoff(&idle, t0, now);
+        /* counters are bumped by other threads without a kick: short sleeps */
+        if (!fab_backoff_spin(&idle, t0, now))
+            fab_backoff_sleep(t0, now, timeout, kicks, 1e-3);
     }
 }
 

@@ -56,7 +56,9 @@ static int fab_ep_close(struct fid *fid)
 {
     struct fab_ep *ep = fab_of(fid, struct fab_ep, fid.fid);
 
-    /* off every CQ and counter first: then no reader can progress it */
+    /* off the progress thread and every CQ and counter first: then nobody
+     * else can progress it */
+    fab_auto_del(ep->dom, ep);
     fab_ep_unbind_all(ep);
     cvia_spin_lock(&ep->lock);
     if (ep->enabled) {
@@ -171,6 +173,12 @@ int fab_ep_arm(struct fab_ep *ep)
                 (void)cvia_cancel(&ep->slots[j].req);
             return ep->arm_rc = fab_errno(rc);
         }
+    /* corevia is up: the domain's progress thread may call it now */
+    if ((rc = fab_auto_add(ep->dom, ep))) {
+        for (size_t j = 0; j < depth; j++)
+            (void)cvia_cancel(&ep->slots[j].req);
+        return ep->arm_rc = rc;
+    }
     ep->armed = 1;
     return 0;
 }

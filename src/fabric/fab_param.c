@@ -49,6 +49,14 @@ static const struct cvia_param fab_params[] = {
       "from two threads at once, such as MPI programs below MPI_THREAD_MULTIPLE "
       "under mtl ofi; hints asking FI_THREAD_SAFE or FI_THREAD_FID then get no "
       "entry and such a domain is refused.", 0, 0, fab_thread_names },
+    { "AUTO_NAP", "100us", CVIA_PARAM_TIME, offsetof(struct fab_cfg, auto_nap),
+      "libfabric provider: how long the progress thread of an FI_PROGRESS_AUTO "
+      "domain sleeps between rounds while some peer of the process is on another "
+      "host (with every peer on this host it sleeps until a peer writes to it "
+      "instead). Shorter answers a peer's rendezvous, atomics and RMA sooner "
+      "when the application is not calling libfabric; longer costs less CPU "
+      "when idle (at 100us about 10,000 wake-ups a second).",
+      1, 1000000, NULL },
     { NULL }
 };
 

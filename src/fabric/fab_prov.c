@@ -69,6 +69,17 @@ int fab_core_acquire(void)
     return rc;
 }
 
+int fab_core_hold_if_up(void)
+{
+    int up;
+
+    pthread_mutex_lock(&fab_core_lock);
+    if ((up = fab_core_refs > 0))
+        fab_core_refs++;
+    pthread_mutex_unlock(&fab_core_lock);
+    return up;
+}
+
 int fab_job(int32_t *rank, int32_t *size, uint64_t *job)
 {
     int r, n, rc;
@@ -190,8 +201,10 @@ static int fab_hints_ok(uint32_t version, const struct fi_info *h, int rma)
         /* CVIA_FI_THREAD=domain: the application serializes per domain */
         if (!fab_threading_ok(d->threading))
             return 0;
-        /* no progress thread: the application's calls drive everything */
-        if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
+        /* automatic progress is a thread calling corevia beside the
+         * application: corevia at CVIA_THREAD_MULTIPLE only */
+        if ((d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) &&
+            fab_cfg.thread == FAB_THREAD_DOMAIN)
             return 0;
         if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
             return 0;
@@ -269,8 +282,13 @@ static struct fi_info *fab_info_make(uint32_t version, const struct fi_info *hin
     fi->domain_attr->threading = hints && hints->domain_attr &&
         hints->domain_attr->threading != FI_THREAD_UNSPEC ?
         hints->domain_attr->threading : fab_threading_default();
-    fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
-    fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+    /* manual unless automatic was asked for (then a thread per domain) */
+    fi->domain_attr->control_progress = hints && hints->domain_attr &&
+        hints->domain_attr->control_progress == FI_PROGRESS_AUTO ?
+        FI_PROGRESS_AUTO : FI_PROGRESS_MANUAL;
+    fi->domain_attr->data_progress = hints && hints->domain_attr &&
+        hints->domain_attr->data_progress == FI_PROGRESS_AUTO ?
+        FI_PROGRESS_AUTO : FI_PROGRESS_MANUAL;
     fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
     fi->domain_attr->av_type = hints && hints->domain_attr &&
         hints->domain_attr->av_type != FI_AV_UNSPEC ? hints->domain_attr->av_type : FI_AV_MAP;
@@ -407,6 +425,8 @@ static int fab_domain_close(struct fid *fid)
 
     if (atomic_load(&d->refs))
         return -FI_EBUSY;
+    fab_auto_stop(d);
+    pthread_mutex_destroy(&d->auto_lock);
     pthread_mutex_destroy(&d->mr_lock);
     free(d);
     return 0;
@@ -475,6 +495,18 @@ static int fab_domain_open(struct fid_fabric *fabric, struct fi_info *info,
         free(d);
         return -FI_EINVAL;
     }
+    d->auto_progress = info && info->domain_attr &&
+        (info->domain_attr->data_progress == FI_PROGRESS_AUTO ||
+         info->domain_attr->control_progress == FI_PROGRESS_AUTO);
+    if (d->auto_progress && (fab_cfg.thread == FAB_THREAD_DOMAIN ||
+                             (cvia_initialized() && cvia_query_thread() != CVIA_THREAD_MULTIPLE))) {
+        cvia_error(CORE, "libfabric provider: FI_PROGRESS_AUTO needs corevia at "
+                   "CVIA_THREAD_MULTIPLE (CVIA_FI_THREAD=safe, and cvia_init_thread at "
+                   "MULTIPLE where the application initializes corevia itself)");
+        free(d);
+        return -FI_EINVAL;
+    }
+    pthread_mutex_init(&d->auto_lock, NULL);
     d->fid.fid.fclass = FI_CLASS_DOMAIN;
     d->fid.fid.context = context;
     d->fid.fid.ops = &fab_domain_fi_ops;

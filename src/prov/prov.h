@@ -116,7 +116,25 @@ struct cvia_prov_args {
     int    dynamic;
     int    rings;             /* dynamic: peers at once (CVIA_MAX_PEERS, self included) */
     double connect_timeout;   /* dyn_connect's longest wait for the peer */
+    /* dynamic: this process's 128-bit secret from getrandom, drawn by the
+     * core, in its address (struct cvia_dyn_addr): only a process handed
+     * the address knows it */
+    uint64_t nonce[2];
 };
+
+/* Dynamic mode: a process's address (cvia_addr), the host provider's part
+ * then the network provider's, each written by its dyn_addr; the core
+ * concatenates them. 40 bytes without a network provider, 48 with. */
+struct cvia_dyn_addr {
+    uint32_t magic;           /* the host provider's (shm: "cvd1") */
+    int32_t  pid;
+    uint64_t host;            /* hash of boot id and network namespace */
+    uint64_t seg_rand;        /* the host provider's segment */
+    uint64_t nonce[2];        /* cvia_prov_args.nonce */
+    uint8_t  net[8];          /* the network provider's endpoint (dgram.h) */
+};
+#define CVIA_DYN_ADDR_HOST 40   /* bytes of the host provider's part */
+_Static_assert(sizeof(struct cvia_dyn_addr) == 48, "an address is CVIA_ADDR_MAX bytes");
 
 struct cvia_prov_ep;   /* each provider defines it, embedding nothing */
 
@@ -176,9 +194,10 @@ struct cvia_prov_ops {
     /* Dynamic mode (args.dynamic): this endpoint's address, what a peer
      * gives dyn_connect; returns its length or a negative error. */
     int  (*dyn_addr)(struct cvia_prov_ep *ep, void *buf, size_t cap);
-    /* Reach the process whose dyn_addr is @addr: its peer index in *@peer
-     * (the same index if it is already a peer). -CVIA_ENOPROV if @addr is
-     * not for this provider (another host), other negative errors. */
+    /* Reach the process whose address (struct cvia_dyn_addr, @len bytes)
+     * is @addr: its peer index in *@peer (the same index if it is already
+     * a peer). -CVIA_ENOPROV if @addr is not for this provider (another
+     * host; no network part), other negative errors. */
     int  (*dyn_connect)(struct cvia_prov_ep *ep, const void *addr, size_t len, int *peer);
 };
 

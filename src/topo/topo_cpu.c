@@ -267,7 +267,7 @@ hwloc_obj_t cvia__topo_node_of(hwloc_topology_t t, hwloc_const_cpuset_t set)
         if (!best || w < bestw ||
             (w == bestw && node_special(best) && !node_special(n)) ||
             (w == bestw && node_special(best) == node_special(n) &&
-             n->attr->numanode.local_memory > best->attr->numanode.local_memory)) {
+             n->os_index < best->os_index)) {
             best = n;
             bestw = w;
         }

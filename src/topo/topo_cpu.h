@@ -79,7 +79,11 @@ hwloc_const_cpuset_t cvia__topo_node_locality(hwloc_obj_t node);
  * nesting: the node with the smallest locality that covers @set; among
  * equals, ordinary memory (no subtype, or DRAM) before MCDRAM, HBM, NVM,
  * CXL or GPU memory (KNL's and Xeon Max's DDR beside their MCDRAM/HBM),
- * then the largest, then the first. NULL if no node covers @set. */
+ * then the smallest OS index: Linux numbers the nodes that hold CPUs
+ * before memory-only ones (KNL's DDR 0-3 before MCDRAM 4-7, Xeon Max's
+ * DDR before HBM, CXL and NVDIMM last), and the OS index, unlike hwloc's
+ * logical order, is the same in every recording of a machine (a hwloc 1.x
+ * re-export reorders nodes of one locality). NULL if no node covers @set. */
 hwloc_obj_t cvia__topo_node_of(hwloc_topology_t t, hwloc_const_cpuset_t set);
 /* cvia__topo_node_of() for @core's PUs. */
 hwloc_obj_t cvia__topo_core_node(hwloc_topology_t t, int core);

@@ -19,7 +19,7 @@
 static const char *const by_names[] = {
     "CVIA_MEM_TIERS", "bandwidth (hwloc memory attribute)",
     "latency (hwloc memory attribute)", "NUMA subtype", "locality and distances",
-    "nothing: one tier",
+    "on-package memory (locality and capacity; distances across packages)", "nothing: one tier",
 };
 
 const char *cvia__tiers_by_name(int by)
@@ -98,6 +98,16 @@ static uint64_t node_attr(hwloc_topology_t t, hwloc_memattr_id_t id, hwloc_obj_t
     return best_local ? best_local : best;
 }
 
+/* hwloc's Capacity attribute (the node's memory, as local_memory). */
+static uint64_t node_capacity(hwloc_topology_t t, hwloc_obj_t n)
+{
+    hwloc_uint64_t v = 0;
+
+    if (hwloc_memattr_get_value(t, HWLOC_MEMATTR_ID_CAPACITY, n, NULL, 0, &v) == 0 && v)
+        return v;
+    return n->attr->numanode.local_memory;
+}
+
 static void load_distances(struct tb *b)
 {
     struct hwloc_distances_s *d[4];
@@ -160,8 +170,8 @@ static void group_by_value(struct tb *b, const uint64_t *key, int higher_better)
 
 /* The node a core would get by default (tier < 0: its own node, as
  * cvia__topo_node_of() finds it), or its node in tier @tier: the most
- * local node (smallest locality that contains the core), the largest of
- * equals, then the first. */
+ * local node (smallest locality that contains the core), the smallest OS
+ * index of equals (the same in every recording of the machine). */
 static int nearest_node(struct tb *b, hwloc_obj_t core, int tier)
 {
     int best = -1, bestw = 0;
@@ -181,10 +191,8 @@ static int nearest_node(struct tb *b, hwloc_obj_t core, int tier)
         if (!loc || !hwloc_bitmap_isincluded(core->cpuset, loc))
             continue;
         w = hwloc_bitmap_weight(loc);
-        /* equals: the larger one (ordinary memory is the bulk: KNL's
-         * 96 GB DDR beside 16 GB MCDRAM, Xeon Max's DDR beside HBM) */
         if (best < 0 || w < bestw ||
-            (w == bestw && b->T->node[i].capacity > b->T->node[best].capacity)) {
+            (w == bestw && b->T->node[i].os < b->T->node[best].os)) {
             best = i;
             bestw = w;
         }
@@ -192,9 +200,66 @@ static int nearest_node(struct tb *b, hwloc_obj_t core, int tier)
     return best;
 }
 
-static void group_by_locality(struct tb *b, int *primary)
+/* The package whose PUs include @set, NULL if none does (one node for two
+ * packages) or the topology has no Package object. */
+static hwloc_obj_t package_of(hwloc_topology_t t, hwloc_const_cpuset_t set)
+{
+    hwloc_obj_t p = NULL;
+
+    while ((p = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PACKAGE, p)))
+        if (p->cpuset && hwloc_bitmap_isincluded(set, p->cpuset))
+            return p;
+    return NULL;
+}
+
+/* Is node @i on-package memory beside own node @d (KNL's MCDRAM, Xeon
+ * Max's HBM) though no subtype nor memory attribute says so (hwloc before
+ * 2.3, no HMAT, a hwloc 1.x recording, subtypes lost)? All must hold:
+ *   - @i has no subtype and the very locality of @d: memory of the same
+ *     cores, not of a package or the machine around them;
+ *   - @i holds at most 3/4 of @d's capacity: on-package memory is the
+ *     small one (KNL: 16 GiB beside at least 48 GiB of DDR4; Xeon Max:
+ *     64 GiB beside at least 128 GiB of DDR5), while the nodes that
+ *     cluster-on-die or sub-NUMA clustering split a package into, when a
+ *     recording lost their CPU sets, are of a size (within a few %);
+ *   - on a machine of several packages, @i is nearer to @d than the own
+ *     node of any other package is: memory in the package, not a device
+ *     beside it (a CXL expander or NVDIMM is farther than the other
+ *     socket's DDR). Without distances this cannot be told, and the node
+ *     stays "far"; with one package there is no other socket to compare.
+ * What nothing here can tell apart: a memory-only device local to one
+ * package, smaller than its DDR and nearer than the other socket's
+ * (CVIA_MEM_TIERS overrides). */
+static int on_package(struct tb *b, int i, int d, const int *primary)
 {
     int n = b->T->nnodes;
+    hwloc_const_cpuset_t li = node_locality(b->obj[i]), ld = node_locality(b->obj[d]);
+    hwloc_obj_t pkg;
+
+    if (!li || !ld || !hwloc_bitmap_isequal(li, ld) ||
+        subtype_class(b->T->node[i].subtype) != CLS_NONE ||
+        b->T->node[i].capacity / 3 > b->T->node[d].capacity / 4)
+        return 0;
+    if (hwloc_get_nbobjs_by_type(b->t, HWLOC_OBJ_PACKAGE) <= 1)
+        return 1;
+    if (!b->dist || !(pkg = package_of(b->t, ld)))
+        return 0;
+    for (int x = 0; x < n; x++) {
+        hwloc_const_cpuset_t lx = node_locality(b->obj[x]);
+        if (primary[x] != 1 || !lx || hwloc_bitmap_isincluded(lx, pkg->cpuset))
+            continue;
+        if (b->dist[(size_t)d * n + i] >= b->dist[(size_t)d * n + x])
+            return 0;
+    }
+    return 1;
+}
+
+/* Groups by locality: on-package memory (on_package()) first when there is
+ * any, then the cores' own nodes and their twins, then the others by
+ * distance. Returns the group of the own nodes. */
+static int group_by_locality(struct tb *b, int *primary)
+{
+    int n = b->T->nnodes, hbm = 0;
     hwloc_obj_t c = NULL;
 
     while ((c = hwloc_get_next_obj_by_type(b->t, cvia__topo_core_type(b->t), c))) {
@@ -202,6 +267,13 @@ static void group_by_locality(struct tb *b, int *primary)
         if (i >= 0)
             primary[i] = 1;
     }
+    /* on-package memory: marked 3, a group of its own before the own nodes */
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < n && !primary[i]; d++)
+            if (primary[d] == 1 && on_package(b, i, d, primary)) {
+                primary[i] = 3;
+                hbm = 1;
+            }
     /* a node the recording cannot tell from some core's own node is as
      * near to that core: the same locality, the same kind of memory and
      * about its size (within a factor of 2; KNL's MCDRAM and Xeon Max's
@@ -230,14 +302,14 @@ static void group_by_locality(struct tb *b, int *primary)
     uint64_t *key = calloc((size_t)n, sizeof(*key));
     int others = 0;
     if (!key)
-        return;
+        return 0;
     for (int i = 0; i < n; i++) {
         if (primary[i])
             continue;
         others++;
         key[i] = UINT64_MAX;
         for (int j = 0; j < n && b->dist; j++)
-            if (primary[j] && b->dist[(size_t)j * n + i] < key[i])
+            if ((primary[j] == 1 || primary[j] == 2) && b->dist[(size_t)j * n + i] < key[i])
                 key[i] = b->dist[(size_t)j * n + i];
     }
     b->ngroups = 1;
@@ -254,10 +326,38 @@ static void group_by_locality(struct tb *b, int *primary)
             }
         b->ngroups++;
     }
-    for (int i = 0; i < n; i++)
-        if (primary[i])
+    for (int i = 0; i < n; i++) {
+        if (primary[i] == 3)
             b->group[i] = 0;
+        else if (primary[i])
+            b->group[i] = hbm;
+        else
+            b->group[i] += hbm;
+    }
+    b->ngroups += hbm;
     free(key);
+    return hbm;
+}
+
+/* The group holding most cores' own nodes (cvia__topo_node_of()), -1 if
+ * no core has one: ordinary memory when attributes rank the nodes and no
+ * subtype names them. Not the group of most capacity: hwloc's fake KNL
+ * gives its MCDRAM more than its DDR, and a recording without subtypes
+ * must name its tiers as the one with them does. */
+static int own_group(struct tb *b)
+{
+    int votes[CVIA_TIERS_MAX] = { 0 }, best = -1;
+    hwloc_obj_t c = NULL;
+
+    while ((c = hwloc_get_next_obj_by_type(b->t, cvia__topo_core_type(b->t), c))) {
+        int i = nearest_node(b, c, -1);
+        if (i >= 0 && b->group[i] >= 0 && b->group[i] < CVIA_TIERS_MAX)
+            votes[b->group[i]]++;
+    }
+    for (int g = 0; g < b->ngroups && g < CVIA_TIERS_MAX; g++)
+        if (votes[g] && (best < 0 || votes[g] > votes[best]))
+            best = g;
+    return best;
 }
 
 /* Class of a group: the one its typed nodes agree on, else CLS_NONE. */
@@ -524,7 +624,7 @@ int cvia__tiers_build(hwloc_topology_t t, const char *override, struct cvia_tier
         tn->os = o->os_index;
         tn->logical = (int)o->logical_index;
         snprintf(tn->subtype, sizeof(tn->subtype), "%s", o->subtype ? o->subtype : "");
-        tn->capacity = o->attr->numanode.local_memory;
+        tn->capacity = node_capacity(t, o);
         tn->pus = node_locality(o) ? hwloc_bitmap_weight(node_locality(o)) : 0;
         tn->bandwidth = bw[i] = node_attr(t, HWLOC_MEMATTR_ID_BANDWIDTH, o, 1);
         tn->latency = lat[i] = node_attr(t, HWLOC_MEMATTR_ID_LATENCY, o, 0);
@@ -574,17 +674,17 @@ int cvia__tiers_build(hwloc_topology_t t, const char *override, struct cvia_tier
         T->by = b.ngroups > 1 ? CVIA_TIERS_BY_LATENCY : T->by;
     }
     if (n > 1 && b.ngroups == 1) {
-        group_by_locality(&b, primary);
+        int own = group_by_locality(&b, primary);
         if (b.ngroups > 1) {
-            T->by = CVIA_TIERS_BY_DISTANCE;
-            rc = name_tiers(&b, 0, "far");
+            T->by = own ? CVIA_TIERS_BY_ONPACKAGE : CVIA_TIERS_BY_DISTANCE;
+            rc = name_tiers(&b, own, "far");
         } else {
             for (int i = 0; i < n; i++)
                 b.group[i] = 0;
             rc = name_tiers(&b, 0, "slow");
         }
     } else {
-        rc = name_tiers(&b, -1, "slow");
+        rc = name_tiers(&b, own_group(&b), "slow");
     }
     if (rc == 0)
         core_locals(&b);

@@ -17,15 +17,23 @@
  *   3. hwloc's Bandwidth memory attribute (HMAT), for each node its best
  *      initiator among those local to it; then the Latency attribute;
  *      nodes within 25% of each other share a tier;
- *   4. locality and distances: each core's own node (topo_cpu.h) is
- *      ordinary memory ("ddr"); the others form tiers after it ("far"),
- *      ordered by their distance to it. Such a node is never assumed to
- *      be high-bandwidth: distances are latencies (KNL's MCDRAM is
- *      farther than the other clusters' DDR), and a CPU-less node beside
- *      the DDR may as well be a CXL expander.
+ *   4. locality, capacity and distances: each core's own node
+ *      (topo_cpu.h) is ordinary memory ("ddr"). An untyped node of the
+ *      very locality of an own node, at most 3/4 of its size and, on a
+ *      machine of several packages, nearer to it than any other
+ *      package's own node (so distances are needed there), is on-package
+ *      memory: "hbw", a tier before ddr (KNL's MCDRAM, Xeon Max's HBM
+ *      recorded without subtypes or attributes: hwloc 2.2 in flat mode).
+ *      A node of an own node's locality, kind and about its size shares
+ *      its tier; the others form tiers after it ("far"), ordered by their
+ *      distance to the nearest own node (one "far" tier without
+ *      distances). Distances alone never make a node high-bandwidth:
+ *      they are latencies (KNL's MCDRAM is farther than the other
+ *      clusters' DDR).
  * Names: a subtype names its tier (MCDRAM/HBM: hbw; DRAM: ddr); else the
- * untyped tier of most capacity is "ddr", tiers faster than it "hbw",
- * slower ones "slow" (numbered from the second: hbw2, slow2). Memory that
+ * untyped tier holding most cores' own nodes is "ddr", tiers faster than
+ * it "hbw", slower ones "slow" (numbered from the second: hbw2, slow2). The
+ * capacity is hwloc's Capacity attribute. Memory that
  * hwloc shows only as devices (CXL memory devices, DAX) is not a NUMA node
  * and so not a tier; the note says so. */
 #ifndef COREVIA_TOPO_TOPO_MEM_H
@@ -45,6 +53,7 @@ enum cvia_tiers_by {
     CVIA_TIERS_BY_LATENCY,
     CVIA_TIERS_BY_SUBTYPE,
     CVIA_TIERS_BY_DISTANCE,
+    CVIA_TIERS_BY_ONPACKAGE,    /* locality, capacity, distances: hbw found */
     CVIA_TIERS_BY_NONE,         /* one node, or all alike */
 };
 

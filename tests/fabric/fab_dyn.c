@@ -11,10 +11,11 @@
  *          its source must be FI_ADDR_NOTAVAIL then, the peer's address
  *          after. Then untagged and tagged, eager (100 B) and rendezvous
  *          (1 MiB) each way, tagged ones received out of order by tag,
- *          every payload checked. Prints "ok ROLE".
- *   death  after one exchange a dies (SIGKILL) while b waits in a directed
- *          receive from it: b gets an error completion, no hang, and prints
- *          "ok death".
+ *          every payload checked; fi_av_lookup gives the inserted name
+ *          back. Prints "ok ROLE".
+ *   death  after one exchange (and 100 ms of progress) a dies (SIGKILL)
+ *          while b waits in a directed receive from it: b gets an error
+ *          completion, no hang, and prints "ok death".
  *   forge  a changes one byte of the nonce in b's name: fi_av_insert refuses
  *          it (FI_ADDR_NOTAVAIL), the true name then works. "ok forge".
  *   reclaim (run with CVIA_MAX_PEERS=2: one peer at a time) a connects to b,
@@ -296,6 +297,13 @@ int main(int argc, char **argv)
         fill(small, SMALL, 2);
         send_one(0, small, SMALL, peer, 0);
     }
+    {   /* fi_av_lookup gives the name back as it was inserted */
+        char back[64];
+        size_t blen = sizeof(back);
+        CHECK(fi_av_lookup(av, peer, back, &blen));
+        EXPECT(blen == len && !memcmp(back, peer_name, len), "fi_av_lookup: another name "
+               "(%zu bytes) than the one inserted", blen);
+    }
     if (a) {
         char ctx;
         CHECK(fi_recv(ep, small, SMALL, NULL, peer, &ctx));
@@ -307,6 +315,13 @@ int main(int argc, char **argv)
 
     if (!strcmp(mode, "death")) {
         if (a) {
+            /* progress a while first: our acknowledgements out, so that b
+             * owes nothing unacknowledged and only its liveness checks
+             * (shm: the pidfd; across hosts: probes) can find the death */
+            for (double end = now() + 0.1; now() < end;) {
+                struct fi_cq_tagged_entry ent;
+                (void)fi_cq_read(cq, &ent, 1);
+            }
             fflush(stdout);
             raise(SIGKILL);
         }

@@ -59,7 +59,7 @@ check "CVIA_FI_THREAD=domain: threading FI_THREAD_DOMAIN in every entry" \
 
 # garbage in a provider variable names it and lists nothing
 for v in CVIA_FI_EAGER=12q CVIA_FI_RX_DEPTH=0 CVIA_FI_RX_DEPTH=many CVIA_FI_INJECT=-1 \
-         CVIA_FI_LIVENESS=soon CVIA_FI_THREAD=funneled; do
+         CVIA_FI_LIVENESS=soon CVIA_FI_THREAD=funneled CVIA_FI_AUTO_NAP=0 CVIA_FI_AUTO_NAP=2s; do
     bounded env "$v" fi_info -p corevia
     check "$v is refused, naming ${v%%=*}" \
           "$([ $rc -ne 0 ] && grep -q "${v%%=*}" "$WORK/err" && ! grep -q 'provider: corevia' "$WORK/out"; echo $?)" \

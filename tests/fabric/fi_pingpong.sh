@@ -13,10 +13,15 @@
 # (CVIA_NET chooses the transport between them, udp by default); the
 # client reaches the server's control socket at its address there.
 set -u
+# --free --hosts: both: plain processes, one in each namespace host, that
+# reach each other over udp by the names alone.
 hosts=0 free=0
-[ "${1:-}" = --hosts ] && { hosts=1; shift; }
-[ "${1:-}" = --free ] && { free=1; shift; }
-[ $# -eq 2 ] || { echo "usage: fi_pingpong.sh [--hosts | --free] CVIA_RUN PROVIDER_DIR" >&2; exit 2; }
+while [ "${1:-}" = --hosts ] || [ "${1:-}" = --free ]; do
+    [ "$1" = --hosts ] && hosts=1
+    [ "$1" = --free ] && free=1
+    shift
+done
+[ $# -eq 2 ] || { echo "usage: fi_pingpong.sh [--hosts] [--free] CVIA_RUN PROVIDER_DIR" >&2; exit 2; }
 run=$1 provdir=$2
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -50,14 +55,19 @@ ${asan:+export LD_PRELOAD='$asan' ASAN_OPTIONS=detect_leaks=0}
 if [ "\$CVIA_RANK" = 0 ]; then
     exec fi_pingpong -p corevia -e rdm -I 50 -c -B $port > '$work/server' 2>&1
 fi
-sleep 1   # the server's control socket listens first
+sleep $mult   # the server's control socket listens first (slower under sanitizers)
 exec fi_pingpong -p corevia -e rdm -I 50 -c -P $port $server > '$work/client' 2>&1
 EOS
 chmod +x "$work/rank.sh"
+on0=() on1=()
+if [ $hosts -eq 1 ] && [ $free -eq 1 ]; then
+    on0=("$top/scripts/netlab.sh" exec --tag "$tag" h1)
+    on1=("$top/scripts/netlab.sh" exec --tag "$tag" h2)
+fi
 if [ $free -eq 1 ]; then
     unset CVIA_BOOT_ADDR CVIA_RANK CVIA_SIZE CVIA_JOBID PMIX_RANK PMIX_NAMESPACE
-    CVIA_RANK=0 timeout "$limit" "$work/rank.sh" & ps=$!
-    CVIA_RANK=1 timeout "$limit" "$work/rank.sh"; rc=$?
+    CVIA_RANK=0 timeout "$limit" "${on0[@]}" "$work/rank.sh" & ps=$!
+    CVIA_RANK=1 timeout "$limit" "${on1[@]}" "$work/rank.sh"; rc=$?
     wait $ps || rc=$?
     unset CVIA_RANK
 else

@@ -28,7 +28,8 @@
 #   end; a lab TAG already up is an error, not replaced; TAG "auto": one of
 #   this process's own): mpirun runs inside h1, Open MPI's rsh launcher
 #   starts the orted of h2 through ns-agent.sh, ranks alternate between the
-#   hosts (--map-by node). Needs root; exit 77 where namespaces cannot be
+#   hosts (--map-by node). Each host has its own host name (a UTS
+#   namespace named after its network namespace), as real hosts do. Needs root; exit 77 where namespaces cannot be
 #   made. The ranks inherit the environment on both hosts (CVIA_NET, ...).
 # --expect-fail: a rank dies (the kill case): the job must end with an
 #   error, in bounded time; in corevia mode the provider must still have
@@ -139,7 +140,8 @@ if [ -n "$hosts" ]; then
            --mca oob_tcp_if_include 198.18.0.0/15
            --mca btl_tcp_if_include 198.18.0.0/15)
     export NETLAB_AGENT_TAG=$hosts   # the agent (mpirun's child) reads it
-    wrap=(ip netns exec "cvia-$hosts-h1")
+    # h1 named after its namespace too, as ns-agent.sh names h2
+    wrap=(ip netns exec "cvia-$hosts-h1" unshare --uts sh -c 'hostname "$0" && exec "$@"' "cvia-$hosts-h1")
     places=("cvia-$hosts-h1" "cvia-$hosts-h2")
 fi
 

@@ -49,5 +49,12 @@ if [ -z "$target" ]; then
     echo "ns-agent.sh: no namespace${tag:+ of lab $tag} holds host '$host'" >&2
     exit 255
 fi
-# as sshd does: the words joined into one command line for a shell
-exec ip netns exec "$target" /bin/sh -c "$*"
+# as sshd does: the words joined into one command line for a shell. The
+# host also gets its own name (a UTS namespace named after the network
+# namespace): software that names node-local objects after the host name
+# must not find the other emulated host's. Open MPI's osc rdma names its
+# window's backing file in /dev/shm after the node name, job and
+# communicator: with one name for both hosts, the two hosts' local leaders
+# created the same file and MPI_Win_create failed (MPI_ERR_WIN over tcp, a
+# hang over udp) as soon as a host had two ranks.
+exec ip netns exec "$target" unshare --uts /bin/sh -c "hostname $target && $*"

@@ -61,6 +61,14 @@ run bash "$SRC/scripts/repro-mvia.sh" --segments 1472,x
 check "repro-mvia.sh: a bad --segments exits 2" eval '[ $rc -eq 2 ] && grep -q -- "--segments" "$WORK/err"'
 run bash "$SRC/scripts/repro-mvia.sh" --peers eth,eth-socket
 check "repro-mvia.sh: an unknown series exits 2, naming it" eval '[ $rc -eq 2 ] && grep -q -- "eth-socket" "$WORK/err"'
+run bash "$SRC/scripts/repro-mvia.sh" --loss 1,101
+check "repro-mvia.sh: a loss rate over 100 % exits 2, naming --loss" eval '[ $rc -eq 2 ] && grep -q -- "--loss.*101" "$WORK/err"'
+run bash "$SRC/scripts/repro-mvia.sh" --loss 0.125
+check "repro-mvia.sh: a loss rate finer than 0.01 % exits 2" eval '[ $rc -eq 2 ] && grep -q -- "--loss" "$WORK/err"'
+run bash "$SRC/scripts/repro-mvia.sh" --loss-base "$WORK"
+check "repro-mvia.sh: --loss-base without --loss exits 2" eval '[ $rc -eq 2 ] && grep -q -- "--loss-base goes with --loss" "$WORK/err"'
+run bash "$SRC/scripts/repro-mvia.sh" --help
+check "repro-mvia.sh --help documents --loss" eval '[ $rc -eq 0 ] && grep -q -- "--loss LIST" "$WORK/out" && grep -q -- "--loss-base DIR" "$WORK/out"'
 
 # ---- the lab ----------------------------------------------------------------------
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! ip netns add "cvia-$TAG-probe" 2>/dev/null; then

@@ -5,7 +5,8 @@
 # One topology test (hwloc's tests/hwloc/xml style): a NAME.test file says
 #   source:  a machine: FILE.xml, or a linux-sysfs dump FILE.tar.bz2,
 #            looked up in tests/topo/, then tests/data/topologies/ and its
-#            linux-sysfs/ (a dump is unpacked into a temporary directory)
+#            linux-sysfs/ and derived/ (a dump is unpacked into a temporary
+#            directory)
 #   command: what to run, with cvia-affinity meaning the built tool; it
 #            runs in tests/topo/ with CVIA_TOPOLOGY set to the source
 #   target:  the file its standard output must equal
@@ -31,7 +32,7 @@ source=$(field source) command=$(field command) target=$(field target)
     { echo "$test: needs source:, command: and target: lines"; exit 1; }
 
 src=
-for d in "$dir" "$data" "$data/linux-sysfs"; do
+for d in "$dir" "$data" "$data/linux-sysfs" "$data/derived"; do
     [ -e "$d/$source" ] && { src=$d/$source; break; }
 done
 [ -n "$src" ] || { echo "skip: $source not found (tests/data/topologies)"; exit 77; }

@@ -7,6 +7,8 @@
 # CPUs):
 #  - each recorded XML against hwloc's re-export of it, in the hwloc 2 and
 #    the hwloc 1.x format (lstopo --of xml [--export-xml-flags v1]);
+#  - each XML with NUMA subtypes against itself with them stripped, and
+#    the derived Xeon Max flat-mode recording against itself with them;
 #  - the fake KNL SNC-4 machine: its XML against its sysfs dump;
 #  - this machine read live against its own recordings: lstopo --of xml,
 #    and hwloc-gather-topology --io's XML and sysfs dump (without --io the
@@ -65,21 +67,72 @@ LSTOPO=$(command -v lstopo-no-graphics || command -v lstopo || true)
 if [ -z "$LSTOPO" ]; then
     skip "hwloc re-exports (lstopo not installed)"
 else
-    for x in "$TOPOS"/*.xml; do
-        b=$(basename "$x" .xml)
-        decisions "$b" "$x"
-        mkdir -p "$WORK/v2" "$WORK/v1"
-        if "$LSTOPO" --input "$x" --of xml "$WORK/v2/$b.xml" >/dev/null 2>&1 &&
-           "$LSTOPO" --input "$x" --of xml --export-xml-flags v1 "$WORK/v1/$b.xml" \
+    # each recording's three sets of decisions in the background, two
+    # recordings at a time (bounded: one wait per started job), then the
+    # comparisons in order
+    mkdir -p "$WORK/v2" "$WORK/v1"
+    reexport() {    # XML NAME: its decisions, and its re-exports' (NAME.exported)
+        decisions "$2" "$1"
+        if "$LSTOPO" --input "$1" --of xml "$WORK/v2/$2.xml" >/dev/null 2>&1 &&
+           "$LSTOPO" --input "$1" --of xml --export-xml-flags v1 "$WORK/v1/$2.xml" \
                >/dev/null 2>&1; then
-            decisions "$b.v2" "$WORK/v2/$b.xml"
-            decisions "$b.v1" "$WORK/v1/$b.xml"
+            decisions "$2.v2" "$WORK/v2/$2.xml"
+            decisions "$2.v1" "$WORK/v1/$2.xml"
+            : >"$WORK/$2.exported"
+        fi
+    }
+    running=0
+    for x in "$TOPOS"/*.xml "$TOPOS"/derived/*.xml; do
+        if [ "$running" -ge 2 ]; then
+            wait -n
+            running=$((running - 1))
+        fi
+        reexport "$x" "$(basename "$x" .xml)" &
+        running=$((running + 1))
+    done
+    wait
+    for x in "$TOPOS"/*.xml "$TOPOS"/derived/*.xml; do
+        b=$(basename "$x" .xml)
+        if [ -f "$WORK/$b.exported" ]; then
             same "$b: the same decisions from hwloc's re-export (hwloc 2 XML)" "$b" "$b.v2"
             same "$b: the same decisions from the hwloc 1.x XML export" "$b" "$b.v1"
         else
             fail "$b: lstopo cannot re-export it"
         fi
     done
+fi
+
+# ------------------------------------------------ recordings without subtypes
+# (hwloc before its MCDRAM/HBM detection, Linux without HBM tagging, a
+# recording whose subtypes were lost): the same tiers and decisions. The
+# NUMA subtype column and the rule that ranked the tiers are left out of
+# the comparison; the tiers' names, nodes and every core's nodes are not.
+# The derived Xeon Max flat-mode recording (no subtype) is compared the
+# other way: with subtype="HBM" given to its 64 GiB nodes.
+untyped() { sed -E -e 's/ranked by .*, fastest first/ranked by -/' \
+                   -e 's/^([0-9]+ +[a-z0-9]+ +)[A-Za-z-]+ /\1- /' \
+                   -e 's/(NUMA node [0-9]+) [A-Za-z]+:/\1:/' "$WORK/$1" >"$WORK/$1.u"; }
+mkdir -p "$WORK/strip"
+for x in "$TOPOS"/*.xml; do
+    grep -q 'type="NUMANode".* subtype=' "$x" || continue
+    b=$(basename "$x" .xml)
+    sed -E '/type="NUMANode"/ s/ subtype="[^"]*"//' "$x" >"$WORK/strip/$b.xml"
+    [ -f "$WORK/$b" ] || decisions "$b" "$x"
+    decisions "$b.strip" "$WORK/strip/$b.xml"
+    untyped "$b"; untyped "$b.strip"
+    same "$b: the same decisions with its NUMA subtypes stripped" "$b.u" "$b.strip.u"
+done
+x=$TOPOS/derived/Intel-SapphireRapids-2xXeonMax9460.flat-hwloc22.xml
+b=xeonmax-flat
+sed -E '/type="NUMANode"/ s/(local_memory="68719476736")/subtype="HBM" \1/' "$x" >"$WORK/strip/$b.hbm.xml"
+if grep -q 'subtype="HBM"' "$WORK/strip/$b.hbm.xml"; then
+    decisions "$b" "$x"
+    decisions "$b.hbm" "$WORK/strip/$b.hbm.xml"
+    untyped "$b"; untyped "$b.hbm"
+    same "Xeon Max flat (hwloc 2.2, no subtypes): the same decisions as with HBM subtypes" \
+         "$b.u" "$b.hbm.u"
+else
+    fail "cannot give $x HBM subtypes"
 fi
 
 # ------------------------------------------------ XML against sysfs dump

@@ -9,9 +9,17 @@
  * The engines are dgram_wire.c, dgram_tx.c and dgram_rx.c as built into
  * the library (compiled here beside this file, which owns the clock).
  *
+ * Then directed cases of loss recovery on a link that loses chosen
+ * segments or has a fixed delay: selective acknowledgement resends exactly
+ * the missing segments, at once (fast retransmit, no timeout), and cuts
+ * the congestion window once for a burst, not for scattered loss; the retransmission timeout follows the
+ * measured round trip and doubles at every timeout. They assert on counts
+ * and on the virtual clock only.
+ *
  *   test_dgram_window [SCENARIOS [SEED]]   (default 12 scenarios, seed 1)
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +64,17 @@ struct pkt {
     uint8_t data[9216];
 };
 static struct pkt net[MAXPKT];
+static int net_hi;   /* no packet at or above: the scans stop there */
 static double p_drop, p_dup, p_corrupt, max_delay;
+static double fixed_delay;   /* added to every datagram's delay */
+/* directed cases: rank 0's data segments by sequence number from its first
+ * (rel): how often each went out, when first and last; which to lose on
+ * their first try */
+#define TRACK 256
+static uint32_t isn0;
+static int tracking, tx_count[TRACK], drop_first[TRACK];
+static double tx_first[TRACK], tx_last[TRACK];
+static double tx_times[TRACK][4];   /* the first four tries of each */
 static int auth;   /* this scenario's CVIA_DGRAM_AUTH */
 static unsigned long n_sent, n_dropped, n_dup, n_corrupt, n_full;
 
@@ -64,6 +82,8 @@ static void net_put(int dst, const uint8_t *d, size_t len, double at)
 {
     for (int i = 0; i < MAXPKT; i++)
         if (!net[i].used) {
+            if (i >= net_hi)
+                net_hi = i + 1;
             net[i].used = 1;
             net[i].dst = dst;
             net[i].at = at;
@@ -89,6 +109,22 @@ static int sim_send(struct dg_ep *ep, struct dg_out *out, int n)
             len += out[i].iov[k].iov_len;
         }
         n_sent++;
+        if (tracking && ep->args.rank == 0 && len >= sizeof(struct dg_hdr)) {
+            struct dg_hdr h;
+            memcpy(&h, buf, sizeof(h));
+            uint32_t rel = h.seq - isn0;
+            if (h.type < DG_ACK && rel < TRACK) {
+                if (tx_count[rel] < 4)
+                    tx_times[rel][tx_count[rel]] = clk;
+                if (!tx_count[rel]++)
+                    tx_first[rel] = clk;
+                tx_last[rel] = clk;
+                if (drop_first[rel] && tx_count[rel] == 1) {
+                    n_dropped++;
+                    continue;
+                }
+            }
+        }
         if (urand() < p_drop) {
             n_dropped++;
             continue;
@@ -97,9 +133,9 @@ static int sim_send(struct dg_ep *ep, struct dg_out *out, int n)
             buf[(size_t)(urand() * (double)len)] ^= (uint8_t)(1 + urand() * 254);
             n_corrupt++;
         }
-        net_put(out[i].peer, buf, len, clk + urand() * max_delay);
+        net_put(out[i].peer, buf, len, clk + fixed_delay + urand() * max_delay);
         if (urand() < p_dup) {
-            net_put(out[i].peer, buf, len, clk + urand() * max_delay);
+            net_put(out[i].peer, buf, len, clk + fixed_delay + urand() * max_delay);
             n_dup++;
         }
     }
@@ -111,7 +147,9 @@ static int sim_recv(struct dg_ep *ep, struct dg_in *in, int max)
 {
     int n = 0;
 
-    for (int i = 0; i < MAXPKT && n < max; i++)
+    while (net_hi > 0 && !net[net_hi - 1].used)
+        net_hi--;
+    for (int i = 0; i < net_hi && n < max; i++)
         if (net[i].used == 1 && net[i].dst == ep->args.rank && net[i].at <= clk) {
             net[i].used = 2;   /* handed out until released */
             memset(&in[n], 0, sizeof(in[n]));
@@ -298,6 +336,7 @@ static void ep_setup(struct dg_ep *ep, int rank, const uint8_t *same_host,
     ep->cfg.cut = DG_CUT_PAGE;
     ep->cfg.inject = 2048;
     ep->cfg.rto = 0.002;
+    ep->cfg.rto_min = 0.0005;
     ep->cfg.rto_max = 0.05;
     ep->cfg.ack_delay = 0.0005;
     ep->cfg.peer_timeout = 1e9;   /* the scenario's step bound decides */
@@ -337,6 +376,7 @@ static int scenario(int k, double drop, double dup, double corrupt, double delay
     p_drop = drop, p_dup = dup, p_corrupt = corrupt, max_delay = delay;
     auth = k % 3 != 2;
     memset(net, 0, sizeof(net));
+    net_hi = 0;
     memset(send_done, 0, sizeof(send_done));
     n_sent = n_dropped = n_dup = n_corrupt = n_full = 0;
     nposted = nmatched = ndelivered = failed = nlost = 0;
@@ -390,13 +430,267 @@ static int scenario(int k, double drop, double dup, double corrupt, double delay
                  ndelivered, NMSG, nsends_done, n_sent, n_dropped, n_dup, n_corrupt, n_full);
     tap_ok(!failed, "%s, window %d, segment %zu, loss %.0f %%, dup %.0f %%, corrupt %.0f %%, "
            "delay <= %.1f ms: %d messages exactly once, in order, intact (%lu datagrams, "
-           "%.1f ms virtual)", auth ? "MAC" : "CRC", window, seg, drop * 100, dup * 100,
-           corrupt * 100, delay * 1e3, NMSG, n_sent, (clk - 1000.0) * 1e3);
+           "%llu sent again: %llu by SACK, %llu timeouts; %.1f ms virtual)", auth ? "MAC" : "CRC",
+           window, seg, drop * 100, dup * 100, corrupt * 100, delay * 1e3, NMSG, n_sent,
+           (unsigned long long)a.st.retx, (unsigned long long)a.st.fretx,
+           (unsigned long long)a.st.rtos, (clk - 1000.0) * 1e3);
     cvia__dg_ep_free(&a);
     cvia__dg_ep_free(&b);
     cvia__dg_keys_free(&a.keys);
     cvia__dg_keys_free(&b.keys);
     return !failed;
+}
+
+/* ---- directed cases: loss recovery ------------------------------------------ */
+
+/* Two fresh engines (window @window, segment @seg) and a clean link with
+ * @delay each way; rank 0's sequence numbers tracked from its first. */
+static void directed_setup(struct dg_ep *a, struct dg_ep *b, int window, size_t seg, double delay)
+{
+    static const uint8_t host0[2] = { 1, 0 }, host1[2] = { 0, 1 };
+
+    p_drop = p_dup = p_corrupt = max_delay = 0;
+    fixed_delay = delay;
+    auth = 1;
+    memset(net, 0, sizeof(net));
+    net_hi = 0;
+    memset(send_done, 0, sizeof(send_done));
+    memset(tx_count, 0, sizeof(tx_count));
+    memset(drop_first, 0, sizeof(drop_first));
+    n_sent = n_dropped = n_dup = n_corrupt = n_full = 0;
+    nposted = nmatched = ndelivered = failed = nlost = 0;
+    fail_why = "";
+    clk = 1000.0;
+    ep_setup(a, 0, host0, &up_tx, window, seg);
+    ep_setup(b, 1, host1, &up_rx, window, seg);
+    isn0 = a->peers[1].snd_nxt;
+    tracking = 1;
+}
+
+static void directed_free(struct dg_ep *a, struct dg_ep *b)
+{
+    tracking = 0;
+    fixed_delay = 0;
+    cvia__dg_ep_free(a);
+    cvia__dg_ep_free(b);
+    cvia__dg_keys_free(&a->keys);
+    cvia__dg_keys_free(&b->keys);
+}
+
+/* Post messages nposted..@upto-1 of @len bytes at once. */
+static void directed_post(struct dg_ep *a, int upto, size_t len)
+{
+    for (; nposted < upto; nposted++) {
+        struct cvia_xfer *x = &sends[nposted];
+        lens[nposted] = len;
+        for (size_t i = 0; i < len; i++)
+            sbuf[nposted][i] = pat(nposted, i);
+        memset(rbuf[nposted], 0, MAXLEN);
+        memset(x, 0, sizeof(*x));
+        x->buf = sbuf[nposted];
+        x->len = x->msg_len = len;
+        x->peer = 1;
+        x->tag = nposted;
+        x->ctx = CVIA_CTX_USER;
+        if (cvia__dg_send(a, x))
+            fail("a send was refused");
+    }
+}
+
+/* Run both engines until everything posted arrived and completed (or
+ * @steps pass): 1 when it did. */
+static int directed_run(struct dg_ep *a, struct dg_ep *b, int steps)
+{
+    for (int step = 0; step < steps && !failed; step++) {
+        int done = 0;
+        run(a);
+        run(b);
+        clk += STEP_S;
+        for (int m = 0; m < nposted; m++)
+            done += send_done[m];
+        if (ndelivered == nposted && done == nposted)
+            return 1;
+    }
+    return 0;
+}
+
+/* Run both engines until rank 0 has nothing unacknowledged (or @steps
+ * pass): 1 when so. */
+static int directed_acked(struct dg_ep *a, struct dg_ep *b, int steps)
+{
+    for (int step = 0; step < steps && !failed; step++) {
+        if (a->peers[1].snd_una == a->peers[1].snd_nxt)
+            return 1;
+        run(a);
+        run(b);
+        clk += STEP_S;
+    }
+    return 0;
+}
+
+/* Segments @lost[0..@ndrop-1] (from the first) lost on their first try,
+ * in a stream of 4 messages of 18 segments: exactly those go again, each
+ * once, by SACK before any timeout could fire. Scattered losses (no more
+ * than an eighth of the window) leave the congestion window alone; a
+ * burst cuts it once, to 0.7. */
+static int sack_case(const int *lost, int ndrop, const char *what)
+{
+    const int window = 64, nmsg = 4;
+    const size_t seg = 1432, len = MAXLEN;   /* 18 segments a message */
+    struct dg_ep a, b;
+    int ok, exact = 1, again = 0, prompt = 1;
+    uint32_t segs, want_ssthresh = ndrop > window / 8 ? (uint32_t)window * 7 / 10 : (uint32_t)window;
+
+    directed_setup(&a, &b, window, seg, 0);
+    for (int i = 0; i < ndrop; i++)
+        drop_first[lost[i]] = 1;
+    directed_post(&a, nmsg, len);
+    ok = directed_run(&a, &b, 20000);
+    segs = a.peers[1].snd_nxt - isn0;
+    for (uint32_t rel = 0; rel < segs && rel < TRACK; rel++) {
+        again += tx_count[rel] - 1;
+        if (tx_count[rel] != 1 + drop_first[rel])
+            exact = 0;
+        /* resent within the first timeout, which was CVIA_DGRAM_RTO */
+        if (drop_first[rel] && tx_last[rel] - tx_first[rel] >= a.cfg.rto)
+            prompt = 0;
+    }
+    if (!ok || failed)
+        tap_diag("SACK case: %s (delivered %d/%d)", failed ? fail_why : "did not finish",
+                 ndelivered, nmsg);
+    if (!exact)
+        for (uint32_t rel = 0; rel < segs && rel < TRACK; rel++)
+            if (tx_count[rel] != 1 + drop_first[rel])
+                tap_diag("segment %u went out %d times", rel, tx_count[rel]);
+    ok = tap_ok(ok && !failed && exact && again == ndrop && a.st.retx == (uint64_t)ndrop &&
+                a.st.fretx == (uint64_t)ndrop && a.st.rtos == 0 && prompt,
+                "SACK, %s: %u segments, %d lost: exactly those sent again (%d again, retx %llu, "
+                "by SACK %llu, timeouts %llu), each within the first RTO", what, segs, ndrop,
+                again, (unsigned long long)a.st.retx, (unsigned long long)a.st.fretx,
+                (unsigned long long)a.st.rtos) & ok;
+    ok &= tap_ok(a.peers[1].ssthresh == want_ssthresh,
+                 "SACK, %s: congestion threshold %u of window %d (%s)", what,
+                 a.peers[1].ssthresh, window,
+                 ndrop > window / 8 ? "a burst: cut once, to 0.7" : "scattered: not cut");
+    directed_free(&a, &b);
+    return ok;
+}
+
+/* The timeout follows the round trip: a fixed one-way delay @d, a stream,
+ * then SRTT is within what the delay and the receiver's acknowledgement
+ * delay allow; then a link that loses everything: the one segment goes
+ * again after RTO, 2 RTO, 4 RTO of virtual time. */
+static int rto_case(double d)
+{
+    const int window = 64;
+    struct dg_ep a, b;
+    struct dg_peer *pp;
+    int ok, steady, rounds = 0;
+    double lo = 2 * d, hi, rto, var, gaps[3];
+    uint32_t rel;
+
+    directed_setup(&a, &b, window, 4096, d);
+    pp = &a.peers[1];
+    /* one message at a time, 40 round trips: each its own sample */
+    for (ok = 1; ok && rounds < 40; rounds++) {
+        directed_post(&a, rounds + 1, 3000);
+        ok = directed_run(&a, &b, 100000);
+    }
+    /* a sample is 2d plus up to an acknowledgement delay, plus steps */
+    hi = 2 * d + b.cfg.ack_delay + 3 * STEP_S;
+    var = 4 * pp->rttvar > a.cfg.rto_min ? 4 * pp->rttvar : a.cfg.rto_min;
+    rto = pp->rto;
+    steady = ok && pp->has_rtt && pp->srtt >= lo && pp->srtt <= hi &&
+             rto > pp->srtt && fabs(rto - (pp->srtt + var)) < 1e-12;
+    ok = tap_ok(steady, "RTO from the round trip: one-way delay %.1f ms, SRTT %.3f ms in "
+                "[%.3f, %.3f], RTTVAR %.3f ms, RTO %.3f ms = SRTT + max(4 RTTVAR, RTO_MIN %.1f ms)",
+                d * 1e3, pp->srtt * 1e3, lo * 1e3, hi * 1e3, pp->rttvar * 1e3, rto * 1e3,
+                a.cfg.rto_min * 1e3);
+    /* now the link loses everything: back-off */
+    rel = pp->snd_nxt - isn0;
+    p_drop = 1;
+    directed_post(&a, rounds + 1, 100);
+    for (int step = 0; step < 200000 && tx_count[rel] < 4; step++) {
+        run(&a);
+        run(&b);
+        clk += STEP_S;
+    }
+    for (int i = 0; i < 3; i++)
+        gaps[i] = tx_count[rel] >= i + 2 ? tx_times[rel][i + 1] - tx_times[rel][i] : 0;
+    /* retransmitted at the first step past the timeout */
+    ok &= tap_ok(tx_count[rel] >= 4 && a.st.rtos >= 3 &&
+                 gaps[0] > rto && gaps[0] <= rto + 1.5 * STEP_S &&
+                 gaps[1] > 2 * rto && gaps[1] <= 2 * rto + 1.5 * STEP_S &&
+                 gaps[2] > 4 * rto && gaps[2] <= 4 * rto + 1.5 * STEP_S,
+                 "timeouts back off: resent after %.3f, %.3f, %.3f ms (RTO %.3f ms x 1, 2, 4)",
+                 gaps[0] * 1e3, gaps[1] * 1e3, gaps[2] * 1e3, rto * 1e3);
+    /* the link comes back: it arrives (the fourth try went while the link
+     * was still down, the fifth arrived); its acknowledgement ends the
+     * back-off, and the timeout is the measured one still (a
+     * retransmission is no sample: Karn) */
+    p_drop = 0;
+    ok &= tap_ok(directed_run(&a, &b, 200000) && directed_acked(&a, &b, 200000) && !failed &&
+                 a.st.rtos >= 4 && pp->backoff == 0 && pp->rto == rto,
+                 "after the outage it arrives; the back-off ends with it (RTO %.3f ms) %s",
+                 rto * 1e3, failed ? fail_why : "");
+    directed_free(&a, &b);
+    return ok;
+}
+
+/* A spurious timeout: the round trip is learnt at 1 ms each way, then one
+ * message takes 5 ms: the timeout fires, the window drops to its floor,
+ * the retransmission reaches the receiver as a duplicate, the receiver's
+ * ACK reports it, and the window comes back. */
+static int undo_case(void)
+{
+    const int window = 64;
+    struct dg_ep a, b;
+    struct dg_peer *pp;
+    int ok = 1, rounds;
+    uint32_t cwnd, ssthresh, floor_seen;
+    uint64_t rtos, undos;
+    double rto;
+
+    directed_setup(&a, &b, window, 4096, 0.001);
+    pp = &a.peers[1];
+    for (rounds = 0; ok && rounds < 20; rounds++) {
+        directed_post(&a, rounds + 1, 3000);
+        ok = directed_run(&a, &b, 100000) && directed_acked(&a, &b, 100000);
+    }
+    cwnd = pp->cwnd;
+    ssthresh = pp->ssthresh;
+    rtos = a.st.rtos;     /* the first message's, before a round trip was known */
+    undos = a.st.undos;
+    rto = pp->rto;
+    fixed_delay = 0.005;
+    directed_post(&a, rounds + 1, 3000);
+    floor_seen = cwnd;
+    for (int step = 0; ok && step < 100000 && pp->snd_una != pp->snd_nxt; step++) {
+        run(&a);
+        run(&b);
+        clk += STEP_S;
+        if (pp->cwnd < floor_seen)
+            floor_seen = pp->cwnd;
+    }
+    /* the duplicate's report comes with a later ACK: let it arrive */
+    fixed_delay = 0.001;
+    for (int step = 0; ok && step < 100000 && a.st.undos == undos; step++) {
+        run(&a);
+        run(&b);
+        clk += STEP_S;
+    }
+    /* two timeouts (RTO ~2.5 ms, then backed off to ~5 ms) before the
+     * 10 ms round trip ends: two duplicates */
+    ok = tap_ok(ok && !failed && ndelivered == rounds + 1 && a.st.rtos == rtos + 2 &&
+                floor_seen == (uint32_t)window / 4 && a.st.undos == undos + 1 && b.st.dups >= 2 &&
+                pp->cwnd == cwnd && pp->ssthresh == ssthresh && pp->rto == 2 * rto,
+                "a spurious timeout (1 ms round trips, then 5 ms): window %u -> %u, the "
+                "duplicate reported (%llu at the receiver), undone (%llu): window %u, "
+                "threshold %u (timeouts %llu), the RTO doubled to %.3f ms", cwnd, floor_seen, (unsigned long long)b.st.dups,
+                (unsigned long long)(a.st.undos - undos), pp->cwnd, pp->ssthresh,
+                (unsigned long long)(a.st.rtos - rtos), pp->rto * 1e3);
+    directed_free(&a, &b);
+    return ok;
 }
 
 int main(int argc, char **argv)
@@ -424,7 +718,7 @@ int main(int argc, char **argv)
         if (!rbuf[m] || (m < NMSG && !sbuf[m]))
             return 1;
     }
-    printf("1..%d\n", n);
+    printf("1..%d\n", n + 2 * 2 + 3 * 2 + 1);
     for (int k = 0; k < n; k++) {
         if (k < nbase) {
             ok &= scenario(k, base[k].drop, base[k].dup, base[k].corrupt, base[k].delay,
@@ -436,6 +730,15 @@ int main(int argc, char **argv)
                            wins[(int)(urand() * 4)], segs[(int)(urand() * 3)]);
         }
     }
+    {
+        static const int scattered[] = { 3, 7, 11 };
+        static const int burst[] = { 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31 };
+        ok &= sack_case(scattered, 3, "3 scattered");
+        ok &= sack_case(burst, 12, "a burst of 12");
+    }
+    ok &= rto_case(0.001);
+    ok &= rto_case(0.005);
+    ok &= undo_case();
     for (int m = 0; m <= NMSG; m++) {
         free(rbuf[m]);
         if (m < NMSG)

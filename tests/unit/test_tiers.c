@@ -7,7 +7,9 @@
  * a one-node KNL (cache mode), an 8-node Opteron, a machine recorded
  * without Core objects (each PU a core), and nodes that nothing but a
  * tie-break tells apart (twin CPU-less nodes: one tier, not ddr and
- * far); every core's hbw node
+ * far), on-package memory recorded without subtypes or attributes (KNL
+ * stripped, Xeon Max flat as hwloc 2.2 records it) and what is not (the
+ * same nodes farther than the other socket, or no distances); every core's hbw node
  * is the MCDRAM node of its own cluster and its intra-tile partner the
  * other core of its L2; kinds parse, decide, refuse and fall back; the
  * override is checked. Pure: no live machine involved.
@@ -207,14 +209,17 @@ static void test_fake_knl(void)
             free(n->subtype);       /* hwloc frees it with free() at destroy */
             n->subtype = NULL;
         }
-        /* names: without a subtype the tier of most capacity is "ddr", and
-         * this fake machine gives its MCDRAM more (8 GiB) than its DDR */
+        /* names: without a subtype the tier of the cores' own nodes is
+         * "ddr" (the smallest OS index of each locality), not the tier of
+         * most capacity: this fake machine gives its MCDRAM more than its
+         * DDR */
         tap_ok(cvia__tiers_build(t, NULL, &U, err, sizeof(err)) == 0 &&
                U.by == CVIA_TIERS_BY_BANDWIDTH && U.ntiers == 2 &&
                nodes_are(U.tier[0].nodes, "4-7") && nodes_are(U.tier[1].nodes, "0-3") &&
+               !strcmp(U.tier[0].name, "hbw") && !strcmp(U.tier[1].name, "ddr") &&
                !memcmp(U.local, T.local, sizeof(int) * CVIA_TIERS_MAX * (size_t)T.ncores),
                "fake KNL without subtypes: ranked by the bandwidth attribute into the same "
-               "tiers, fastest first, and the same node per core in each");
+               "tiers (hbw 4-7, ddr 0-3), and the same node per core in each");
         if (U.ntiers)
             cvia__tiers_free(&U);
     }
@@ -292,6 +297,106 @@ static void test_a2a(void)
     hwloc_topology_destroy(t);
 }
 
+static void strip_subtypes(hwloc_topology_t t)
+{
+    hwloc_obj_t n = NULL;
+    while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n))) {
+        free(n->subtype);           /* hwloc frees it with free() at destroy */
+        n->subtype = NULL;
+    }
+}
+
+/* The OS-index matrix @v (n x n, nodes 0..n-1) as the topology's only
+ * NUMA distances. */
+static int set_distances(hwloc_topology_t t, unsigned n, const hwloc_uint64_t *v)
+{
+    hwloc_obj_t objs[8];
+    hwloc_distances_add_handle_t h;
+
+    if (n > 8 || hwloc_distances_remove(t) < 0)
+        return -1;
+    for (unsigned i = 0; i < n; i++)
+        if (!(objs[i] = hwloc_get_numanode_obj_by_os_index(t, i)))
+            return -1;
+    h = hwloc_distances_add_create(t, "test", HWLOC_DISTANCES_KIND_FROM_USER |
+                                   HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0);
+    return h && hwloc_distances_add_values(t, h, n, objs, (hwloc_uint64_t *)v, 0) == 0 &&
+           hwloc_distances_add_commit(t, h, 0) == 0 ? 0 : -1;
+}
+
+/* On-package memory recorded with neither subtype nor attribute (issue 19
+ * item 3): KNL without its MCDRAM subtypes, a Xeon Max pair in flat mode
+ * as hwloc 2.2 records it; and what the rule must not take for it. */
+static void test_on_package(void)
+{
+    struct cvia_tiers T, U;
+    char err[256];
+    hwloc_topology_t t = load("knl.xml");
+
+    if (tap_ok(t != NULL, "knl.xml loads")) {
+        int ok = cvia__tiers_build(t, NULL, &T, err, sizeof(err)) == 0;
+        strip_subtypes(t);
+        ok &= cvia__tiers_build(t, NULL, &U, err, sizeof(err)) == 0;
+        tap_ok(ok && U.by == CVIA_TIERS_BY_ONPACKAGE && U.ntiers == 2 &&
+               !strcmp(U.tier[0].name, "hbw") && nodes_are(U.tier[0].nodes, "4-7") &&
+               !strcmp(U.tier[1].name, "ddr") && nodes_are(U.tier[1].nodes, "0-3") &&
+               !memcmp(U.local, T.local, sizeof(int) * CVIA_TIERS_MAX * (size_t)T.ncores),
+               "knl.xml without MCDRAM subtypes: the 4 GiB nodes beside each cluster's 24 GiB "
+               "are hbw, with the same node per core as with subtypes");
+        cvia__tiers_free(&U);
+        tap_ok(hwloc_distances_remove(t) == 0 &&
+               cvia__tiers_build(t, NULL, &U, err, sizeof(err)) == 0 &&
+               U.by == CVIA_TIERS_BY_ONPACKAGE && nodes_are(U.tier[0].nodes, "4-7") &&
+               !memcmp(U.local, T.local, sizeof(int) * CVIA_TIERS_MAX * (size_t)T.ncores),
+               "knl.xml with neither subtypes nor distances: one package, still hbw 4-7");
+        cvia__tiers_free(&U);
+        cvia__tiers_free(&T);
+        hwloc_topology_destroy(t);
+    }
+
+    t = load("derived/Intel-SapphireRapids-2xXeonMax9460.flat-hwloc22.xml");
+    if (tap_ok(t != NULL, "the derived Xeon Max flat-mode recording loads")) {
+        /* CXL-like: the 64 GiB nodes farther than the other socket's DDR */
+        static const hwloc_uint64_t far[16] = { 10, 21, 31, 41, 21, 10, 41, 31,
+                                                31, 41, 10, 41, 41, 31, 41, 10 };
+        tap_ok(cvia__tiers_build(t, NULL, &T, err, sizeof(err)) == 0 &&
+               T.by == CVIA_TIERS_BY_ONPACKAGE && T.ntiers == 2 &&
+               !strcmp(T.tier[0].name, "hbw") && nodes_are(T.tier[0].nodes, "2-3") &&
+               !strcmp(T.tier[1].name, "ddr") && nodes_are(T.tier[1].nodes, "0-1") &&
+               T.local[0 * CVIA_TIERS_MAX + 0] == 2 && T.local[40 * CVIA_TIERS_MAX + 0] == 3,
+               "Xeon Max flat, hwloc 2.2 (no subtype, no attribute): HBM 2-3 is hbw, core 0's "
+               "is node 2, core 40's node 3");
+        cvia__tiers_free(&T);
+        tap_ok(set_distances(t, 4, far) == 0 &&
+               cvia__tiers_build(t, NULL, &T, err, sizeof(err)) == 0 &&
+               T.by == CVIA_TIERS_BY_DISTANCE && cvia__tiers_find(&T, "hbw") < 0 &&
+               !strcmp(T.tier[0].name, "ddr") && nodes_are(T.tier[0].nodes, "0-1") &&
+               nodes_are(T.tier[1].nodes, "2-3"),
+               "the same with the small nodes farther (31) than the other socket's DDR (21): "
+               "not on-package, far");
+        cvia__tiers_free(&T);
+        tap_ok(hwloc_distances_remove(t) == 0 &&
+               cvia__tiers_build(t, NULL, &T, err, sizeof(err)) == 0 &&
+               T.by == CVIA_TIERS_BY_DISTANCE && cvia__tiers_find(&T, "hbw") < 0 &&
+               !strcmp(T.tier[1].name, "far") && nodes_are(T.tier[1].nodes, "2-3"),
+               "the same without distances: two packages, nothing tells HBM from a device "
+               "beside the socket, far");
+        cvia__tiers_free(&T);
+        hwloc_topology_destroy(t);
+    }
+
+    t = load("28intel64-2p2g7c-CoD.nogroups.v1tov2.xml");
+    if (tap_ok(t != NULL, "28intel64-2p2g7c-CoD.nogroups.v1tov2.xml loads")) {
+        tap_ok(cvia__tiers_build(t, NULL, &T, err, sizeof(err)) == 0 &&
+               T.by == CVIA_TIERS_BY_NONE && T.ntiers == 1 &&
+               T.local[0 * CVIA_TIERS_MAX] == 0 && T.local[14 * CVIA_TIERS_MAX] == 2,
+               "cluster-on-die without Groups (15.7 and 16 GiB nodes of one locality): twins, "
+               "one tier, each package's own node its smallest OS index");
+        cvia__tiers_free(&T);
+        hwloc_topology_destroy(t);
+    }
+}
+
 static void test_kinds(void)
 {
     static const char *const good[] = { "default", "hbw", "hbw-preferred", "ddr", "node:0",
@@ -326,6 +431,7 @@ int main(int argc, char **argv)
     test_knl();
     test_fake_knl();
     test_a2a();
+    test_on_package();
     test_one_tier("cxlmem+dax.v2.xml", "CXL expanders, not NUMA nodes", 1);
     test_one_tier("Intel-KnightsLanding-XeonPhi-7210.xml", "KNL, one node: cache mode", 1);
     test_one_tier("64amd64-4p2n4ca2co.xml", "4-socket Opteron, 8 dies", 8);

@@ -126,14 +126,19 @@ int aff_propose_irq_cores(hwloc_topology_t t, const struct cvia_nic_list *nics,
 
 /* Core groups for a device, best first: with an anchor, by relation to it
  * (the profile's measured order, else l2, l3, same, numa, package,
- * remote); without, local cores then the others. */
+ * remote), and within a relation nearest memory first: the cores whose own
+ * NUMA node is the anchor's, then by NUMA distance from it (packages that
+ * share the anchor's node, or a Group of packages, before the rest of the
+ * machine); without an anchor, local cores then the others. At most
+ * AFF_MAX_GROUPS (further distances join the last). */
+#define AFF_MAX_GROUPS 16
 struct aff_group {
     int  rel;                  /* enum cvia_topo_rel, or -1 */
     char label[16];            /* "l3", "local", "other" */
     hwloc_bitmap_t cores;      /* core logical indices */
 };
 int  aff_groups(const struct aff_model *m, const struct aff_dev *d,
-                struct aff_group *g /* [CVIA_REL_COUNT] */);
+                struct aff_group *g /* [AFF_MAX_GROUPS] */);
 void aff_groups_free(struct aff_group *g, int n);
 
 /* ---- observations, state, decisions ------------------------------------- */

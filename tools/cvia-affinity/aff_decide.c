@@ -144,6 +144,85 @@ void aff_groups_free(struct aff_group *g, int n)
         hwloc_bitmap_free(g[i].cores);
 }
 
+/* How far core @c's memory is from the anchor's: 0 for the same own NUMA
+ * node, else the latency distance of the two nodes (@dm), else 1. */
+static hwloc_uint64_t mem_dist(const struct aff_model *m, struct hwloc_distances_s *dm,
+                               hwloc_obj_t anchor_node, int c)
+{
+    hwloc_obj_t n = cvia__topo_core_node(m->topo, c);
+    hwloc_uint64_t to = 1, back;
+
+    if (n == anchor_node)
+        return 0;
+    if (dm && n && anchor_node &&
+        hwloc_distances_obj_pair_values(dm, anchor_node, n, &to, &back) == 0 && to > 0)
+        return to;
+    return 1;
+}
+
+/* Split each group of @g (@n of them) by mem_dist(), nearest first. Returns
+ * the new count, at most AFF_MAX_GROUPS, or -ENOMEM. */
+static int split_by_memory(const struct aff_model *m, const struct aff_dev *d,
+                           struct aff_group *g, int n)
+{
+    struct aff_group out[AFF_MAX_GROUPS];
+    struct hwloc_distances_s *dm[1];
+    unsigned ndm = 1;
+    hwloc_obj_t an = cvia__topo_core_node(m->topo, d->anchor);
+    int k = 0, rc = 0;
+
+    if (hwloc_distances_get_by_type(m->topo, HWLOC_OBJ_NUMANODE, &ndm, dm,
+                                    HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) < 0 || !ndm)
+        dm[0] = NULL;
+    for (int i = 0; i < n; i++) {
+        hwloc_uint64_t last = 0;
+        int c, first = 1;
+        /* each distinct distance, ascending: one pass per distance, bounded
+         * by the group's size */
+        for (int left = hwloc_bitmap_weight(g[i].cores); left > 0;) {
+            hwloc_uint64_t next = UINT64_MAX;
+            hwloc_bitmap_foreach_begin(c, g[i].cores) {
+                hwloc_uint64_t v = mem_dist(m, dm[0], an, c);
+                if ((first || v > last) && v < next)
+                    next = v;
+            } hwloc_bitmap_foreach_end();
+            if (k == AFF_MAX_GROUPS) {          /* the rest joins the last */
+                hwloc_bitmap_foreach_begin(c, g[i].cores) {
+                    hwloc_uint64_t v = mem_dist(m, dm[0], an, c);
+                    if (first || v > last)
+                        hwloc_bitmap_set(out[k - 1].cores, (unsigned)c);
+                } hwloc_bitmap_foreach_end();
+                break;
+            }
+            out[k] = g[i];
+            if (!(out[k].cores = hwloc_bitmap_alloc())) {
+                rc = -ENOMEM;
+                break;
+            }
+            hwloc_bitmap_foreach_begin(c, g[i].cores) {
+                if (mem_dist(m, dm[0], an, c) == next) {
+                    hwloc_bitmap_set(out[k].cores, (unsigned)c);
+                    left--;
+                }
+            } hwloc_bitmap_foreach_end();
+            k++;
+            last = next;
+            first = 0;
+        }
+        if (rc)
+            break;
+    }
+    if (dm[0])
+        hwloc_distances_release(m->topo, dm[0]);
+    aff_groups_free(g, n);
+    if (rc) {
+        aff_groups_free(out, k);
+        return rc;
+    }
+    memcpy(g, out, sizeof(*g) * (size_t)k);
+    return k;
+}
+
 int aff_groups(const struct aff_model *m, const struct aff_dev *d, struct aff_group *g)
 {
     int order[CVIA_REL_COUNT], norder = 0, n = 0;
@@ -202,7 +281,7 @@ int aff_groups(const struct aff_model *m, const struct aff_dev *d, struct aff_gr
         snprintf(g[n].label, sizeof(g[n].label), "%s", cvia__topo_rel_name(order[i]));
         g[n++].cores = cores;
     }
-    return n;
+    return split_by_memory(m, d, g, n);
 }
 
 /* ---- one period of the dynamic decision module ---------------------------- */
@@ -460,7 +539,7 @@ static void place_high(struct ctx *x, const struct aff_pobs *p, const struct aff
                        struct aff_pstate *s, struct aff_decision *d, const char *lvl_why)
 {
     const struct aff_prof_dev *prof = dev ? dev->prof : NULL;
-    struct aff_group g[CVIA_REL_COUNT];
+    struct aff_group g[AFF_MAX_GROUPS];
     struct aff_dev any = { .anchor = -1 };
     char cores[256], anchor[64] = "";
     int ng, gi = -1, core;
@@ -590,7 +669,7 @@ static void place_medium(struct ctx *x, const struct aff_pobs *p, const struct a
                          struct aff_pstate *s, struct aff_decision *d, const char *lvl_why)
 {
     const struct aff_prof_dev *prof = dev ? dev->prof : NULL;
-    struct aff_group g[CVIA_REL_COUNT];
+    struct aff_group g[AFF_MAX_GROUPS];
     struct aff_dev any = { .anchor = -1 };
     hwloc_bitmap_t pus = hwloc_bitmap_alloc(), cores = hwloc_bitmap_alloc();
     char txt[256];

@@ -231,6 +231,20 @@ static int node_in(hwloc_obj_t n, hwloc_obj_t pk)
     return loc && hwloc_bitmap_isincluded(loc, pk->cpuset);
 }
 
+/* The NUMA node after @prev (NULL: the first) by OS index: listings must
+ * not follow hwloc's logical order, which a hwloc 1.x re-export of the
+ * same machine changes for nodes of one locality. */
+static hwloc_obj_t next_node_os(hwloc_topology_t t, hwloc_obj_t prev)
+{
+    hwloc_obj_t n = NULL, best = NULL;
+
+    while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n)))
+        if ((!prev || n->os_index > prev->os_index) &&
+            (!best || n->os_index < best->os_index))
+            best = n;
+    return best;
+}
+
 /* "NUMA node OS[ subtype]: cores ... (PUs ...)[, packages ...]" */
 static void print_node(hwloc_topology_t t, hwloc_obj_t n, const char *indent,
                        hwloc_bitmap_t cores, char *buf, size_t cap)
@@ -279,7 +293,7 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
         cvia__topo_cores_in(t, pk->cpuset, cores);
         aff_fmt_cores(t, cores, buf, sizeof(buf));
         printf("package %u: %s\n", pk->logical_index, buf);
-        while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n)))
+        while ((n = next_node_os(t, n)))
             if (node_in(n, pk))
                 print_node(t, n, "  ", cores, buf, sizeof(buf));
         if (last >= 2 && cvia__topo_core_cache(t, 0, last))
@@ -295,7 +309,7 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
      * inside a NUMA node), or no package recorded at all */
     {
         hwloc_obj_t n = NULL;
-        while ((n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n))) {
+        while ((n = next_node_os(t, n))) {
             int inside = 0;
             pk = NULL;
             while ((pk = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PACKAGE, pk)))
@@ -310,7 +324,7 @@ static void report_text(struct aff_env *e, const struct aff_model *m, int irqb)
     for (int i = 0; i < e->nics.n; i++) {
         const struct cvia_nic *nic = &e->nics.v[i];
         const struct aff_dev *d = &m->dev[i];
-        struct aff_group g[CVIA_REL_COUNT];
+        struct aff_group g[AFF_MAX_GROUPS];
         int ng;
 
         printf("interface %s", nic->name);
@@ -449,7 +463,7 @@ static void report_json(struct aff_env *e, const struct aff_model *m, int irqb, 
     for (int i = 0; i < e->nics.n; i++) {
         const struct cvia_nic *nic = &e->nics.v[i];
         const struct aff_dev *d = &m->dev[i];
-        struct aff_group g[CVIA_REL_COUNT];
+        struct aff_group g[AFF_MAX_GROUPS];
         int ng;
 
         jw_obj(w, NULL);

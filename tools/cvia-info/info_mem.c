@@ -89,9 +89,17 @@ int info_tiers(const char *cpus, char *const *kinds, int nkinds)
     printf("# NUMA nodes (OS index)\n");
     printf("%-5s %-8s %-9s %-10s %-14s %-10s %s\n", "node", "tier", "subtype", "capacity",
            "bandwidth", "latency", "PUs");
-    for (int i = 0; i < T->nnodes; i++) {
-        const struct cvia_tier_node *n = &T->node[i];
+    /* by OS index, not hwloc's logical order: a hwloc 1.x re-export of the
+     * same machine orders nodes of one locality differently */
+    for (unsigned os = 0, left = (unsigned)T->nnodes; left; os++) {
+        const struct cvia_tier_node *n = NULL;
         char bw[32] = "-", lat[32] = "-";
+        for (int i = 0; i < T->nnodes && !n; i++)
+            if (T->node[i].os == os)
+                n = &T->node[i];
+        if (!n)
+            continue;
+        left--;
         if (n->bandwidth)
             snprintf(bw, sizeof(bw), "%" PRIu64 " MiB/s", n->bandwidth);
         if (n->latency)

@@ -23,13 +23,25 @@
  * the kernel.
  *
  * Reliability: per peer, sequence numbers count segments; the receiver
- * acknowledges cumulatively with a 32-bit SACK map, piggybacked on its own
- * traffic or alone when asked (ACKREQ), when a quarter of the window is
- * owed, out of order, or after a short delay. The sender keeps a window of
- * segments, retransmits on SACK holes and on a timer with exponential
- * backoff, and declares the peer dead when nothing it sent has been
- * acknowledged for CVIA_DGRAM_PEER_TIMEOUT. The receiver drops duplicates
- * and keeps out-of-order segments in a reorder buffer.
+ * acknowledges cumulatively with a 32-bit SACK map (a standalone ACK adds
+ * 256 more bits in the extension), piggybacked on its own traffic or alone
+ * when asked (ACKREQ), when a quarter of the window is owed, out of order,
+ * when a segment fills a hole, or after a short delay. The sender keeps a
+ * window of segments, resends a hole once three segments above it are
+ * selectively acknowledged, or a segment sent a quarter round trip after
+ * it arrived (RACK), if something sent after its last try arrived (fast
+ * retransmit), and the oldest on a timer from the measured round trip
+ * (RFC 6298's SRTT/RTTVAR, at least CVIA_DGRAM_RTO_MIN above SRTT) with
+ * exponential backoff;
+ * a congestion window shrinks to 0.7 when a window of data loses more than
+ * an eighth of itself (a burst, as an overflowing queue makes; scattered
+ * random loss is no congestion), drops to its floor (a quarter of the
+ * window) on a timeout and grows back (slow start, then one segment per
+ * window); a decrease is undone when the receiver reports every
+ * retransmission of it as a duplicate.
+ * It declares the peer dead when nothing it sent has been acknowledged for
+ * CVIA_DGRAM_PEER_TIMEOUT. The receiver drops duplicates and keeps
+ * out-of-order segments in a reorder buffer.
  *
  * Zero copy where it pays: a message above CVIA_DGRAM_INJECT is sent
  * straight from the user's buffer (completed when acknowledged); smaller
@@ -61,6 +73,12 @@ enum dg_type {
     DG_TYPE_DATA_MAX = DG_BYE,
     DG_ACK = 16,  /* acknowledgement alone (consumes no sequence number) */
     DG_PING,      /* liveness probe: an ACK that asks for an ACK */
+    /* launcher-free peers (dgram_dyn.c): outside any window, payload a
+     * struct dg_hello */
+    DG_HELLO,     /* connect: who I am, my index for you, your cookie */
+    DG_CHAL,      /* prove you are at that address: echo this cookie */
+    DG_HACK,      /* accepted: my index for you */
+    DG_TYPE_MAX = DG_HACK,
 };
 
 #define DG_F_FIRST  0x01   /* first segment: lenoff = total length */
@@ -86,8 +104,12 @@ struct dg_hdr {
                         * foreign from forged; the socket filters check it */
     uint32_t seq;
     uint32_t ack;      /* every seq below it has arrived */
-    uint32_t sack;     /* bit i: seq ack + 1 + i has arrived */
-    int32_t  tag;
+    uint32_t sack;     /* bit i: seq ack + 1 + i has arrived (DG_ACK with
+                        * DG_F_EXT: the extension's 256 bits go on, bit j of
+                        * word k: seq ack + 33 + 64 k + j) */
+    int32_t  tag;      /* DG_ACK: duplicates received from its destination so
+                        * far, modulo 2^31 (its retransmissions that were not
+                        * needed: a reported count, so lost ACKs lose nothing) */
     uint8_t  src[3];   /* sender's rank */
     uint8_t  dst[3];   /* receiver's rank (ranks of a host share its MAC) */
     uint8_t  lenoff[6];   /* FIRST: message length, else the segment's offset */
@@ -99,6 +121,9 @@ _Static_assert(sizeof(struct dg_hdr) == 40, "dgram header is 40 bytes");
 #define DG_MAC_SKIP    8    /* the MAC covers the datagram from here */
 #define DG_MAX_RANKS   (1 << 24)
 #define DG_MAX_LEN     ((UINT64_C(1) << 48) - 1)
+#define DG_SACK_BITS   32     /* in every header */
+#define DG_SACK_EXT_BITS 256  /* more in a standalone ACK's extension */
+#define DG_DUPTHRESH   3      /* SACKed segments above a hole that make it lost */
 
 static inline uint64_t dg_get_le(const uint8_t *p, int n)
 {
@@ -187,6 +212,23 @@ int cvia__dg_attach_filter(int fd, uint32_t base, int not_outgoing, uint64_t job
 /* A fresh job secret from the kernel's generator. 0 or -errno. */
 int cvia__dg_new_secret(unsigned char secret[16]);
 
+/* Launcher-free peers: the payload of HELLO, CHAL and HACK (dgram_dyn.c).
+ * A frame to process P is sealed with P's keys, which come from P's
+ * address (its nonce): a sender must have been handed it. */
+struct dg_hello {
+    uint64_t id;          /* the sender's public identity (its job key) */
+    uint8_t  net[8];      /* HELLO: the sender's link address */
+    int32_t  pid;         /* the sender's, for messages */
+    uint32_t idx;         /* HELLO, HACK: the sender's index for the receiver */
+    uint32_t your_idx;    /* CHAL, HACK: the receiver's index for the sender */
+    uint32_t pad;
+    uint64_t echo;        /* CHAL: the cookie; HELLO: it echoed (0: none yet) */
+    uint64_t salt;        /* HELLO: fresh, for the key's encryption */
+    uint8_t  key[16];     /* HELLO: the sender's MAC secret, encrypted under
+                           * the receiver's (SipHash-2-4 in counter mode) */
+};
+_Static_assert(sizeof(struct dg_hello) == 64, "dgram hello is 64 bytes");
+
 static inline int dg_seq_lt(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) < 0;
@@ -206,7 +248,8 @@ struct dg_cfg {
     int    cut;            /* DG_CUT_* */
     long   window;         /* segments in flight per peer */
     size_t inject;         /* copy-and-complete up to this size */
-    double rto;            /* first retransmission timeout */
+    double rto;            /* retransmission timeout before a round trip is measured */
+    double rto_min;        /* added to SRTT at least: the RTO's floor */
     double rto_max;
     double ack_delay;
     double peer_timeout;
@@ -272,6 +315,33 @@ struct dg_link_ops {
     /* One line: interface, MTU, mechanism. */
     void   (*describe)(struct dg_ep *ep, char *buf, size_t cap);
     void   (*close)(struct dg_ep *ep);
+    /* Launcher-free peers (NULL where the link has none): this endpoint's
+     * address in 8 bytes (net[0] the link's kind, net[1] flags), and
+     * those 8 bytes back into the text attach() takes (-1: not this
+     * link's). */
+    void   (*pack)(struct dg_ep *ep, uint8_t net[8]);
+    int    (*unpack)(const uint8_t net[8], char *addr, size_t cap);
+};
+
+#define DG_NET_UDP  1      /* net[0]: the kind of link */
+#define DG_NET_ETH  2
+#define DG_NET_AUTH 0x01   /* net[1]: CVIA_DGRAM_AUTH=yes */
+
+/* A launcher-free peer (dgram_dyn.c), by peer index. */
+/* FAILED: a connect timed out; the index stays this identity's, so that
+ * a retry (or a late HACK) completes it with the index the peer knows */
+enum { DG_DYN_NONE = 0, DG_DYN_CONNECTING, DG_DYN_UP, DG_DYN_FAILED };
+struct dg_dyn {
+    int      state;           /* DG_DYN_*; busy */
+    uint64_t id;              /* its identity (job key from its nonce) */
+    uint32_t ridx;            /* its index for us: the src of our frames */
+    int32_t  pid;
+    uint8_t  net[8];
+    struct dg_keys tx;        /* frames to it are sealed with these */
+    unsigned char enc[16];    /* CONNECTING: encrypts our secret in HELLOs to it */
+    double   hello_at, hello_gap;   /* CONNECTING: the last HELLO, and the next's delay */
+    uint64_t echo;            /* CONNECTING: the cookie it challenged us with */
+    double   probe_since;     /* waiting on it and it fell silent: since then */
 };
 
 /* ---- engine state -------------------------------------------------- */
@@ -285,6 +355,7 @@ struct dg_slot {
     struct cvia_xfer *done_x;   /* completed when this slot is acknowledged */
     uint64_t inj_end;           /* its copy ends there in the ring (0: none) */
     double   sent_at;           /* 0: not sent yet */
+    uint32_t txo;               /* the peer's transmission count when last sent */
     uint16_t tries;
     uint8_t  sacked;
 };
@@ -318,6 +389,30 @@ struct dg_peer {
     unsigned char *inj;       /* [cvia__dg_inj_size]: byte ring of copied segments */
     uint64_t inj_head, inj_tail;   /* next free byte; oldest byte in use */
     double   last_ack_at;     /* when snd_una last moved (or now, if idle) */
+    /* loss recovery and congestion (dgram_tx.c) */
+    double   srtt, rttvar;    /* RFC 6298, from segments acknowledged on their first try */
+    double   rto;             /* srtt + max(4 rttvar, RTO_MIN); CVIA_DGRAM_RTO before a sample */
+    unsigned backoff;         /* timeouts since the last sample: RTO x 2^backoff */
+    int      has_rtt;
+    uint32_t cwnd, ssthresh;  /* segments */
+    uint32_t cwnd_acc;        /* segments acknowledged toward the next +1 */
+    uint32_t recover;         /* no further decrease until snd_una passes it */
+    int      in_recovery;
+    uint32_t loss_end;        /* a round of loss detection ends when snd_una passes it */
+    uint32_t loss_n;          /* segments found lost in this round */
+    int      loss_round;
+    uint32_t txo_next;        /* datagrams of data sent to the peer, first tries and again */
+    uint32_t txo_acked;       /* the latest txo known to have arrived */
+    double   txo_acked_at;    /* when that one was sent */
+    int      has_txo_acked;
+    uint32_t sacked_n;        /* slots in [snd_una, snd_nxt) selectively acknowledged */
+    uint32_t undo_cwnd, undo_ssthresh;   /* before the last decrease */
+    uint32_t undo_retx;       /* its retransmissions not yet reported duplicate */
+    int      undo_valid;
+    int      undo_rto;        /* a timeout was part of it */
+    uint32_t dups_rcvd;       /* receiving: duplicates from the peer, in every ACK */
+    uint32_t dups_seen;       /* sending: the peer's dups_rcvd last seen */
+    struct dg_ext ack_ext;    /* a standalone ACK's further SACK bits */
     /* one-sided requests waiting for their answer (busy) */
     struct cvia_xfer *waiting;
     /* receiving */
@@ -345,6 +440,8 @@ struct dg_stats {
     uint64_t tx, rx, retx, acks, dups, ooo, corrupt, foreign, format, faults, stale, other;
     uint64_t forged;               /* failed the MAC: forged, altered, an earlier job's */
     uint64_t rx_calls, tx_calls;   /* link recv calls that returned datagrams; link sends */
+    uint64_t fretx, rtos;          /* retx by SACK (fast retransmit); timeouts */
+    uint64_t undos;                /* decreases undone: every retransmission was a duplicate */
 };
 
 struct dg_ep {
@@ -380,7 +477,36 @@ struct dg_ep {
     struct dg_in *in;         /* [batch] */
     unsigned char *scratch;   /* [2 * batch * dgram_max]: corrupted copies */
     struct dg_stats st;
+    /* launcher-free (args.dynamic): keys.secret and keys.job come from the
+     * address's nonce; peers come and go (dgram_dyn.c) */
+    struct dg_dyn *dyn;       /* [size], NULL in a launcher's job */
+    unsigned char enc[16];    /* decrypts the key in a HELLO to us */
+    unsigned char cookie[16]; /* random: the CHAL cookies' key */
+    /* a HELLO, CHAL or HACK that passed the MAC (busy) */
+    void   (*ctl_in)(struct dg_ep *ep, const struct dg_hdr *h, const uint8_t *payload,
+                     size_t plen, const struct dg_in *in);
 };
+
+/* Frames to @peer: sealed with its keys (launcher-free) or the job's. */
+static inline const struct dg_keys *dg_tx_keys(const struct dg_ep *ep, int peer)
+{
+    return ep->dyn ? &ep->dyn[peer].tx : &ep->keys;
+}
+
+/* The addressing fields of a frame to @peer: the job tag, our rank and
+ * its (launcher-free: its tag, our index at its side, and 0). */
+static inline void dg_hdr_route(const struct dg_ep *ep, struct dg_hdr *h, int peer)
+{
+    if (ep->dyn) {
+        h->job = dg_jobtag(ep->dyn[peer].tx.job);
+        dg_set_src(h, ep->dyn[peer].ridx);
+        dg_set_dst(h, 0);
+    } else {
+        h->job = dg_jobtag(ep->keys.job);
+        dg_set_src(h, (uint32_t)ep->args.rank);
+        dg_set_dst(h, (uint32_t)peer);
+    }
+}
 
 /* dgram_tx.c */
 int  cvia__dg_send(struct dg_ep *ep, struct cvia_xfer *x);
@@ -388,7 +514,7 @@ int  cvia__dg_rma(struct dg_ep *ep, struct cvia_xfer *x, uint8_t type);
 void cvia__dg_answer(struct dg_ep *ep, int peer, uint8_t type, uint64_t cookie, int status,
                      const void *buf, size_t len);
 int  cvia__dg_tx(struct dg_ep *ep);
-void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h);
+void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h, const struct dg_ext *e);
 int  cvia__dg_timers(struct dg_ep *ep);
 int  cvia__dg_flush(struct dg_ep *ep);
 void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type);
@@ -408,6 +534,13 @@ size_t cvia__dg_inj_size(const struct dg_ep *ep);   /* bytes of a peer's copy ri
 int  cvia__dg_rx(struct dg_ep *ep);
 int  cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struct dg_in *in);
 void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err);
+
+/* dgram_dyn.c: launcher-free peers */
+int  cvia__dg_dyn_open(struct dg_ep *ep);
+int  cvia__dg_dyn_addr(struct dg_ep *ep, void *buf, size_t cap);
+int  cvia__dg_dyn_connect(struct dg_ep *ep, const void *addr, size_t len, int *peer);
+void cvia__dg_dyn_probe(struct dg_ep *ep);
+void cvia__dg_dyn_free(struct dg_ep *ep);
 
 /* dgram_prov.c: the provider ops over a link */
 int  cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *link,

@@ -36,6 +36,7 @@ static void dg_free(struct dg_ep *ep)
     for (size_t i = 0; i < sizeof(ep->keys.secret); i++)
         secret[i] = 0;
     cvia__dg_keys_free(&ep->keys);
+    cvia__dg_dyn_free(ep);
     cvia__dg_ep_free(ep);
     free((char *)ep - offsetof(struct cvia_prov_ep, dg));
 }
@@ -155,7 +156,9 @@ int cvia__dg_open(const struct cvia_prov_args *args, const struct dg_link_ops *l
         rc = -CVIA_ECONFIG;
         goto err;
     }
-    if ((rc = dg_secret_put(ep)))
+    /* launcher-free: keys from this process's nonce (dgram_dyn.c); in a
+     * job: the job's secret, drawn by rank 0 */
+    if ((rc = args->dynamic ? cvia__dg_dyn_open(ep) : dg_secret_put(ep)))
         goto err;
     if ((rc = cvia__dg_ep_alloc(ep)))
         goto err;
@@ -207,6 +210,8 @@ static int dg_connect(struct cvia_prov_ep *pe)
     struct dg_ep *ep = &pe->dg;
     int rc;
 
+    if (ep->dyn)   /* peers come later (cvia__dg_dyn_connect, HELLO) */
+        return dg_size(ep);
     if (!ep->nremote)
         return 0;
     if ((rc = dg_secret_get(ep)))
@@ -242,7 +247,8 @@ static void dg_print_stats(struct dg_ep *ep)
 
     fprintf(stderr, "corevia[%d] %s stats: segment %zu window %u tx %llu rx %llu retx %llu "
             "acks %llu dup %llu ooo %llu corrupt %llu foreign %llu forged %llu format %llu "
-            "stale %llu faults %llu other %llu rx_calls %llu tx_calls %llu\n", ep->args.rank,
+            "stale %llu faults %llu other %llu rx_calls %llu tx_calls %llu fretx %llu rtos %llu undos %llu\n",
+            ep->args.rank,
             ep->link->name, ep->seg, ep->win,
             (unsigned long long)s->tx, (unsigned long long)s->rx, (unsigned long long)s->retx,
             (unsigned long long)s->acks, (unsigned long long)s->dups,
@@ -251,7 +257,8 @@ static void dg_print_stats(struct dg_ep *ep)
             (unsigned long long)s->format,
             (unsigned long long)s->stale, (unsigned long long)s->faults,
             (unsigned long long)s->other, (unsigned long long)s->rx_calls,
-            (unsigned long long)s->tx_calls);
+            (unsigned long long)s->tx_calls, (unsigned long long)s->fretx,
+            (unsigned long long)s->rtos, (unsigned long long)s->undos);
 }
 
 static int dg_close(struct cvia_prov_ep *pe, int clean)
@@ -299,7 +306,7 @@ static int dg_progress(struct cvia_prov_ep *pe)
     struct dg_ep *ep = &pe->dg;
     int events = 0, pending = 0;
 
-    if (!ep->nremote || !cvia_mlock_trylock(&ep->busy))
+    if ((!CVIA_HINT_LOAD(ep->nremote) && !ep->dyn) || !cvia_mlock_trylock(&ep->busy))
         return 0;
     for (int i = 0; i < ep->nremote && !pending; i++) {
         struct dg_peer *pp = &ep->peers[ep->remote[i]];
@@ -331,6 +338,12 @@ static int dg_check_peers(struct cvia_prov_ep *pe)
     struct dg_ep *ep = &pe->dg;
 
     CVIA_HINT_STORE(ep->idle, 0);
+    if (ep->dyn && cvia_mlock_trylock(&ep->busy)) {   /* nobody else says who died */
+        ep->now = cvia__dg_now();
+        cvia__dg_dyn_probe(ep);
+        cvia__dg_flush(ep);
+        cvia_mlock_unlock(&ep->busy);
+    }
     return dg_progress(pe);
 }
 
@@ -367,7 +380,7 @@ static int dg_wait_fd(struct cvia_prov_ep *pe)
 {
     struct dg_ep *ep = &pe->dg;
 
-    return ep->nremote ? ep->link->fd(ep) : -1;
+    return CVIA_HINT_LOAD(ep->nremote) || ep->dyn ? ep->link->fd(ep) : -1;
 }
 
 static int dg_mr_noop(struct cvia_prov_ep *pe, uint64_t key, const void *addr, size_t len,
@@ -389,14 +402,24 @@ static int dg_no_rndv(struct cvia_prov_ep *pe, struct cvia_xfer *x)
     return -ENOSYS;   /* every message carries its bytes */
 }
 
-#define DG_PROV_OPS(open_fn, describe_fn) {                                    \
+static int dg_dyn_addr(struct cvia_prov_ep *pe, void *buf, size_t cap)
+{
+    return cvia__dg_dyn_addr(&pe->dg, buf, cap);
+}
+
+static int dg_dyn_connect(struct cvia_prov_ep *pe, const void *addr, size_t len, int *peer)
+{
+    return cvia__dg_dyn_connect(&pe->dg, addr, len, peer);
+}
+
+#define DG_PROV_OPS(open_fn, describe_fn, ...) {                               \
     .size = sizeof(struct cvia_prov_ops), .open = open_fn, .connect = dg_connect, \
     .ready = dg_ready, .close = dg_close, .reachable = dg_reachable,           \
     .send = dg_send, .progress = dg_progress, .check_peers = dg_check_peers,   \
     .peer_gone = dg_gone, .describe = describe_fn,                             \
     .cleanup = cvia__prov_no_cleanup, .rndv_start = dg_no_rndv,                \
     .mr_reg = dg_mr_noop, .mr_dereg = dg_mr_dereg_noop, .write = dg_write,     \
-    .read = dg_read, .peer_info = dg_peer_info, .wait_fd = dg_wait_fd }
+    .read = dg_read, .peer_info = dg_peer_info, .wait_fd = dg_wait_fd, __VA_ARGS__ }
 
 extern const struct dg_link_ops cvia__udp_link;
 
@@ -411,7 +434,9 @@ static void udp_describe(char *buf, size_t cap)
              "datagrams over UDP");
 }
 
-const struct cvia_prov_ops cvia__udp_ops = DG_PROV_OPS(udp_open, udp_describe);
+const struct cvia_prov_ops cvia__udp_ops = DG_PROV_OPS(udp_open, udp_describe,
+                                                       .dyn_addr = dg_dyn_addr,
+                                                       .dyn_connect = dg_dyn_connect);
 
 extern const struct dg_link_ops cvia__eth_link;
 
@@ -426,4 +451,6 @@ static void eth_describe(char *buf, size_t cap)
              "datagrams in raw Ethernet frames (AF_PACKET)");
 }
 
-const struct cvia_prov_ops cvia__eth_ops = DG_PROV_OPS(eth_open, eth_describe);
+const struct cvia_prov_ops cvia__eth_ops = DG_PROV_OPS(eth_open, eth_describe,
+                                                       .dyn_addr = dg_dyn_addr,
+                                                       .dyn_connect = dg_dyn_connect);

@@ -205,6 +205,7 @@ static void dg_keep(struct dg_ep *ep, struct dg_peer *pp, const struct dg_hdr *h
 
     if (pp->ooo[i]) {
         ep->st.dups++;
+        pp->dups_rcvd++;
         return;
     }
     if (!(k = malloc(sizeof(*k) + plen)))
@@ -240,6 +241,13 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
             ep->st.format++;
         return 0;
     }
+    if (h.type >= DG_HELLO) {   /* launcher-free connection set-up */
+        if (ep->ctl_in)
+            ep->ctl_in(ep, &h, payload, plen, in);
+        else
+            ep->st.format++;
+        return 0;
+    }
     if (dg_dst(&h) != (uint32_t)ep->args.rank) {
         ep->st.other++;   /* for another rank of this host (eth: one MAC) */
         return 0;
@@ -255,7 +263,7 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
         return 0;
     ep->st.rx++;
     pp->last_heard = ep->now;
-    cvia__dg_ack_in(ep, peer, &h);
+    cvia__dg_ack_in(ep, peer, &h, &e);
     if (pp->gone)
         return 1;
     if (h.type == DG_ACK)
@@ -271,6 +279,7 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
          * that a flood of replays does not become a flood of ACKs (a
          * sender's retransmission comes an RTO apart) */
         ep->st.dups++;
+        pp->dups_rcvd++;
         if (ep->now - pp->dup_ack_at >= (ep->cfg.ack_delay < ep->cfg.rto / 8 ?
                                           ep->cfg.ack_delay : ep->cfg.rto / 8)) {
             pp->dup_ack_at = ep->now;
@@ -291,8 +300,8 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
         pp->ack_now = 1;   /* a hole: tell the sender at once (SACK) */
         return 0;
     }
-    if (h.flags & DG_F_ACKREQ)
-        pp->ack_now = 1;
+    if ((h.flags & DG_F_ACKREQ) || pp->ooo_count)
+        pp->ack_now = 1;   /* asked, or it fills (part of) a hole: at once */
     if (dg_deliver(ep, peer, &h, &e, payload, plen))
         return 1;
     pp->rcv_nxt++;
@@ -381,6 +390,7 @@ void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err)
             }
         }
         pp->snd_una = pp->snd_nxt;
+        pp->sacked_n = 0;
     }
     cvia__prov_fail_list(up, w, err, 0);
     for (uint32_t i = 0; pp->ooo && i < ep->win; i++) {

@@ -38,7 +38,16 @@ static const struct cvia_param dg_params[] = {
       "larger ones go from the user's buffer and complete when acknowledged.", 0, 1L << 30,
       NULL },
     { "RTO", "5ms", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rto),
-      "First retransmission timeout; doubled at every retry up to CVIA_DGRAM_RTO_MAX.",
+      "Retransmission timeout until a round trip to the peer has been measured; from "
+      "then on it is SRTT + max(4 RTTVAR, CVIA_DGRAM_RTO_MIN) (RFC 6298, from segments "
+      "acknowledged on their first try), doubled at every timeout until the next "
+      "measurement, up to CVIA_DGRAM_RTO_MAX.",
+      0, 0, NULL },
+    { "RTO_MIN", "500us", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rto_min),
+      "Least margin the retransmission timeout keeps above the smoothed round trip "
+      "(SRTT + max(4 RTTVAR, this)): a microsecond link times out within about this "
+      "long, and a receiver's delayed acknowledgement (CVIA_DGRAM_ACK_DELAY) is no "
+      "timeout when it is at least as long.",
       0, 0, NULL },
     { "RTO_MAX", "250ms", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rto_max),
       "Longest retransmission timeout.", 0, 0, NULL },
@@ -47,7 +56,9 @@ static const struct cvia_param dg_params[] = {
       0, 0, NULL },
     { "PEER_TIMEOUT", "30s", CVIA_PARAM_TIME, offsetof(struct dg_cfg, peer_timeout),
       "A peer that acknowledges nothing for this long while data to it is outstanding "
-      "is declared dead (CVIA_ENOPEER).", 0, 0, NULL },
+      "is declared dead (CVIA_ENOPEER). Without a launcher, a peer that a waiter "
+      "finds silent for a quarter of this is probed, and declared dead once silent "
+      "for all of it.", 0, 0, NULL },
     { "FAULTS", "", CVIA_PARAM_STRING, offsetof(struct dg_cfg, faults),
       "Fault injection on sent datagrams, for tests: drop=P,dup=P,reorder=P,corrupt=P "
       "with probabilities P in [0,1], and seed=N.", 0, 0, NULL },
@@ -316,7 +327,9 @@ int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct 
     } else {
         memset(ext, 0, sizeof(*ext));
     }
-    if (h->type == 0 || (h->type > DG_TYPE_DATA_MAX && h->type != DG_ACK && h->type != DG_PING))
+    if (h->type == 0 || (h->type > DG_TYPE_DATA_MAX && h->type < DG_ACK) || h->type > DG_TYPE_MAX)
+        return DG_BAD_FORMAT;
+    if (h->type >= DG_HELLO && ((h->flags & DG_F_EXT) || len != off + sizeof(struct dg_hello)))
         return DG_BAD_FORMAT;
     if ((h->type == DG_ACK || h->type == DG_PING) && len != off)
         return DG_BAD_FORMAT;

@@ -551,6 +551,26 @@ static void eth_describe(struct dg_ep *ep, char *buf, size_t cap)
              e->mtu, rx, tx);
 }
 
+/* Launcher-free: DG_NET_ETH, flags (the engine's), the interface's MAC.
+ * The processes of a host share it; each one's socket filter admits only
+ * frames with its own job tag (16 bits of its identity), and the MAC
+ * sorts out the 1 in 65536 pairs whose tags meet. */
+static void eth_pack(struct dg_ep *ep, uint8_t net[8])
+{
+    net[0] = DG_NET_ETH;
+    net[1] = 0;
+    memcpy(net + 2, el(ep)->mac, ETH_ALEN);
+}
+
+static int eth_unpack(const uint8_t net[8], char *addr, size_t cap)
+{
+    if (net[0] != DG_NET_ETH)
+        return -1;
+    snprintf(addr, cap, "%02x:%02x:%02x:%02x:%02x:%02x", net[2], net[3], net[4], net[5],
+             net[6], net[7]);
+    return 0;
+}
+
 const struct dg_link_ops cvia__eth_link = {
     .name = "eth",
     .open = eth_open,
@@ -563,6 +583,8 @@ const struct dg_link_ops cvia__eth_link = {
     .fd = eth_fd,
     .describe = eth_describe,
     .close = eth_close,
+    .pack = eth_pack,
+    .unpack = eth_unpack,
 };
 
 extern const struct cvia_prov_ops cvia__eth_ops;

@@ -146,6 +146,9 @@ struct shm_dyn_addr {
     uint64_t nonce[2];
 };
 #define SHM_DYN_MAGIC 0x31647663u   /* "cvd1" */
+_Static_assert(sizeof(struct shm_dyn_addr) == CVIA_DYN_ADDR_HOST &&
+               offsetof(struct shm_dyn_addr, nonce) == offsetof(struct cvia_dyn_addr, nonce),
+               "shm's address is the host part of struct cvia_dyn_addr");
 
 enum shm_rv_state { SHM_RV_FREE = 0, SHM_RV_RTS, SHM_RV_CTS, SHM_RV_DONE };
 enum shm_copy_mode { SHM_COPY_AUTO = 0, SHM_COPY_READ, SHM_COPY_WRITE, SHM_COPY_COOP };

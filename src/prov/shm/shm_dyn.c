@@ -95,15 +95,10 @@ static uint64_t dyn_host(void)
 
 int shm_dyn_init(struct cvia_prov_ep *ep)
 {
-    ssize_t n;
-
-    do
-        n = getrandom(ep->nonce, sizeof(ep->nonce), 0);
-    while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof(ep->nonce)) {
-        cvia_error(SHM, "getrandom for the connection nonce: %s", strerror(errno));
-        return -EIO;
-    }
+    /* the core drew it (getrandom): the network provider's keys come
+     * from the same secret, in the same address */
+    ep->nonce[0] = ep->args.nonce[0];
+    ep->nonce[1] = ep->args.nonce[1];
     ep->host = dyn_host();
     ep->lidx[0] = 0;   /* ring 0: my own */
     for (int p = 1; p < ep->args.size; p++)
@@ -368,7 +363,8 @@ int shm_dyn_connect(struct cvia_prov_ep *ep, const void *addr, size_t len, int *
     int r = -1, j = -1, mine = -1, ex, rc, k;
     double deadline;
 
-    if (len != sizeof(a))
+    /* the host's part; a network provider's may follow (struct cvia_dyn_addr) */
+    if (len != sizeof(a) && len != sizeof(struct cvia_dyn_addr))
         return -EINVAL;
     memcpy(&a, addr, sizeof(a));
     if (a.magic != SHM_DYN_MAGIC)

@@ -58,6 +58,7 @@ struct udp_link {
     int    fd;
     int    mtu;
     char   ifname[IF_NAMESIZE];
+    struct sockaddr_in self;    /* what peers send to: the interface's address, our port */
     struct sockaddr_in *peer;   /* [size] */
     struct mmsghdr *msgs;       /* [batch] */
     struct iovec *giov;         /* [3 * batch] a GSO run's gathered pieces */
@@ -220,6 +221,9 @@ static int udp_open(struct dg_ep *ep, char *addr, size_t cap)
     ep->rx_call = 1;   /* every receive is a recvmmsg: CVIA_DGRAM_RX_GAP */
     inet_ntop(AF_INET, &ip, ips, sizeof(ips));
     snprintf(addr, cap, "%s:%u", ips, (unsigned)ntohs(sa.sin_port));
+    u->self.sin_family = AF_INET;
+    u->self.sin_addr = ip;
+    u->self.sin_port = sa.sin_port;
     return 0;
 err:
     udp_close(ep);
@@ -417,6 +421,34 @@ static void udp_describe(struct dg_ep *ep, char *buf, size_t cap)
              u->mtu, ep->cfg.batch);
 }
 
+/* Launcher-free: DG_NET_UDP, flags (the engine's), port, IPv4 address,
+ * the last two in network order. */
+static void udp_pack(struct dg_ep *ep, uint8_t net[8])
+{
+    struct udp_link *u = ul(ep);
+
+    net[0] = DG_NET_UDP;
+    net[1] = 0;
+    memcpy(net + 2, &u->self.sin_port, 2);
+    memcpy(net + 4, &u->self.sin_addr, 4);
+}
+
+static int udp_unpack(const uint8_t net[8], char *addr, size_t cap)
+{
+    struct in_addr ip;
+    uint16_t port;
+    char ips[INET_ADDRSTRLEN];
+
+    if (net[0] != DG_NET_UDP)
+        return -1;
+    memcpy(&port, net + 2, 2);
+    memcpy(&ip, net + 4, 4);
+    if (!port || !inet_ntop(AF_INET, &ip, ips, sizeof(ips)))
+        return -1;
+    snprintf(addr, cap, "%s:%u", ips, (unsigned)ntohs(port));
+    return 0;
+}
+
 const struct dg_link_ops cvia__udp_link = {
     .name = "udp",
     .open = udp_open,
@@ -429,6 +461,8 @@ const struct dg_link_ops cvia__udp_link = {
     .fd = udp_fd,
     .describe = udp_describe,
     .close = udp_close,
+    .pack = udp_pack,
+    .unpack = udp_unpack,
 };
 
 extern const struct cvia_prov_ops cvia__udp_ops;
