@@ -41,6 +41,9 @@
  *              1 fails at connection with CVIA_ECONFIG.
  * Rank 0 prints "ok CASE"; the silent cases print "expected-error NAME"
  * from the survivor (run.sh --expect-fail).
+ * FUNC_NET_PATH, when set, must appear in cvia_peer_info() of the partner
+ * (which link mechanism the provider really took: eth's rings or its
+ * plain socket), checked before `stream` runs.
  * FUNC_NET_SEED (default 1) seeds sizes, tags and payloads of `stream`;
  * FUNC_NET_MSGS and FUNC_NET_WRITES change its counts, FUNC_NET_QUIET_MS
  * its pause after the withdrawal; FUNC_NET_PORT (default 47000) is the
@@ -198,6 +201,13 @@ static int case_stream(void)
 
     if (size % 2)
         FAIL("stream needs an even number of ranks (partners r, r ^ 1)");
+    if (getenv("FUNC_NET_PATH")) {
+        char path[512];
+        CHECK_RC(cvia_peer_info(partner, path, sizeof(path)));
+        if (!strstr(path, getenv("FUNC_NET_PATH")))
+            FAIL("the path to rank %d is '%s', without '%s' (FUNC_NET_PATH)", partner, path,
+                 getenv("FUNC_NET_PATH"));
+    }
     for (int k = 0; k < RWIN; k++)
         if (!(rbuf[k] = malloc(MAX_MSG)) || (k < WIN && !(sbuf[k] = malloc(MAX_MSG))))
             FAIL("out of memory");

@@ -54,6 +54,13 @@ run bash "$SRC/scripts/repro-mvia.sh" --help
 check "repro-mvia.sh --help exits 0" eval '[ $rc -eq 0 ] && grep -q "^Usage: scripts/repro-mvia.sh" "$WORK/out"'
 run bash "$SRC/scripts/repro-mvia.sh" --repeat zero
 check "repro-mvia.sh: a bad argument exits 2" eval '[ $rc -eq 2 ] && grep -q -- "--repeat" "$WORK/err"'
+run bash "$SRC/scripts/repro-mvia.sh" --help
+check "repro-mvia.sh --help documents eth's ring and socket series" \
+    eval 'grep -q "eth-sock-mM" "$WORK/out" && grep -q "CVIA_ETH_RING=no" "$WORK/out" && grep -q "CVIA_ETH_RING=yes" "$WORK/out"'
+run bash "$SRC/scripts/repro-mvia.sh" --segments 1472,x
+check "repro-mvia.sh: a bad --segments exits 2" eval '[ $rc -eq 2 ] && grep -q -- "--segments" "$WORK/err"'
+run bash "$SRC/scripts/repro-mvia.sh" --peers eth,eth-socket
+check "repro-mvia.sh: an unknown series exits 2, naming it" eval '[ $rc -eq 2 ] && grep -q -- "eth-socket" "$WORK/err"'
 run bash "$SRC/scripts/repro-mvia.sh" --loss 1,101
 check "repro-mvia.sh: a loss rate over 100 % exits 2, naming --loss" eval '[ $rc -eq 2 ] && grep -q -- "--loss.*101" "$WORK/err"'
 run bash "$SRC/scripts/repro-mvia.sh" --loss 0.125

@@ -259,6 +259,7 @@ struct dg_cfg {
     int    stats;          /* print counters at finalize */
     size_t rcvbuf;
     long   batch;          /* datagrams per sendmmsg/recvmmsg */
+    double rx_gap;         /* no receive call this soon after an empty one */
 };
 
 extern const struct cvia_param_table cvia__dgram_param_table;
@@ -461,6 +462,13 @@ struct dg_ep {
     unsigned idle;   /* progress calls without an event (busy; also reset
                       * by the liveness check unlocked: CVIA_HINT_*) */
     double   now;             /* this progress call's clock */
+    /* one receive call per wake-up (CVIA_DGRAM_RX_GAP), for links whose
+     * recv is a system call: they set rx_call at open and rx_drained at
+     * every recv (1: that call emptied the socket); cvia__dg_rx skips the
+     * link until rx_gap after rx_quiet_from (the empty receive, or the
+     * send after it), unless rx_now (a peer died: take what it sent) */
+    int      rx_call, rx_drained, rx_now;
+    double   rx_quiet_from;
     struct dg_out *out;       /* [batch] */
     struct dg_slot **out_slot;   /* [batch]: the slot each out sends, or NULL (ACK) */
     struct dg_out *fout;      /* [2 * batch]: the batch after fault hooks */

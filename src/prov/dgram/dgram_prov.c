@@ -353,7 +353,9 @@ static void dg_gone(struct cvia_prov_ep *pe, int peer, int err)
 
     cvia_mlock_lock(&ep->busy);
     ep->now = cvia__dg_now();
+    ep->rx_now = 1;
     cvia__dg_rx(ep);   /* what it sent before dying is delivered first */
+    ep->rx_now = 0;
     if (ep->peers[peer].remote)
         cvia__dg_peer_gone(ep, peer, err);
     cvia_mlock_unlock(&ep->busy);

@@ -329,8 +329,13 @@ int cvia__dg_rx(struct dg_ep *ep)
 {
     int events = 0;
 
+    if (ep->rx_call && ep->rx_drained && !ep->rx_now &&
+        ep->now - ep->rx_quiet_from < ep->cfg.rx_gap)
+        return 0;   /* nothing can have come since the socket was found empty */
     for (int round = 0; round < 4; round++) {
         int n = ep->link->recv(ep, ep->in, (int)ep->cfg.batch);
+        if (ep->rx_drained)
+            ep->rx_quiet_from = ep->now;
         if (n <= 0)
             break;
         ep->st.rx_calls++;

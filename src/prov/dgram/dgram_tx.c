@@ -923,6 +923,8 @@ int cvia__dg_flush(struct dg_ep *ep)
         sent += rc;
     }
     ep->st.tx += (uint64_t)sent;
+    if (sent && ep->rx_call && ep->rx_drained && ep->cfg.rx_gap > 0)
+        ep->rx_quiet_from = cvia__dg_now();   /* an answer takes a round trip from now */
     if (sent < n && !ep->has_faults) {
         /* the link is full: what did not go is sent again by the next tx
          * (new segments) or the timer (retransmissions) */

@@ -5,16 +5,26 @@
  * a local-experimental EtherType (IEEE 802 0x88B5 by default); a classic
  * BPF filter lets in only frames of this job (the header's job tag) for
  * this rank (ranks of a host share the interface's MAC, so the header's
- * destination rank decides). Frames
- * arrive in a PACKET_MMAP receive ring (TPACKET_V2) that the engine reads
- * in place: no system call to receive, only to send (sendmmsg, gathered
- * from the send window). Without the ring (CVIA_ETH_RING=0, or where the
- * kernel refuses it) frames come by recvmmsg. Needs CAP_NET_RAW. */
+ * destination rank decides).
+ *
+ * With CVIA_ETH_RING=yes (the default) frames move through PACKET_MMAP
+ * rings (TPACKET_V2): they arrive in a receive ring that the engine reads
+ * in place (no system call to receive), and leave through a transmit ring
+ * on a second, send-only packet socket (SOCK_RAW, protocol 0: it receives
+ * nothing): each datagram of a batch is written in place into a ring frame
+ * behind its Ethernet header, and one send() hands the whole batch (the
+ * segments of a message, and of every message waiting) to the kernel,
+ * which takes the frames' pages into its buffers without another copy.
+ * With CVIA_ETH_RING=no, or where the kernel refuses a ring, frames go by
+ * sendmmsg (gathered from the send window) and come by recvmmsg.
+ * Needs CAP_NET_RAW. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/virtio_net.h>
+#include <endian.h>
 #include <net/if.h>
 #include <net/if_arp.h>
 #include <stdio.h>
@@ -32,7 +42,8 @@
 struct eth_cfg {
     char ifname[CVIA_PARAM_STRLEN];
     long ethertype;
-    long ring;
+    int  ring;
+    long ring_frames;
     int  qdisc_bypass;
 };
 
@@ -43,12 +54,21 @@ static const struct cvia_param eth_params[] = {
     { "TYPE", "34997", CVIA_PARAM_INT, offsetof(struct eth_cfg, ethertype),
       "EtherType of corevia's frames, decimal (34997 = 0x88B5, IEEE 802 local "
       "experimental 1).", 1536, 65535, NULL },
-    { "RING", "512", CVIA_PARAM_INT, offsetof(struct eth_cfg, ring),
-      "Frames in the PACKET_MMAP receive ring read in place (0: no ring, recvmmsg).",
-      0, 1 << 20, NULL },
+    { "RING", "yes", CVIA_PARAM_BOOL, offsetof(struct eth_cfg, ring),
+      "Move frames through PACKET_MMAP rings (TPACKET_V2): received frames are read in "
+      "place from a receive ring (no system call to receive), and a batch of frames "
+      "(the segments of a message, and of every message waiting) is written in place "
+      "into a transmit ring and sent with one send(); no: the plain socket, sendmmsg "
+      "gathered from the send window and recvmmsg (also the fallback, with a warning, "
+      "where the kernel refuses a ring).", 0, 0, NULL },
+    { "RING_FRAMES", "512", CVIA_PARAM_INT, offsetof(struct eth_cfg, ring_frames),
+      "Frames in each ring (receive and transmit) when CVIA_ETH_RING=yes; each frame "
+      "holds one MTU-sized datagram, so the rings take about 2 x this x the MTU of "
+      "kernel memory.", 64, 1 << 20, NULL },
     { "QDISC_BYPASS", "no", CVIA_PARAM_BOOL, offsetof(struct eth_cfg, qdisc_bypass),
-      "Send past the interface's queueing discipline (faster; but a tc rate limit on "
-      "the interface then no longer applies).", 0, 0, NULL },
+      "Send past the interface's queueing discipline (PACKET_QDISC_BYPASS): a tc rate "
+      "limit on the interface then no longer applies, and packet captures (tcpdump) on "
+      "this host no longer see the frames sent.", 0, 0, NULL },
     { NULL }
 };
 
@@ -71,6 +91,13 @@ struct eth_link {
     unsigned char *ring;
     size_t ring_bytes, frame_size, block_size;
     unsigned frames, per_block, head, taken;
+    /* the transmit ring, on its own send-only socket */
+    int    txfd;
+    unsigned char *tx;
+    size_t tx_bytes, tx_frame_size, tx_block_size, tx_max;
+    unsigned tx_frames, tx_per_block, tx_head;
+    size_t tx_vnet;      /* bytes of virtio-net header before each frame (or 0) */
+    int    tx_kick;      /* frames wait in the ring for a send() that failed */
     /* without a ring */
     struct iovec *iov;
     struct sockaddr_ll *from;
@@ -148,7 +175,7 @@ static int eth_ring(struct eth_link *e)
     e->per_block = (unsigned)(e->block_size / e->frame_size);
     req.tp_block_size = (unsigned)e->block_size;
     req.tp_frame_size = (unsigned)e->frame_size;
-    req.tp_block_nr = (unsigned)((e->cfg.ring + e->per_block - 1) / e->per_block);
+    req.tp_block_nr = (unsigned)((e->cfg.ring_frames + e->per_block - 1) / e->per_block);
     req.tp_frame_nr = req.tp_block_nr * e->per_block;
     if (setsockopt(e->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
         return -errno;
@@ -162,6 +189,77 @@ static int eth_ring(struct eth_link *e)
     return 0;
 }
 
+/* The transmit ring: a send-only packet socket (SOCK_RAW, so each frame
+ * names its own destination in its Ethernet header and one send() may
+ * carry frames for several peers; protocol 0, so it receives nothing)
+ * bound to the interface, with a TPACKET_V2 TX ring. 0, or a negative
+ * error (then sendmmsg is used). */
+static int eth_tx_ring(struct eth_link *e, size_t sndbuf)
+{
+    int v = TPACKET_V2, one = 1;
+    struct tpacket_req req;
+    struct sockaddr_ll sll = { .sll_family = AF_PACKET };
+
+    e->txfd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (e->txfd < 0)
+        return -errno;
+    if (setsockopt(e->txfd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) < 0)
+        return -errno;
+    /* a frame the kernel finds malformed is dropped (as if lost on the
+     * wire) rather than stopping the ring at it */
+    if (setsockopt(e->txfd, SOL_PACKET, PACKET_LOSS, &one, sizeof(one)) < 0)
+        return -errno;
+    /* A virtio-net header in front of each frame whose hdr_len covers the
+     * whole frame makes the kernel copy the frame into the buffer it sends
+     * instead of attaching the ring's pages: a virtual link (veth) that
+     * hands the buffer to another namespace must otherwise copy such
+     * pages into fresh ones (skb_copy_ubufs), a page allocation per frame.
+     * Where the option is refused, frames go as pages. */
+    e->tx_vnet = setsockopt(e->txfd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) == 0 ?
+                 sizeof(struct virtio_net_hdr) : 0;
+    /* the kernel reads a frame's data after the aligned tpacket2_hdr */
+    e->tx_max = e->tx_vnet + ETH_HLEN + (size_t)e->mtu;
+    e->tx_frame_size = TPACKET_ALIGN(TPACKET_ALIGN(sizeof(struct tpacket2_hdr)) + e->tx_max);
+    e->tx_block_size = 1u << 16;
+    while (e->tx_block_size < e->tx_frame_size)
+        e->tx_block_size <<= 1;
+    e->tx_per_block = (unsigned)(e->tx_block_size / e->tx_frame_size);
+    req.tp_block_size = (unsigned)e->tx_block_size;
+    req.tp_frame_size = (unsigned)e->tx_frame_size;
+    req.tp_block_nr = (unsigned)((e->cfg.ring_frames + e->tx_per_block - 1) / e->tx_per_block);
+    req.tp_frame_nr = req.tp_block_nr * e->tx_per_block;
+    if (setsockopt(e->txfd, SOL_PACKET, PACKET_TX_RING, &req, sizeof(req)) < 0)
+        return -errno;
+    e->tx_frames = req.tp_frame_nr;
+    e->tx_bytes = (size_t)req.tp_block_nr * e->tx_block_size;
+    e->tx = mmap(NULL, e->tx_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, e->txfd, 0);
+    if (e->tx == MAP_FAILED) {
+        e->tx = NULL;
+        return -errno;
+    }
+    sll.sll_ifindex = e->ifindex;   /* sll_protocol 0: no frame comes in here */
+    if (bind(e->txfd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+        return -errno;
+    if (e->cfg.qdisc_bypass)
+        setsockopt(e->txfd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+    {   /* frames in flight hold send buffer until the kernel is done with them */
+        int b = sndbuf > (1u << 30) ? (1 << 30) : (int)sndbuf;
+        if (setsockopt(e->txfd, SOL_SOCKET, SO_SNDBUFFORCE, &b, sizeof(b)) < 0)
+            setsockopt(e->txfd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
+    }
+    return 0;
+}
+
+static void eth_tx_ring_drop(struct eth_link *e)
+{
+    if (e->tx)
+        munmap(e->tx, e->tx_bytes);
+    e->tx = NULL;
+    if (e->txfd >= 0)
+        close(e->txfd);
+    e->txfd = -1;
+}
+
 static void eth_close(struct dg_ep *ep)
 {
     struct eth_link *e = el(ep);
@@ -170,6 +268,7 @@ static void eth_close(struct dg_ep *ep)
         return;
     if (e->ring)
         munmap(e->ring, e->ring_bytes);
+    eth_tx_ring_drop(e);
     if (e->fd >= 0)
         close(e->fd);
     free(e->peer);
@@ -191,6 +290,7 @@ static int eth_open(struct dg_ep *ep, char *addr, size_t cap)
     if (!e)
         return -ENOMEM;
     e->fd = -1;
+    e->txfd = -1;
     ep->link_priv = e;
     if ((rc = cvia__param_load(&cvia__eth_param_table, &e->cfg)) || (rc = eth_pick_if(e)))
         goto err;
@@ -210,6 +310,11 @@ static int eth_open(struct dg_ep *ep, char *addr, size_t cap)
     if (e->cfg.ring && (rc = eth_ring(e)))
         cvia_warn(NET, "eth: no PACKET_MMAP receive ring (%s); receiving by recvmmsg",
                   strerror(-rc));
+    if (e->cfg.ring && (rc = eth_tx_ring(e, ep->cfg.rcvbuf))) {
+        cvia_warn(NET, "eth: no PACKET_MMAP transmit ring (%s); sending by sendmmsg",
+                  strerror(-rc));
+        eth_tx_ring_drop(e);
+    }
     sll.sll_protocol = htons((uint16_t)e->cfg.ethertype);
     sll.sll_ifindex = e->ifindex;
     if (bind(e->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
@@ -217,9 +322,9 @@ static int eth_open(struct dg_ep *ep, char *addr, size_t cap)
         cvia_error(NET, "eth: bind to %s: %s", e->ifname, strerror(errno));
         goto err;
     }
-    if (e->cfg.qdisc_bypass)
+    if (e->cfg.qdisc_bypass && !e->tx)
         setsockopt(e->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
-    {
+    if (!e->tx) {
         int b = (int)ep->cfg.rcvbuf;
         if (setsockopt(e->fd, SOL_SOCKET, SO_SNDBUFFORCE, &b, sizeof(b)) < 0)
             setsockopt(e->fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
@@ -237,6 +342,7 @@ static int eth_open(struct dg_ep *ep, char *addr, size_t cap)
         rc = -ENOMEM;
         goto err;
     }
+    ep->rx_call = !e->ring;   /* recvmmsg: CVIA_DGRAM_RX_GAP */
     snprintf(addr, cap, "%02x:%02x:%02x:%02x:%02x:%02x", e->mac[0], e->mac[1], e->mac[2],
              e->mac[3], e->mac[4], e->mac[5]);
     return 0;
@@ -272,6 +378,59 @@ static size_t eth_room(struct dg_ep *ep)
     return (size_t)el(ep)->mtu;   /* nothing between our header and Ethernet's */
 }
 
+static struct tpacket2_hdr *eth_tx_frame(struct eth_link *e, unsigned i)
+{
+    return (struct tpacket2_hdr *)(void *)(e->tx + (size_t)(i / e->tx_per_block) * e->tx_block_size +
+                                           (size_t)(i % e->tx_per_block) * e->tx_frame_size);
+}
+
+/* The ring: write each datagram in place behind its Ethernet header, mark
+ * it for sending, and hand them all to the kernel with one send(). A frame
+ * the kernel still holds (sending, or its buffer not yet freed by the
+ * receiving side) ends the batch there: the engine sends the rest later. */
+static int eth_send_ring(struct dg_ep *ep, struct eth_link *e, struct dg_out *out, int n)
+{
+    int k = 0, rc;
+
+    for (; k < n; k++) {
+        struct tpacket2_hdr *f = eth_tx_frame(e, e->tx_head);
+        unsigned char *p = (unsigned char *)f + TPACKET_ALIGN(sizeof(*f));
+        struct ethhdr *eh = (struct ethhdr *)(void *)(p + e->tx_vnet);
+        size_t len = e->tx_vnet + ETH_HLEN;
+
+        if (__atomic_load_n(&f->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE)
+            break;
+        memcpy(eh->h_dest, e->peer[out[k].peer], ETH_ALEN);
+        memcpy(eh->h_source, e->mac, ETH_ALEN);
+        eh->h_proto = htons((uint16_t)e->cfg.ethertype);
+        for (int v = 0; v < out[k].iovcnt; v++) {
+            if (len + out[k].iov[v].iov_len > e->tx_max)
+                return -EMSGSIZE;   /* the engine never cuts past the MTU */
+            memcpy(p + len, out[k].iov[v].iov_base, out[k].iov[v].iov_len);
+            len += out[k].iov[v].iov_len;
+        }
+        if (e->tx_vnet) {   /* no offload; copy all of the frame (little-endian) */
+            struct virtio_net_hdr vh = { .hdr_len = (uint16_t)htole16((uint16_t)(len - e->tx_vnet)) };
+            memcpy(p, &vh, sizeof(vh));
+        }
+        f->tp_len = (uint32_t)len;
+        __atomic_store_n(&f->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+        e->tx_head = (e->tx_head + 1) % e->tx_frames;
+    }
+    if (!k && !e->tx_kick)
+        return 0;
+    do
+        rc = (int)send(e->txfd, NULL, 0, MSG_DONTWAIT);
+    while (rc < 0 && errno == EINTR);
+    (void)ep;
+    /* frames the kernel did not take (no send buffer, a full device
+     * queue) stay marked in the ring and go with the next send() */
+    e->tx_kick = rc < 0;
+    if (rc < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
+        return k ? k : -errno;
+    return k;
+}
+
 static int eth_send(struct dg_ep *ep, struct dg_out *out, int n)
 {
     struct eth_link *e = el(ep);
@@ -279,6 +438,8 @@ static int eth_send(struct dg_ep *ep, struct dg_out *out, int n)
 
     if (n > (int)ep->cfg.batch)
         n = (int)ep->cfg.batch;
+    if (e->tx)
+        return eth_send_ring(ep, e, out, n);
     for (int i = 0; i < n; i++) {
         struct msghdr *m = &e->msgs[i].msg_hdr;
         memset(m, 0, sizeof(*m));
@@ -337,6 +498,7 @@ static int eth_recv(struct dg_ep *ep, struct dg_in *in, int max)
     do
         rc = recvmmsg(e->fd, e->msgs, (unsigned)max, MSG_DONTWAIT, NULL);
     while (rc < 0 && errno == EINTR);
+    ep->rx_drained = rc < max;
     if (rc < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
     for (int i = 0; i < rc; i++) {
@@ -374,14 +536,19 @@ static int eth_fd(struct dg_ep *ep)
 static void eth_describe(struct dg_ep *ep, char *buf, size_t cap)
 {
     struct eth_link *e = el(ep);
+    char rx[64], tx[64];
 
     if (e->ring)
-        snprintf(buf, cap, "EtherType 0x%04lx on %s (MTU %d), receive ring of %u frames read "
-                 "in place, sendmmsg batches of %ld", e->cfg.ethertype, e->ifname, e->mtu,
-                 e->frames, ep->cfg.batch);
+        snprintf(rx, sizeof(rx), "receive ring of %u frames read in place", e->frames);
     else
-        snprintf(buf, cap, "EtherType 0x%04lx on %s (MTU %d), sendmmsg/recvmmsg batches of "
-                 "%ld", e->cfg.ethertype, e->ifname, e->mtu, ep->cfg.batch);
+        snprintf(rx, sizeof(rx), "recvmmsg batches of %ld", ep->cfg.batch);
+    if (e->tx)
+        snprintf(tx, sizeof(tx), "transmit ring of %u frames, one send per batch%s", e->tx_frames,
+                 e->cfg.qdisc_bypass ? ", qdisc bypass" : "");
+    else
+        snprintf(tx, sizeof(tx), "sendmmsg batches of %ld", ep->cfg.batch);
+    snprintf(buf, cap, "EtherType 0x%04lx on %s (MTU %d), %s, %s", e->cfg.ethertype, e->ifname,
+             e->mtu, rx, tx);
 }
 
 /* Launcher-free: DG_NET_ETH, flags (the engine's), the interface's MAC.

@@ -218,6 +218,7 @@ static int udp_open(struct dg_ep *ep, char *addr, size_t cap)
         u->iov[i].iov_base = u->bufs + (size_t)i * u->bufsz;
         u->iov[i].iov_len = u->bufsz;
     }
+    ep->rx_call = 1;   /* every receive is a recvmmsg: CVIA_DGRAM_RX_GAP */
     inet_ntop(AF_INET, &ip, ips, sizeof(ips));
     snprintf(addr, cap, "%s:%u", ips, (unsigned)ntohs(sa.sin_port));
     u->self.sin_family = AF_INET;
@@ -362,6 +363,7 @@ static int udp_recv(struct dg_ep *ep, struct dg_in *in, int max)
     do
         rc = recvmmsg(u->fd, u->rmsgs, (unsigned)max, MSG_DONTWAIT, NULL);
     while (rc < 0 && errno == EINTR);
+    ep->rx_drained = rc < max;
     if (rc < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED ? 0 : -errno;
     for (int i = 0; i < rc; i++) {
