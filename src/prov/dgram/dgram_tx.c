@@ -873,8 +873,20 @@ static void dg_copy_out(struct dg_ep *ep, int i, int k)
 int cvia__dg_flush(struct dg_ep *ep)
 {
     struct dg_out *out = ep->out;
-    int n = ep->nout, sent = 0;
+    int n = ep->nout, sent = 0, kept = 0;
 
+    /* A segment queued for a resend may have been acknowledged since (by
+     * an ACK later in the same receive batch): its message may be complete
+     * and its buffer back in the application's hands, so it is not read
+     * again. (A slot reused by a newer segment meanwhile just goes twice.) */
+    for (int i = 0; i < n; i++) {
+        struct dg_slot *s = ep->out_slot[i];
+        if (s && dg_seq_lt(s->hdr.seq, ep->peers[out[i].peer].snd_una))
+            continue;
+        out[kept] = out[i];
+        ep->out_slot[kept++] = s;
+    }
+    ep->nout = n = kept;
     if (!n)
         return 0;
     for (int i = 0; i < n; i++)
