@@ -42,6 +42,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "name_swap.h"
+
 #define ROUNDS 100
 #define BIG    (1u << 20)
 
@@ -53,24 +55,18 @@ static int me;
 #define EXPECT(cond, ...) do { if (!(cond)) { fprintf(stderr, "fab_auto: rank %d: ", me); \
         fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } } while (0)
 
+/* Round by round through files in DIR (auto<round>.<rank>). */
 static void swap(const char *dir, const void *mine, size_t len, void *theirs)
 {
     static int round;
-    char path[512], tmp[520];
-    FILE *f;
+    char me_path[512], peer_path[512];
+    const char *err;
 
     round++;
-    snprintf(path, sizeof(path), "%s/auto%d.%d", dir, round, me);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    EXPECT((f = fopen(tmp, "w")) && fwrite(mine, 1, len, f) == len && !fclose(f),
-           "cannot write %s", tmp);
-    EXPECT(!rename(tmp, path), "cannot rename %s", tmp);
-    snprintf(path, sizeof(path), "%s/auto%d.%d", dir, round, 1 - me);
-    for (int i = 0; i < 3000 && access(path, R_OK); i++)
-        usleep(10000);
-    EXPECT((f = fopen(path, "r")), "nothing from the peer in %s after 30 s", path);
-    EXPECT(fread(theirs, 1, len, f) == len, "short file %s", path);
-    fclose(f);
+    snprintf(me_path, sizeof(me_path), "%s/auto%d.%d", dir, round, me);
+    snprintf(peer_path, sizeof(peer_path), "%s/auto%d.%d", dir, round, 1 - me);
+    err = name_swap(me_path, peer_path, mine, len, theirs, len, 3000);
+    EXPECT(!err, "%s", err);
 }
 
 static void wait_cq(struct fid_cq *cq, int n)

@@ -43,6 +43,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "name_swap.h"
+
 static const char *role;
 
 #define CHECK(call) do { long _rc = (long)(call); if (_rc < 0) { \
@@ -120,23 +122,16 @@ static int wait_ctx_on(struct fid_cq *q, void *ctx, struct fi_cq_tagged_entry *e
 
 static void swap_names(const char *dir, const void *name, size_t len, void *peer, size_t cap)
 {
-    char path[512], tmp[520];
+    char path[512], theirs[512];
     FILE *f;
 
     snprintf(path, sizeof(path), "%s/%s.pid", dir, role);   /* for the segment check */
     EXPECT((f = fopen(path, "w")) && fprintf(f, "%d\n", (int)getpid()) > 0 && !fclose(f),
            "cannot write %s", path);
     snprintf(path, sizeof(path), "%s/%s.name", dir, role);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    EXPECT((f = fopen(tmp, "w")) && fwrite(name, 1, len, f) == len && !fclose(f),
-           "cannot write %s", tmp);
-    EXPECT(!rename(tmp, path), "cannot rename %s", tmp);
-    snprintf(path, sizeof(path), "%s/%s.name", dir, role[0] == 'b' ? "a" : "b");
-    for (int i = 0; i < 2000 && access(path, R_OK); i++)
-        usleep(10000);
-    EXPECT((f = fopen(path, "r")), "no name from the peer in %s", path);
-    EXPECT(fread(peer, 1, cap, f) == len, "the peer's name is not %zu bytes", len);
-    fclose(f);
+    snprintf(theirs, sizeof(theirs), "%s/%s.name", dir, role[0] == 'b' ? "a" : "b");
+    const char *err = name_swap(path, theirs, name, len, peer, cap, 2000);
+    EXPECT(!err, "%s", err);
 }
 
 static void send_one(int tagged, const void *buf, size_t len, fi_addr_t to, uint64_t tag)

@@ -43,6 +43,8 @@
 
 #include <corevia/corevia.h>
 
+#include "name_swap.h"
+
 static int me;
 
 #define CHECK(call) do { long _rc = (long)(call); if (_rc < 0) { \
@@ -90,20 +92,13 @@ static struct fi_info *get_info(void)
 static void swap_names(const char *dir, int round, const void *name, size_t len,
                        void *peer, size_t cap)
 {
-    char path[512], tmp[520];
-    FILE *f;
+    char mine[512], theirs[512];
+    const char *err;
 
-    snprintf(path, sizeof(path), "%s/%d.%d", dir, round, me);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    EXPECT((f = fopen(tmp, "w")) && fwrite(name, 1, len, f) == len && !fclose(f),
-           "cannot write %s", tmp);
-    EXPECT(!rename(tmp, path), "cannot rename %s", tmp);
-    snprintf(path, sizeof(path), "%s/%d.%d", dir, round, 1 - me);
-    for (int i = 0; i < 3000 && access(path, R_OK); i++)
-        usleep(10000);
-    EXPECT((f = fopen(path, "r")), "no name from the peer in %s after 30 s", path);
-    EXPECT(fread(peer, 1, cap, f) == len, "short name in %s", path);
-    fclose(f);
+    snprintf(mine, sizeof(mine), "%s/%d.%d", dir, round, me);
+    snprintf(theirs, sizeof(theirs), "%s/%d.%d", dir, round, 1 - me);
+    err = name_swap(mine, theirs, name, len, peer, cap, 3000);
+    EXPECT(!err, "%s", err);
 }
 
 static void wait_one(struct fid_cq *cq, uint64_t want_flag)
