@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -35,6 +34,7 @@
 #include <unistd.h>
 
 #include "dsm/dsm.h"
+#include "util/shm_name.h"
 
 #define GLOCK_STRIDE 64   /* one cache line per lock word */
 
@@ -111,23 +111,15 @@ static void undo(struct dsm *d)
 static int create_segment(struct dsm *d)
 {
     size_t bytes = d->region + ctl_bytes(d);
-    int fd = -1, rc;
+    int fd, rc;
 
-    for (int tries = 0; tries < 64; tries++) {
-        uint64_t r;
-        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-            return -EIO;
-        snprintf(d->gname, sizeof(d->gname), "/cvia-%u-%d-%016llx", (unsigned)getuid(),
-                 (int)getpid(), (unsigned long long)r);
-        fd = shm_open(d->gname, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-        if (fd >= 0 || errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        rc = -errno;
-        dsm_warn("creating the host's shared region %s: %s", d->gname, strerror(errno));
+    /* the shm provider's name pattern, so that a later job removes it if
+     * rank 0 is killed before it unlinks it */
+    if ((fd = cvia__shm_create(d->gname, sizeof(d->gname), NULL)) < 0) {
+        if (fd != -EIO)
+            dsm_warn("creating the host's shared region %s: %s", d->gname, strerror(-fd));
         d->gname[0] = '\0';
-        return rc;
+        return fd;
     }
     d->memfd = fd;
     rc = fchmod(fd, 0600) || ftruncate(fd, (off_t)bytes) ? -errno : map_ctl(d, fd);

@@ -158,35 +158,54 @@ static int eth_pick_if(struct eth_link *e)
 }
 
 
+/* A TPACKET_V2 ring (@opt: PACKET_RX_RING or PACKET_TX_RING) of at least
+ * @want frames of @frame_size bytes on @fd, in blocks of 64 KiB or the
+ * next power of two that holds a frame, mapped: 0, or a negative errno. */
+static int eth_map_ring(int fd, int opt, size_t frame_size, long want, unsigned char **base,
+                        size_t *bytes, size_t *block_size, unsigned *per_block, unsigned *frames)
+{
+    struct tpacket_req req;
+    void *m;
+
+    *block_size = 1u << 16;
+    while (*block_size < frame_size)
+        *block_size <<= 1;
+    *per_block = (unsigned)(*block_size / frame_size);
+    req.tp_block_size = (unsigned)*block_size;
+    req.tp_frame_size = (unsigned)frame_size;
+    req.tp_block_nr = (unsigned)((want + *per_block - 1) / *per_block);
+    req.tp_frame_nr = req.tp_block_nr * *per_block;
+    if (setsockopt(fd, SOL_PACKET, opt, &req, sizeof(req)) < 0)
+        return -errno;
+    *frames = req.tp_frame_nr;
+    *bytes = (size_t)req.tp_block_nr * *block_size;
+    m = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED)
+        return -errno;
+    *base = m;
+    return 0;
+}
+
+/* Frame @i of such a ring. */
+static struct tpacket2_hdr *eth_ring_frame(unsigned char *base, size_t block_size,
+                                           unsigned per_block, size_t frame_size, unsigned i)
+{
+    return (struct tpacket2_hdr *)(void *)(base + (size_t)(i / per_block) * block_size +
+                                           (size_t)(i % per_block) * frame_size);
+}
+
 /* The receive ring; 0, or a negative error (then recvmmsg is used). */
 static int eth_ring(struct eth_link *e)
 {
     int v = TPACKET_V2;
-    struct tpacket_req req;
     size_t hdr = TPACKET_ALIGN(sizeof(struct tpacket2_hdr)) + TPACKET_ALIGN(sizeof(struct sockaddr_ll));
 
     if (setsockopt(e->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) < 0)
         return -errno;
     /* header, address, up to 16 bytes of link header room, the frame */
     e->frame_size = TPACKET_ALIGN(hdr + 16 + (size_t)e->mtu + 64);
-    e->block_size = 1u << 16;
-    while (e->block_size < e->frame_size)
-        e->block_size <<= 1;
-    e->per_block = (unsigned)(e->block_size / e->frame_size);
-    req.tp_block_size = (unsigned)e->block_size;
-    req.tp_frame_size = (unsigned)e->frame_size;
-    req.tp_block_nr = (unsigned)((e->cfg.ring_frames + e->per_block - 1) / e->per_block);
-    req.tp_frame_nr = req.tp_block_nr * e->per_block;
-    if (setsockopt(e->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
-        return -errno;
-    e->frames = req.tp_frame_nr;
-    e->ring_bytes = (size_t)req.tp_block_nr * e->block_size;
-    e->ring = mmap(NULL, e->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, e->fd, 0);
-    if (e->ring == MAP_FAILED) {
-        e->ring = NULL;
-        return -errno;
-    }
-    return 0;
+    return eth_map_ring(e->fd, PACKET_RX_RING, e->frame_size, e->cfg.ring_frames, &e->ring,
+                        &e->ring_bytes, &e->block_size, &e->per_block, &e->frames);
 }
 
 /* The transmit ring: a send-only packet socket (SOCK_RAW, so each frame
@@ -196,8 +215,7 @@ static int eth_ring(struct eth_link *e)
  * error (then sendmmsg is used). */
 static int eth_tx_ring(struct eth_link *e, size_t sndbuf)
 {
-    int v = TPACKET_V2, one = 1;
-    struct tpacket_req req;
+    int v = TPACKET_V2, one = 1, rc;
     struct sockaddr_ll sll = { .sll_family = AF_PACKET };
 
     e->txfd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -220,23 +238,9 @@ static int eth_tx_ring(struct eth_link *e, size_t sndbuf)
     /* the kernel reads a frame's data after the aligned tpacket2_hdr */
     e->tx_max = e->tx_vnet + ETH_HLEN + (size_t)e->mtu;
     e->tx_frame_size = TPACKET_ALIGN(TPACKET_ALIGN(sizeof(struct tpacket2_hdr)) + e->tx_max);
-    e->tx_block_size = 1u << 16;
-    while (e->tx_block_size < e->tx_frame_size)
-        e->tx_block_size <<= 1;
-    e->tx_per_block = (unsigned)(e->tx_block_size / e->tx_frame_size);
-    req.tp_block_size = (unsigned)e->tx_block_size;
-    req.tp_frame_size = (unsigned)e->tx_frame_size;
-    req.tp_block_nr = (unsigned)((e->cfg.ring_frames + e->tx_per_block - 1) / e->tx_per_block);
-    req.tp_frame_nr = req.tp_block_nr * e->tx_per_block;
-    if (setsockopt(e->txfd, SOL_PACKET, PACKET_TX_RING, &req, sizeof(req)) < 0)
-        return -errno;
-    e->tx_frames = req.tp_frame_nr;
-    e->tx_bytes = (size_t)req.tp_block_nr * e->tx_block_size;
-    e->tx = mmap(NULL, e->tx_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, e->txfd, 0);
-    if (e->tx == MAP_FAILED) {
-        e->tx = NULL;
-        return -errno;
-    }
+    if ((rc = eth_map_ring(e->txfd, PACKET_TX_RING, e->tx_frame_size, e->cfg.ring_frames, &e->tx,
+                           &e->tx_bytes, &e->tx_block_size, &e->tx_per_block, &e->tx_frames)))
+        return rc;
     sll.sll_ifindex = e->ifindex;   /* sll_protocol 0: no frame comes in here */
     if (bind(e->txfd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
         return -errno;
@@ -380,8 +384,7 @@ static size_t eth_room(struct dg_ep *ep)
 
 static struct tpacket2_hdr *eth_tx_frame(struct eth_link *e, unsigned i)
 {
-    return (struct tpacket2_hdr *)(void *)(e->tx + (size_t)(i / e->tx_per_block) * e->tx_block_size +
-                                           (size_t)(i % e->tx_per_block) * e->tx_frame_size);
+    return eth_ring_frame(e->tx, e->tx_block_size, e->tx_per_block, e->tx_frame_size, i);
 }
 
 /* The ring: write each datagram in place behind its Ethernet header, mark
@@ -458,8 +461,7 @@ static int eth_send(struct dg_ep *ep, struct dg_out *out, int n)
 
 static struct tpacket2_hdr *eth_frame(struct eth_link *e, unsigned i)
 {
-    return (struct tpacket2_hdr *)(void *)(e->ring + (size_t)(i / e->per_block) * e->block_size +
-                                           (size_t)(i % e->per_block) * e->frame_size);
+    return eth_ring_frame(e->ring, e->block_size, e->per_block, e->frame_size, i);
 }
 
 static int eth_recv(struct dg_ep *ep, struct dg_in *in, int max)

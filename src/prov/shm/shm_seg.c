@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -20,6 +19,7 @@
 
 #include <corevia/cvia_errno.h>
 #include "mem/mem_tier.h"
+#include "util/shm_name.h"
 #include "prov/shm/shm.h"
 #include "util/log.h"
 
@@ -105,44 +105,21 @@ void shm_seg_layout(struct cvia_prov_ep *ep)
     ep->seg_bytes = ep->ring_off + (size_t)ep->nlocal * ep->ring_bytes;
 }
 
-/* 64 random bits from the kernel, for a name nobody can guess ahead. */
-static int seg_random(uint64_t *r)
-{
-    ssize_t n;
-
-    do
-        n = getrandom(r, sizeof(*r), 0);
-    while (n < 0 && errno == EINTR);
-    return n == (ssize_t)sizeof(*r) ? 0 : -EIO;
-}
-
 int shm_seg_create(struct cvia_prov_ep *ep)
 {
     struct shm_seg_hdr *hdr;
     void *addr;
     int fd = -1, rc;
 
-    /* /cvia-<uid>-<pid>-<64 random bits>: uid and pid let a later job
-     * remove the segment of a dead one (shm_seg_cleanup_stale); the random
-     * part means another user cannot create our names first. A name taken
-     * (EEXIST) is drawn again: 64 draws all taken cannot happen by chance. */
-    for (int tries = 0; tries < 64; tries++) {
-        uint64_t r;
-        if ((rc = seg_random(&r))) {
-            cvia_error(SHM, "getrandom for a segment name: %s", strerror(errno));
-            ep->name[0] = '\0';
-            return rc;
-        }
-        snprintf(ep->name, sizeof(ep->name), "/cvia-%u-%d-%016llx",
-                 (unsigned)getuid(), (int)getpid(), (unsigned long long)r);
-        fd = shm_open(ep->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-        ep->seg_rand = r;
-        if (fd >= 0 || errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        rc = -errno;
-        cvia_error(SHM, "cannot create segment %s: %s", ep->name, strerror(errno));
+    /* util/shm_name.h: uid and pid let a later job remove the segment of
+     * a dead one (shm_seg_cleanup_stale); the random part means another
+     * user cannot create our names first */
+    if ((fd = cvia__shm_create(ep->name, sizeof(ep->name), &ep->seg_rand)) < 0) {
+        rc = fd;
+        if (rc == -EIO)
+            cvia_error(SHM, "getrandom for a segment name failed");
+        else
+            cvia_error(SHM, "cannot create segment %s: %s", ep->name, strerror(-rc));
         ep->name[0] = '\0';
         return rc;
     }
