@@ -3,26 +3,34 @@
 # Run a functional test over two "hosts": network namespaces of our own,
 # joined by a veth pair, ranks alternating between them (rank r on host
 # r % 2 + 1): shm inside a host, the network provider (CVIA_NET) between.
-#   hosts.sh [--expect-fail] [--loss PCT] CVIA_RUN NP PROG CASE
+#   hosts.sh [--expect-fail] [--loss PCT] [--rate RATE] CVIA_RUN NP PROG CASE
 # --loss PCT: every frame arriving on either end of the veth pair is
 # dropped with probability PCT % (nftables, netdev ingress hook: IP and raw
 # Ethernet frames alike, ARP included); the counts are printed at the end.
+# --rate RATE: both ends of the veth pair send at most RATE (tc tbf, as
+# scripts/netlab.sh --rate: a burst of 2 ms or 64 KiB, frames queue up to
+# 50 ms), e.g. 100mbit: a link slower than the hosts, where the socket's
+# send buffer fills while the queue drains.
 # Exit 77 (skipped) where namespaces (or, with --loss, nftables' netdev
 # family) cannot be had. Removes everything it made, also on failure;
 # traffic stays inside these namespaces.
 set -u
-expect="" loss=""
+expect="" loss="" rate=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --expect-fail) expect=--expect-fail; shift ;;
         --loss) loss=${2:-}; shift 2 || break ;;
+        --rate) rate=${2:-}; shift 2 || break ;;
         *) break ;;
     esac
 done
-usage="usage: hosts.sh [--expect-fail] [--loss PCT] CVIA_RUN NP PROG CASE"
+usage="usage: hosts.sh [--expect-fail] [--loss PCT] [--rate RATE] CVIA_RUN NP PROG CASE"
 [ $# -eq 4 ] || { echo "$usage" >&2; exit 2; }
 if [ -n "$loss" ] && ! [[ "$loss" =~ ^[0-9]+$ && "$loss" -le 100 ]]; then
     echo "hosts.sh: --loss wants a whole percentage 0..100, not '$loss'" >&2; exit 2
+fi
+if [ -n "$rate" ] && ! [[ "$rate" =~ ^[1-9][0-9]*[kmg]bit$ ]]; then
+    echo "hosts.sh: --rate wants a rate like 100mbit, not '$rate'" >&2; exit 2
 fi
 run=$1 np=$2 prog=$3 case=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -72,6 +80,17 @@ EON
         fi
     done
     echo "hosts.sh: dropping $loss% of the frames arriving at $v1 and $v2"
+fi
+
+if [ -n "$rate" ]; then
+    bits=${rate%bit}
+    case $bits in *k) bits=$((${bits%k} * 1000)) ;; *m) bits=$((${bits%m} * 1000000)) ;;
+                  *g) bits=$((${bits%g} * 1000000000)) ;; esac
+    burst=$((bits / 8 / 500)); [ "$burst" -ge 65536 ] || burst=65536
+    ip netns exec "$ns1" tc qdisc replace dev "$v1" root tbf rate "$rate" burst "$burst" latency 50ms &&
+    ip netns exec "$ns2" tc qdisc replace dev "$v2" root tbf rate "$rate" burst "$burst" latency 50ms ||
+        { echo "FAIL: tc tbf $rate"; exit 1; }
+    echo "hosts.sh: both ends of the link limited to $rate"
 fi
 
 loss_report() {

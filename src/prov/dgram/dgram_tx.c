@@ -546,20 +546,63 @@ static void dg_undo(struct dg_ep *ep, struct dg_peer *pp, uint32_t d)
     ep->st.undos++;
 }
 
-/* A slot now known to have arrived (cumulatively or selectively): its
- * round trip if it went once, the latest transmission known to arrive. */
-static void dg_arrived(struct dg_peer *pp, const struct dg_slot *s, double *latest)
+/* What one acknowledgement newly reports as arrived: the latest
+ * transmission among first tries and among retransmissions, apart. */
+struct dg_arrivals {
+    double   latest;       /* send time of the newest first try (RTT sample) */
+    uint32_t first_txo, retx_txo;
+    double   first_at, retx_at;
+    int      has_first, has_retx;
+};
+
+/* A slot now known to have arrived (cumulatively or selectively). */
+static void dg_arrived(const struct dg_slot *s, struct dg_arrivals *a)
 {
     if (!s->sent_at)
         return;
+    if (s->tries == 1) {
+        if (!a->has_first || (int32_t)(s->txo - a->first_txo) > 0) {
+            a->first_txo = s->txo;
+            a->first_at = s->sent_at;
+            a->has_first = 1;
+        }
+        if (s->sent_at > a->latest)
+            a->latest = s->sent_at;
+    } else if (!a->has_retx || (int32_t)(s->txo - a->retx_txo) > 0) {
+        a->retx_txo = s->txo;
+        a->retx_at = s->sent_at;
+        a->has_retx = 1;
+    }
+}
 
-    if (!pp->has_txo_acked || (int32_t)(s->txo - pp->txo_acked) > 0) {
-        pp->txo_acked = s->txo;
-        pp->txo_acked_at = s->sent_at;
+/* The latest transmission known to have arrived, which RACK measures loss
+ * against. A retransmitted slot's arrival is ambiguous: the original may
+ * be what came. When the same acknowledgement also brings first tries
+ * that were sent before that retransmission, the originals are what is
+ * arriving (a timeout that fired while they waited in a queue: a rate
+ * limit, a device queue, the socket's send buffer), and counting the
+ * retransmission as arrived would declare every segment between them lost
+ * and send the whole window twice (measured under a 1 Gbit/s tbf: a third
+ * of eth's frames were such duplicates). Then only the first tries count. */
+static void dg_arrivals_note(struct dg_peer *pp, const struct dg_arrivals *a)
+{
+    uint32_t txo;
+    double at;
+
+    if (a->has_first) {   /* newer than any retransmission here, or see above */
+        txo = a->first_txo;
+        at = a->first_at;
+    } else if (a->has_retx) {
+        txo = a->retx_txo;
+        at = a->retx_at;
+    } else {
+        return;
+    }
+    if (!pp->has_txo_acked || (int32_t)(txo - pp->txo_acked) > 0) {
+        pp->txo_acked = txo;
+        pp->txo_acked_at = at;
         pp->has_txo_acked = 1;
     }
-    if (s->tries == 1 && s->sent_at > *latest)
-        *latest = s->sent_at;
 }
 
 static int dg_sack_bit(const struct dg_hdr *h, const struct dg_ext *e, int ext, uint32_t i)
@@ -612,7 +655,7 @@ void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h, const s
     const uint32_t ack = h->ack;
     const int ext = h->type == DG_ACK && (h->flags & DG_F_EXT) && e;
     const uint32_t reach = ack + 1 + DG_SACK_BITS + (ext ? DG_SACK_EXT_BITS : 0);
-    double latest = 0;   /* send time of the newest first try known to arrive */
+    struct dg_arrivals arr = { 0 };
     uint32_t newly = 0;
 
     /* ack in (snd_una, snd_nxt], as unsigned distances: the signed
@@ -624,7 +667,7 @@ void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h, const s
             if (s->sacked) {
                 pp->sacked_n--;
             } else {
-                dg_arrived(pp, s, &latest);
+                dg_arrived(s, &arr);
                 newly++;
             }
             s->sacked = 0;
@@ -657,16 +700,17 @@ void cvia__dg_ack_in(struct dg_ep *ep, int peer, const struct dg_hdr *h, const s
             struct dg_slot *s = slot_of(ep, pp, seq);
             if (s->sacked || !s->tries || !dg_sack_bit(h, e, ext, seq - ack - 1))
                 continue;
-            dg_arrived(pp, s, &latest);
+            dg_arrived(s, &arr);
             s->sacked = 1;
             pp->sacked_n++;
             newly++;
         }
     }
+    dg_arrivals_note(pp, &arr);
     if (pp->snd_una != pp->snd_tx && pp->has_txo_acked && !dg_seq_lt(ack, pp->snd_una))
         dg_detect_loss(ep, peer, pp, reach);
-    if (latest > 0)
-        dg_rtt_sample(ep, pp, ep->now - latest);
+    if (arr.latest > 0)
+        dg_rtt_sample(ep, pp, ep->now - arr.latest);
     dg_cwnd_grow(ep, pp, newly);
     if (h->type == DG_ACK && h->tag >= 0) {
         uint32_t d = ((uint32_t)h->tag - pp->dups_seen) & 0x7fffffff;

@@ -97,7 +97,7 @@ struct eth_link {
     size_t tx_bytes, tx_frame_size, tx_block_size, tx_max;
     unsigned tx_frames, tx_per_block, tx_head;
     size_t tx_vnet;      /* bytes of virtio-net header before each frame (or 0) */
-    int    tx_kick;      /* frames wait in the ring for a send() that failed */
+    int    tx_kick;      /* frames wait in the ring for a send() (eth_tx_kick) */
     /* without a ring */
     struct iovec *iov;
     struct sockaddr_ll *from;
@@ -387,6 +387,41 @@ static struct tpacket2_hdr *eth_tx_frame(struct eth_link *e, unsigned i)
     return eth_ring_frame(e->tx, e->tx_block_size, e->tx_per_block, e->tx_frame_size, i);
 }
 
+/* Is the last frame marked for sending still waiting for the kernel? */
+static int eth_tx_last_waits(struct eth_link *e)
+{
+    const struct tpacket2_hdr *f = eth_tx_frame(e, (e->tx_head + e->tx_frames - 1) % e->tx_frames);
+    return __atomic_load_n(&f->tp_status, __ATOMIC_ACQUIRE) == TP_STATUS_SEND_REQUEST;
+}
+
+/* Frames marked in the ring that no send() has handed over yet: after a
+ * send() that took part of a batch, or a ring full of them (the next frame
+ * to write is one: nothing can be added, only a send() frees it). */
+static int eth_tx_waiting(struct eth_link *e)
+{
+    const struct tpacket2_hdr *f = eth_tx_frame(e, e->tx_head);
+    return e->tx_kick || __atomic_load_n(&f->tp_status, __ATOMIC_ACQUIRE) == TP_STATUS_SEND_REQUEST;
+}
+
+/* Hand the kernel every frame marked in the ring. Frames it did not take
+ * stay marked and go with the next call: send() stops at the first frame
+ * it has no send buffer for (a full device queue, or a rate limit holding
+ * the socket's earlier frames) and still returns what it took. The engine
+ * may have nothing more to send then (its window is in those frames), so
+ * every receive pass calls this again while frames wait (eth_recv). */
+static int eth_tx_kick(struct eth_link *e)
+{
+    int rc;
+
+    do
+        rc = (int)send(e->txfd, NULL, 0, MSG_DONTWAIT);
+    while (rc < 0 && errno == EINTR);
+    e->tx_kick = rc < 0 || eth_tx_last_waits(e);
+    if (rc < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
+        return -errno;
+    return 0;
+}
+
 /* The ring: write each datagram in place behind its Ethernet header, mark
  * it for sending, and hand them all to the kernel with one send(). A frame
  * the kernel still holds (sending, or its buffer not yet freed by the
@@ -420,18 +455,11 @@ static int eth_send_ring(struct dg_ep *ep, struct eth_link *e, struct dg_out *ou
         __atomic_store_n(&f->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
         e->tx_head = (e->tx_head + 1) % e->tx_frames;
     }
-    if (!k && !e->tx_kick)
-        return 0;
-    do
-        rc = (int)send(e->txfd, NULL, 0, MSG_DONTWAIT);
-    while (rc < 0 && errno == EINTR);
     (void)ep;
-    /* frames the kernel did not take (no send buffer, a full device
-     * queue) stay marked in the ring and go with the next send() */
-    e->tx_kick = rc < 0;
-    if (rc < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
-        return k ? k : -errno;
-    return k;
+    if (!k && !eth_tx_waiting(e))
+        return 0;
+    rc = eth_tx_kick(e);
+    return rc < 0 && !k ? rc : k;
 }
 
 static int eth_send(struct dg_ep *ep, struct dg_out *out, int n)
@@ -469,6 +497,8 @@ static int eth_recv(struct dg_ep *ep, struct dg_in *in, int max)
     struct eth_link *e = el(ep);
     int n = 0, rc;
 
+    if (e->tx && e->tx_kick)
+        (void)eth_tx_kick(e);   /* an error shows at the next send */
     if (e->ring) {
         e->taken = 0;
         while (n < max && e->taken < e->frames) {
