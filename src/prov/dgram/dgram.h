@@ -531,6 +531,8 @@ int  cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp);
 size_t cvia__dg_inj_size(const struct dg_ep *ep);   /* bytes of a peer's copy ring */
 
 /* dgram_rx.c */
+/* Seconds from @now until the next timer of the engine is due (busy held). */
+double cvia__dg_next_timer(struct dg_ep *ep, double now);
 int  cvia__dg_rx(struct dg_ep *ep);
 int  cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struct dg_in *in);
 void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err);

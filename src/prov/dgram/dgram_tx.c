@@ -724,6 +724,42 @@ void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type)
 
 /* ---- timers --------------------------------------------------------------- */
 
+/* Seconds from @now until cvia__dg_timers has something to do (0: now;
+ * a large number: nothing pending, only input can bring work): the
+ * oldest unacknowledged segment's timeout, a delayed acknowledgement, a
+ * silent peer's probe or death. Data not yet cut into the window waits
+ * for an ACK (input) or a timeout, unless the window has room: then now. */
+double cvia__dg_next_timer(struct dg_ep *ep, double now)
+{
+    double next = 1e9;
+
+#define DG_AT(t) do { double t_ = (t) - now; if (t_ < next) next = t_ > 0 ? t_ : 0; } while (0)
+    for (int i = 0; i < ep->nremote; i++) {
+        struct dg_peer *pp = &ep->peers[ep->remote[i]];
+        if (pp->gone)
+            continue;
+        if (CVIA_HINT_LOAD(pp->q_head) || pp->cur || pp->ack_now ||
+            dg_seq_lt(pp->snd_tx, pp->snd_nxt))
+            DG_AT(now);   /* something to send (or a full link to retry) */
+        if (pp->snd_una != pp->snd_nxt) {
+            struct dg_slot *s = slot_of(ep, pp, pp->snd_una);
+            DG_AT(s->sent_at ? s->sent_at + dg_rto(ep, pp) : now);
+            DG_AT(pp->last_ack_at + ep->cfg.peer_timeout);
+        }
+        if (pp->rx_active || CVIA_HINT_LOAD(pp->waiting)) {
+            double ping = pp->last_heard + ep->cfg.peer_timeout / 4;
+            DG_AT(pp->last_heard + ep->cfg.peer_timeout);
+            DG_AT(ping > pp->pinged_at + ep->cfg.rto_max ? ping : pp->pinged_at + ep->cfg.rto_max);
+        }
+        if (pp->ack_owed)
+            DG_AT(pp->ack_owed >= ep->win / 4 ? now : pp->ack_owed_since + ep->cfg.ack_delay);
+        if (ep->dyn && pp->bye)
+            DG_AT(now);
+    }
+#undef DG_AT
+    return next;
+}
+
 int cvia__dg_timers(struct dg_ep *ep)
 {
     int events = 0;
