@@ -144,6 +144,7 @@ int cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp)
         return -ENOMEM;
     pp->snd_una = pp->snd_nxt = pp->snd_tx = dg_isn(ep, ep->args.rank, (int)(pp - ep->peers));
     pp->rcv_nxt = dg_isn(ep, (int)(pp - ep->peers), ep->args.rank);
+    pp->snd_hi = pp->rcv_hi = 0;
     pp->rto = ep->cfg.rto;
     pp->cwnd = pp->ssthresh = ep->win;   /* a loss-free link runs the whole window */
     pp->recover = pp->snd_una;
@@ -338,7 +339,8 @@ static int dg_cut(struct dg_ep *ep, struct dg_peer *pp, int peer)
     s->sent_at = 0;
     s->tries = 0;
     s->sacked = 0;
-    pp->snd_nxt++;
+    if (++pp->snd_nxt == 0)
+        pp->snd_hi++;
     pp->cur_first = 0;
     x->done = end;
     if (end < total)
@@ -884,7 +886,8 @@ static void dg_finish(struct dg_ep *ep, int i)
         else
             h->flags |= DG_F_HCSUM;
     }
-    cvia__dg_seal(h, o->iov, o->iovcnt, covered, k);
+    cvia__dg_seal(h, o->iov, o->iovcnt, covered, k,
+                  dg_esn(dg_seq_hi(h->seq, pp->snd_nxt, pp->snd_hi), pp->rcv_hi));
     /* whatever goes to the peer carries our acknowledgement */
     pp->ack_owed = 0;
     pp->ack_now = 0;

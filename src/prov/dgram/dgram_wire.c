@@ -252,11 +252,12 @@ static void dg_nh_piece(const struct dg_keys *k, const void *p, size_t n, size_t
 }
 
 /* SipHash-2-4 keyed by the secret of (length, NH of the datagram after
- * the MAC field): 24 bytes, whatever the datagram's size. */
+ * the MAC field, the high halves of its sequence and ack): 32 bytes,
+ * whatever the datagram's size. */
 static uint64_t dg_mac(const struct dg_keys *k, const void *hdr, const void *ext,
-                       const void *payload, size_t plen)
+                       const void *payload, size_t plen, uint64_t esn)
 {
-    uint64_t tail[3] = { 0, 0, 0 };
+    uint64_t tail[4] = { 0, 0, 0, esn };
     size_t words = 0;
 
     dg_nh_piece(k, (const uint8_t *)hdr + DG_MAC_SKIP, sizeof(struct dg_hdr) - DG_MAC_SKIP,
@@ -270,13 +271,13 @@ static uint64_t dg_mac(const struct dg_keys *k, const void *hdr, const void *ext
 }
 
 void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
-                   const struct dg_keys *k)
+                   const struct dg_keys *k, uint64_t esn)
 {
     if (k->auth) {
         int ext = (h->flags & DG_F_EXT) && n > 1 && iov[1].iov_len == sizeof(struct dg_ext);
         h->mac = dg_mac(k, iov[0].iov_base, ext ? iov[1].iov_base : NULL,
                         n > 1 + ext ? iov[1 + ext].iov_base : NULL,
-                        n > 1 + ext ? iov[1 + ext].iov_len : 0);
+                        n > 1 + ext ? iov[1 + ext].iov_len : 0, esn);
     } else {
         uint32_t crc = cvia__crc32c(dg_seed(k->job), (const uint8_t *)iov[0].iov_base + DG_MAC_SKIP,
                                     iov[0].iov_len - DG_MAC_SKIP);
@@ -287,7 +288,8 @@ void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, int covered
 }
 
 int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
-                   struct dg_ext *ext, const uint8_t **payload, size_t *plen)
+                   struct dg_ext *ext, const uint8_t **payload, size_t *plen,
+                   uint64_t (*esn)(const void *arg, const struct dg_hdr *h), const void *arg)
 {
     const uint8_t *p = buf;
     size_t off = sizeof(*h);
@@ -302,7 +304,7 @@ int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct 
     if (!(h->flags & DG_F_AUTH) != !k->auth)
         return DG_BAD_MAC;
     if (k->auth) {
-        uint64_t tail[3] = { len - DG_MAC_SKIP, 0, 0 };
+        uint64_t tail[4] = { len - DG_MAC_SKIP, 0, 0, esn ? esn(arg, h) : 0 };
         if (len - DG_MAC_SKIP > DG_NH_MAX)
             return DG_BAD_MAC;
         cvia__nh2(p + DG_MAC_SKIP, len - DG_MAC_SKIP, k->nh, tail + 1);
