@@ -190,6 +190,8 @@ struct dg_keys {
 int  cvia__dg_keys_derive(struct dg_keys *k);
 void cvia__dg_keys_free(struct dg_keys *k);
 
+struct dg_in;
+
 /* Check a received datagram: header copied to @h, payload (after any
  * extension, copied to @ext) at *payload. Pure: no state, never reads past
  * @len (the fuzzer's entry point). With the MAC, @esn (if not NULL) gives
@@ -204,6 +206,20 @@ int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct 
  * CVIA_DGRAM_AUTH=no, the CRC covers only the first @covered iovecs. */
 void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
                    const struct dg_keys *k, uint64_t esn);
+/* The same in two steps, for a batch of datagrams (one SipHash call for
+ * all, cvia__siphash24_4w): 1 with @tail the MAC's SipHash input (h->mac
+ * is then SipHash of it under k->secret), or 0 with h->mac set (the CRC). */
+int  cvia__dg_seal_begin(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
+                         const struct dg_keys *k, uint64_t esn, uint64_t tail[4]);
+/* For @n received datagrams: in[i].mac_ok = 1 where the MAC matched (as
+ * cvia__dg_parse would check it), 0 otherwise (not checked, or failed:
+ * cvia__dg_parse decides). @tail, @tag: room for @n. One SipHash call. */
+void cvia__dg_mac_batch(const struct dg_keys *k, struct dg_in *in, int n,
+                        uint64_t (*esn)(const void *arg, const struct dg_hdr *h), const void *arg,
+                        uint64_t (*tail)[4], uint64_t *tag);
+/* cvia__dg_parse for a datagram whose MAC cvia__dg_mac_batch found good. */
+int  cvia__dg_parse_macd(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
+                         struct dg_ext *ext, const uint8_t **payload, size_t *plen);
 uint32_t cvia__crc32c(uint32_t crc, const void *buf, size_t len);
 /* The job's public datagram key (never 0): the job tag, the first
  * sequence numbers, the CRC seed when CVIA_DGRAM_AUTH=no. */
@@ -316,6 +332,7 @@ struct dg_in {
     size_t len;
     uint32_t link_tag;     /* the link's token for its source (eth: ifindex) */
     unsigned char from[32];   /* the link's source address, for the check */
+    uint8_t mac_ok;           /* cvia__dg_mac_batch found its MAC good */
 };
 
 struct dg_link_ops {
@@ -500,7 +517,10 @@ struct dg_ep {
     struct dg_out *fout;      /* [2 * batch]: the batch after fault hooks */
     int      nout;
     size_t   dgram_max;       /* largest datagram: header, extension, segment */
-    struct dg_in *in;         /* [batch] */
+    struct dg_in *in;         /* [batch * DG_IN_PER_RECV] */
+    uint64_t (*mac_in)[4];    /* [batch * DG_IN_PER_RECV]: SipHash inputs of a batch */
+    uint64_t *mac_tag;        /* [batch * DG_IN_PER_RECV]: their tags */
+    int      *mac_at;         /* [batch]: out[] index of each sender's input */
     unsigned char *scratch;   /* [2 * batch * dgram_max]: corrupted copies */
     struct dg_stats st;
     /* launcher-free (args.dynamic): keys.secret and keys.job come from the

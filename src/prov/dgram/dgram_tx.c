@@ -11,6 +11,7 @@
 
 #include <corevia/corevia.h>
 #include "prov/dgram/dgram.h"
+#include "util/siphash.h"
 #include "util/log.h"
 
 #define DG_PAGE 4096u
@@ -81,7 +82,11 @@ int cvia__dg_ep_alloc(struct dg_ep *ep)
     ep->out_slot = calloc(b, sizeof(*ep->out_slot));
     ep->fout = calloc(2 * b, sizeof(*ep->fout));
     ep->in = calloc(b * DG_IN_PER_RECV, sizeof(*ep->in));
-    if (!ep->peers || !ep->remote || !ep->out || !ep->out_slot || !ep->fout || !ep->in)
+    ep->mac_in = calloc(b * DG_IN_PER_RECV, sizeof(*ep->mac_in));
+    ep->mac_tag = calloc(b * DG_IN_PER_RECV, sizeof(*ep->mac_tag));
+    ep->mac_at = calloc(b, sizeof(*ep->mac_at));
+    if (!ep->peers || !ep->remote || !ep->out || !ep->out_slot || !ep->fout || !ep->in ||
+        !ep->mac_in || !ep->mac_tag || !ep->mac_at)
         return -ENOMEM;
     for (int p = 0; p < ep->args.size && !ep->args.dynamic; p++)
         if (!ep->args.same_host[p]) {
@@ -125,6 +130,9 @@ void cvia__dg_ep_free(struct dg_ep *ep)
     free(ep->out_slot);
     free(ep->fout);
     free(ep->in);
+    free(ep->mac_in);
+    free(ep->mac_tag);
+    free(ep->mac_at);
     free(ep->scratch);
 }
 
@@ -849,8 +857,11 @@ static double dg_rand(struct dg_faults *f)
     return (double)(f->rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* Fill the iovecs of out[i] with current acknowledgement, and seal it. */
-static void dg_finish(struct dg_ep *ep, int i)
+/* Fill the iovecs of out[i] with current acknowledgement, and seal it:
+ * with the job's own keys, only the MAC's SipHash input is computed
+ * (ep->mac_in[*nmac], its index in mac_at) and dg_flush finishes the batch
+ * in one SipHash call. */
+static void dg_finish(struct dg_ep *ep, int i, int *nmac)
 {
     struct dg_out *o = &ep->out[i];
     struct dg_peer *pp = &ep->peers[o->peer];
@@ -886,8 +897,13 @@ static void dg_finish(struct dg_ep *ep, int i)
         else
             h->flags |= DG_F_HCSUM;
     }
-    cvia__dg_seal(h, o->iov, o->iovcnt, covered, k,
-                  dg_esn(dg_seq_hi(h->seq, pp->snd_nxt, pp->snd_hi), pp->rcv_hi));
+    {
+        uint64_t esn = dg_esn(dg_seq_hi(h->seq, pp->snd_nxt, pp->snd_hi), pp->rcv_hi);
+        if (k != &ep->keys)   /* a launcher-free peer's own key: alone */
+            cvia__dg_seal(h, o->iov, o->iovcnt, covered, k, esn);
+        else if (cvia__dg_seal_begin(h, o->iov, o->iovcnt, covered, k, esn, ep->mac_in[*nmac]))
+            ep->mac_at[(*nmac)++] = i;
+    }
     /* whatever goes to the peer carries our acknowledgement */
     pp->ack_owed = 0;
     pp->ack_now = 0;
@@ -928,8 +944,17 @@ int cvia__dg_flush(struct dg_ep *ep)
     ep->nout = n = kept;
     if (!n)
         return 0;
-    for (int i = 0; i < n; i++)
-        dg_finish(ep, i);
+    {
+        int nmac = 0;
+        for (int i = 0; i < n; i++)
+            dg_finish(ep, i, &nmac);
+        if (nmac) {
+            cvia__siphash24_4w(ep->keys.secret, (const uint64_t (*)[4])ep->mac_in, ep->mac_tag,
+                               (size_t)nmac);
+            for (int j = 0; j < nmac; j++)
+                ((struct dg_hdr *)out[ep->mac_at[j]].iov[0].iov_base)->mac = ep->mac_tag[j];
+        }
+    }
     if (ep->has_faults) {
         /* rebuild the batch in fout: dropped, duplicated, corrupted, swapped */
         struct dg_faults *f = &ep->faults;
