@@ -130,8 +130,8 @@ static struct cvia_bridge *bridge_start(struct cvia_ctx *c, int shm)
     rc = pthread_create(&b->th, NULL, bridge_main, b);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc) {
-        cvia_warn(CORE, "idle wait: no helper thread (%s); waits on peers of both kinds nap instead",
-                  cvia_strerror(-rc));
+        cvia_warn(CORE, "idle wait: no helper thread (%s); waits on peers of both kinds "
+                  "nap instead", cvia_strerror(-rc));
         close(b->efd);
         free(b);
         return NULL;

@@ -190,8 +190,10 @@ static void sip4_avx2(uint64_t k0, uint64_t k1, const uint64_t (*in)[4], uint64_
     __m256i r3 = _mm256_loadu_si256((const __m256i *)(const void *)in[3]);
     __m256i t0 = _mm256_unpacklo_epi64(r0, r1), t1 = _mm256_unpackhi_epi64(r0, r1);
     __m256i t2 = _mm256_unpacklo_epi64(r2, r3), t3 = _mm256_unpackhi_epi64(r2, r3);
-    __m256i m[4] = { _mm256_permute2x128_si256(t0, t2, 0x20), _mm256_permute2x128_si256(t1, t3, 0x20),
-                     _mm256_permute2x128_si256(t0, t2, 0x31), _mm256_permute2x128_si256(t1, t3, 0x31) };
+    __m256i m[4] = { _mm256_permute2x128_si256(t0, t2, 0x20),
+                     _mm256_permute2x128_si256(t1, t3, 0x20),
+                     _mm256_permute2x128_si256(t0, t2, 0x31),
+                     _mm256_permute2x128_si256(t1, t3, 0x31) };
 #define A(a, c) _mm256_add_epi64(a, c)
 #define X(a, c) _mm256_xor_si256(a, c)
 #define R(a, r) (r == 32 ? _mm256_shuffle_epi32(a, 0xb1) : \
