@@ -262,7 +262,8 @@ CVIA_API uint32_t cvia_imm_kicks(void);
  *  cvia_imm_kicks() returned @p kicks, or @p max_s seconds pass (at most,
  *  and for 0, CVIA_LIVENESS_INTERVAL; dead peers are looked for after).
  *  Returns 1 if events are pending, 0, or -EOPNOTSUPP where it cannot
- *  sleep until a peer writes (some peer is on another host: the caller
+ *  sleep until a peer writes (every peer is on another host, or no
+ *  helper thread could be started for a job on several hosts: the caller
  *  then naps itself), or another negative error. */
 CVIA_API int cvia_imm_block(uint32_t kicks, double max_s);
 /** Wake a thread of this rank in cvia_imm_block(). Async-signal-safe. */

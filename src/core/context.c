@@ -98,13 +98,30 @@ static void check_liveness(struct cvia_ctx *c)
         c->prov[i].desc->ops->check_peers(c->prov[i].ep);
 }
 
-/* Block until a network provider has input (1 ms at most) when every peer
- * is on another host; until a peer writes into our rings (a liveness
- * interval at most) when every peer is on this host; else nap 50 us. */
-static void idle_block(struct cvia_ctx *c, const _Atomic uint32_t *kicks, uint32_t seen)
+/* @max_s, or less if the network provider's next timer comes sooner (1 ms
+ * where it cannot say); 100 us at least, so that a timer progress cannot
+ * move yet (a full socket) is no busy loop. */
+static double timer_cut(const struct cvia_prov_ops *ops, struct cvia_prov_ep *ep, double max_s)
+{
+    double t = ops->idle ? ops->idle(ep) : 1e-3;
+
+    if (t < 1e-4)
+        t = 1e-4;
+    return t < max_s ? t : max_s;
+}
+
+/* Block until there is work, a liveness interval at most: when every
+ * peer is on another host, in poll() on the network providers' sockets;
+ * when every peer is on this host, on the shm segment's futex (block());
+ * with peers of both kinds, on that futex while a helper thread polls the
+ * sockets and kicks it (idle_bridge.c). The network provider's next
+ * timer (idle()) cuts the sleep short. Without a way to block (no helper
+ * thread), nap 50 us. */
+static void idle_block(struct cvia_ctx *c)
 {
     struct pollfd fds[CVIA_MAX_PROV];
-    int n = 0;
+    double max_s = c->cfg.liveness;
+    int n = 0, shm = -1;
 
     for (int i = 0; i < c->nprov; i++) {
         const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
@@ -113,22 +130,23 @@ static void idle_block(struct cvia_ctx *c, const _Atomic uint32_t *kicks, uint32
             fds[n].fd = fd;
             fds[n].events = POLLIN;
             fds[n++].revents = 0;
+            max_s = timer_cut(ops, c->prov[i].ep, max_s);
         }
+        if (ops->block && shm < 0)
+            shm = i;
     }
     int nremote = __atomic_load_n(&c->nremote, __ATOMIC_RELAXED);   /* grows (dynamic) */
     if (n && (c->dynamic ? nremote == cvia__npeers(c) - 1 : nremote == c->size - 1)) {
-        (void)poll(fds, (nfds_t)n, 1);
+        struct timespec ts = { (time_t)max_s, (long)((max_s - (double)(time_t)max_s) * 1e9) };
+        (void)ppoll(fds, (nfds_t)n, &ts, NULL);
         return;
     }
-    if (!nremote) {   /* every peer on this host: sleep until one writes */
-        for (int i = 0; i < c->nprov; i++) {
-            const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
-            if (ops->block) {   /* at most a liveness interval: then look */
-                ops->block(c->prov[i].ep, c->cfg.liveness, kicks, seen);
-                return;
-            }
-        }
+    if (shm >= 0 && !nremote) {   /* every peer on this host: sleep until one writes */
+        c->prov[shm].desc->ops->block(c->prov[shm].ep, max_s, NULL, 0);
+        return;
     }
+    if (shm >= 0 && n && cvia__bridge_block(c, shm, max_s, &c->kicks, atomic_load(&c->kicks)) >= 0)
+        return;
     struct timespec nap = { 0, 50000 };   /* 50 us */
     nanosleep(&nap, NULL);
 }
@@ -179,7 +197,7 @@ void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block)
             shared_until = t1 + 0.01;
         t = t1;
     } else {
-        idle_block(c, NULL, 0);
+        idle_block(c);
         t = cvia__clock_s();
         s = 0;   /* a blocked wait looks for dead peers after every sleep */
     }
@@ -805,17 +823,20 @@ void cvia_imm_kick(void)
             c->prov[i].desc->ops->kick(c->prov[i].ep);
 }
 
-/* Only where every peer is on this host does idle_block() sleep until a
- * peer writes (and a kick wakes it); elsewhere it polls sockets for 1 ms
- * or naps, and the caller's own nap serves as well. */
+/* Where every peer is on this host, sleep on the shm futex until a peer
+ * writes (or a kick); with peers on this host and others, the same with
+ * the helper watching the sockets (idle_bridge.c), until the network
+ * provider's next timer at most. Where every peer is elsewhere (no
+ * futex a peer writes), -EOPNOTSUPP: the caller naps. */
 int cvia_imm_block(uint32_t kicks, double max_s)
 {
     struct cvia_ctx *c = &cvia__ctx;
     const struct cvia_prov_ops *ops = NULL;
-    int n, pi = -1;
+    int n, pi = -1, nfd = 0, slept = 0;
+    int nremote = __atomic_load_n(&c->nremote, __ATOMIC_RELAXED);
 
     CHECK_INIT(c);
-    if (__atomic_load_n(&c->nremote, __ATOMIC_RELAXED))
+    if (nremote && nremote == (c->dynamic ? cvia__npeers(c) : c->size) - 1)
         return -EOPNOTSUPP;
     for (int i = 0; i < c->nprov && pi < 0; i++)
         if (c->prov[i].desc->ops->block)
@@ -824,6 +845,15 @@ int cvia_imm_block(uint32_t kicks, double max_s)
         return -EOPNOTSUPP;
     if (max_s <= 0 || max_s > c->cfg.liveness)
         max_s = c->cfg.liveness;
+    for (int i = 0; nremote && i < c->nprov; i++) {
+        const struct cvia_prov_ops *o = c->prov[i].desc->ops;
+        if (!o->wait_fd || o->wait_fd(c->prov[i].ep) < 0)
+            continue;
+        nfd++;
+        max_s = timer_cut(o, c->prov[i].ep, max_s);
+    }
+    if (nremote && !nfd)
+        return -EOPNOTSUPP;
     if ((n = cvia_imm_poll(NULL, 0)) < 0)   /* progress once */
         return n;
     /* announced before looking: an event another thread's progress queues
@@ -836,8 +866,13 @@ int cvia_imm_block(uint32_t kicks, double max_s)
         atomic_fetch_sub(&c->imm_sleepers, 1);
         return n > 0;
     }
-    ops->block(c->prov[pi].ep, max_s, &c->kicks, kicks);
+    if (nremote)
+        slept = cvia__bridge_block(c, pi, max_s, &c->kicks, kicks);
+    else
+        ops->block(c->prov[pi].ep, max_s, &c->kicks, kicks);
     atomic_fetch_sub(&c->imm_sleepers, 1);
+    if (slept < 0)
+        return -EOPNOTSUPP;
     if (cvia_mlock_trylock(&c->slow_lock)) {
         double t = cvia__clock_s();
         if (t >= c->next_check) {
@@ -893,6 +928,7 @@ int cvia_finalize(void)
     rc = core_barrier(c);
     if (rc)
         cvia_error(CORE, "finalize: barrier failed: %s", cvia_strerror(rc));
+    cvia__bridge_stop(c);
     close_providers(c, rc == 0);
     if (rc == 0)
         cvia__boot_fini(c->boot);

@@ -106,6 +106,10 @@ struct cvia_ctx {
     double   next_check;       /* time of the next liveness check */
     _Atomic uint32_t kicks;    /* cvia_imm_kick() count (cvia_imm_block) */
     _Atomic int imm_sleepers;  /* threads in cvia_imm_block() */
+    /* the helper that watches the sockets while a waiter with peers of
+     * both kinds sleeps on shm's futex (idle_bridge.c; slow_lock) */
+    struct cvia_bridge *bridge;
+    int      bridge_failed;
     /* registered regions, by index */
     struct cvia_mr **mrs;
     uint32_t mr_cap;
@@ -164,5 +168,12 @@ struct cvia_idle {
     double   t0;    /* when the first of them was */
 };
 void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block);
+
+/* idle_bridge.c: sleep in provider @shm's block() until a local peer
+ * writes, a network socket turns readable, @max_s passes or *@kicks moves
+ * from @seen; -EOPNOTSUPP if no helper thread could be started. */
+int  cvia__bridge_block(struct cvia_ctx *c, int shm, double max_s, const _Atomic uint32_t *kicks,
+                        uint32_t seen);
+void cvia__bridge_stop(struct cvia_ctx *c);
 
 #endif

@@ -34,8 +34,11 @@ static const struct cvia_param core_params[] = {
       "How long a waiting rank yields at every poll before it blocks: in poll() on the "
       "network provider's socket (woken by the next datagram) when every peer is on "
       "another host, asleep until a peer writes to it (a futex in its shm segment, "
-      "CVIA_LIVENESS_INTERVAL at most) when every peer is on this host, else in 50 us "
-      "sleeps. cvia_test never blocks.",
+      "CVIA_LIVENESS_INTERVAL at most) when every peer is on this host, and with peers "
+      "of both kinds on that futex while a helper thread polls the sockets and wakes "
+      "it; a sleep ends by udp's or eth's next timer (a retransmission, a delayed "
+      "acknowledgement) at the latest, and after 1 ms with tcp. "
+      "cvia_test never blocks.",
       0, 0, NULL },
     { "BOOT_TIMEOUT", "120s", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, boot_timeout),
       "Longest wait for the launcher during wire-up (fence, get) before cvia_init fails.",

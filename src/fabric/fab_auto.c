@@ -9,10 +9,11 @@
  * then, so the thread never races cvia_init or cvia_finalize). Each round
  * it progresses the domain's endpoints (a trylock each: a thread of the
  * application already in there does the same work) and then sleeps:
- * cvia_imm_block() when every peer is on this host (woken by any peer's
- * write into our rings, or at once if they hold anything), a nap of
- * CVIA_FI_AUTO_NAP where some peer is on another host (corevia has no
- * wait on its sockets for a layer above it). An endpoint leaving the
+ * cvia_imm_block() when some peer is on this host (woken by any peer's
+ * write into our rings, or at once if they hold anything; with peers on
+ * other hosts too, also by their datagrams, through corevia's helper
+ * thread), a nap of CVIA_FI_AUTO_NAP where every peer is on another host
+ * (corevia has no wait on its sockets alone for a layer above it). An endpoint leaving the
  * domain kicks the thread out of its sleep and waits for its round to end.
  *
  * Needs corevia at CVIA_THREAD_MULTIPLE (the thread and the application

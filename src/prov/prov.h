@@ -191,6 +191,12 @@ struct cvia_prov_ops {
     /* Wake a thread of this rank asleep in block() (after the caller
      * changed the kicks word it passed): async-signal-safe. */
     void (*kick)(struct cvia_prov_ep *ep);
+    /* A waiter is about to sleep on wait_fd (issue 16): how many seconds
+     * until the provider's next timer is due (a retransmission, a delayed
+     * ACK, a silent peer's probe), so that the sleep ends in time for
+     * progress to run it; a large number when only input can bring work.
+     * Also makes the next progress look at the link. NULL: 1 ms. */
+    double (*idle)(struct cvia_prov_ep *ep);
     /* Dynamic mode (args.dynamic): this endpoint's address, what a peer
      * gives dyn_connect; returns its length or a negative error. */
     int  (*dyn_addr)(struct cvia_prov_ep *ep, void *buf, size_t cap);

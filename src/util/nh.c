@@ -2,7 +2,8 @@
 /* Copyright (c) 2026 corevia developers */
 /* NH, two Toeplitz iterations (see nh.h): a scalar loop over 16-byte
  * blocks, an AVX2 loop over 64-byte blocks (four 32x32->64 products per
- * instruction) and an AVX-512 one over 128 (eight), the widest the CPU
+ * instruction) and an AVX-512 one over 128 (eight; with AVX-512BW for the
+ * masked last step), the widest the CPU
  * has chosen once at the first call. */
 #include <string.h>
 
@@ -90,8 +91,12 @@ void cvia__nh2_avx2(const void *msg, size_t len, const uint32_t *key, uint64_t o
     out[1] = a1;
 }
 
-/* AVX-512: 128 bytes per round, eight products per instruction. */
-__attribute__((target("avx512f")))
+/* AVX-512: 128 bytes per round, eight products per instruction; the last
+ * bytes (under 64) in one masked step: the message zero-padded to its
+ * 16-byte block, no key word read past the last block's, and the
+ * products of lanes past the last block left out (zero words there would
+ * still add key products). */
+__attribute__((target("avx512f,avx512bw")))
 void cvia__nh2_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t out[2])
 {
     const unsigned char *p = msg;
@@ -119,6 +124,18 @@ void cvia__nh2_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t
         s0 = _mm512_add_epi64(s0, _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32)));
         s1 = _mm512_add_epi64(s1, _mm512_mul_epu32(y, _mm512_srli_epi64(y, 32)));
     }
+    if (len) {   /* 1..63 bytes: b blocks of 16 */
+        unsigned b = (unsigned)((len + 15) / 16);
+        __mmask64 bm = (__mmask64)((1ull << len) - 1);
+        __mmask16 wm = (__mmask16)(b == 4 ? 0xffffu : (1u << (4 * b)) - 1);
+        __mmask8 lm = (__mmask8)((1u << (2 * b)) - 1);
+        __m512i m = _mm512_maskz_loadu_epi8(bm, (const void *)p);
+        __m512i x = _mm512_add_epi32(m, _mm512_maskz_loadu_epi32(wm, (const void *)k));
+        __m512i y = _mm512_add_epi32(m, _mm512_maskz_loadu_epi32(wm, (const void *)(k + 4)));
+        s0 = _mm512_add_epi64(s0, _mm512_maskz_mul_epu32(lm, x, _mm512_srli_epi64(x, 32)));
+        s1 = _mm512_add_epi64(s1, _mm512_maskz_mul_epu32(lm, y, _mm512_srli_epi64(y, 32)));
+        len = 0;
+    }
     /* summed unsigned (mod 2^64): gcc's _mm512_reduce_add_epi64 adds
      * signed long longs, which overflows (UBSan says so) */
     _mm512_storeu_si512((void *)lane, _mm512_add_epi64(s0, t0));
@@ -144,7 +161,7 @@ static void nh2_first(const void *msg, size_t len, const uint32_t *key, uint64_t
 
 #if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
         f = cvia__nh2_avx512;
     else if (__builtin_cpu_supports("avx2"))
         f = cvia__nh2_avx2;

@@ -6,6 +6,10 @@
 
 #include "util/siphash.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
 
 #define SIPROUND(v0, v1, v2, v3) do {                                   \
@@ -96,4 +100,192 @@ uint64_t cvia__siphash24(const unsigned char key[16], const void *buf, size_t le
     cvia__sip_init(&s, key);
     cvia__sip_update(&s, buf, len);
     return cvia__sip_final(&s);
+}
+
+/* ---- batches of 32-byte messages ---------------------------------------- */
+
+void cvia__siphash24_4w_scalar(const unsigned char key[16], const uint64_t (*in)[4],
+                               uint64_t *out, size_t n)
+{
+    uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
+
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
+        uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
+        const uint64_t b = (uint64_t)32 << 56;   /* the length block: 32 bytes, no tail */
+        for (int w = 0; w < 4; w++) {
+            v3 ^= in[i][w];
+            SIPROUND(v0, v1, v2, v3);
+            SIPROUND(v0, v1, v2, v3);
+            v0 ^= in[i][w];
+        }
+        v3 ^= b;
+        SIPROUND(v0, v1, v2, v3);
+        SIPROUND(v0, v1, v2, v3);
+        v0 ^= b;
+        v2 ^= 0xff;
+        SIPROUND(v0, v1, v2, v3);
+        SIPROUND(v0, v1, v2, v3);
+        SIPROUND(v0, v1, v2, v3);
+        SIPROUND(v0, v1, v2, v3);
+        out[i] = v0 ^ v1 ^ v2 ^ v3;
+    }
+}
+
+#if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+/* One lane per message; word w of lane j gathered from in[j][w]. */
+#define VSIPROUND(A, R, v0, v1, v2, v3) do {                                     \
+        v0 = A(v0, v1); v1 = R(v1, 13); v1 = X(v1, v0); v0 = R(v0, 32);          \
+        v2 = A(v2, v3); v3 = R(v3, 16); v3 = X(v3, v2);                          \
+        v0 = A(v0, v3); v3 = R(v3, 21); v3 = X(v3, v0);                          \
+        v2 = A(v2, v1); v1 = R(v1, 17); v1 = X(v1, v2); v2 = R(v2, 32);          \
+    } while (0)
+
+__attribute__((target("avx512f")))
+static void sip8_avx512(uint64_t k0, uint64_t k1, const uint64_t (*in)[4], uint64_t *out)
+{
+    const __m512i idx = _mm512_set_epi64(28, 24, 20, 16, 12, 8, 4, 0);
+    __m512i v0 = _mm512_set1_epi64((long long)(k0 ^ 0x736f6d6570736575ull));
+    __m512i v1 = _mm512_set1_epi64((long long)(k1 ^ 0x646f72616e646f6dull));
+    __m512i v2 = _mm512_set1_epi64((long long)(k0 ^ 0x6c7967656e657261ull));
+    __m512i v3 = _mm512_set1_epi64((long long)(k1 ^ 0x7465646279746573ull));
+    const __m512i b = _mm512_set1_epi64((long long)((uint64_t)32 << 56));
+#define A(a, c) _mm512_add_epi64(a, c)
+#define X(a, c) _mm512_xor_si512(a, c)
+#define R(a, r) _mm512_rol_epi64(a, r)
+    for (int w = 0; w < 4; w++) {
+        __m512i m = _mm512_i64gather_epi64(idx, (const void *)(&in[0][w]), 8);
+        v3 = X(v3, m);
+        VSIPROUND(A, R, v0, v1, v2, v3);
+        VSIPROUND(A, R, v0, v1, v2, v3);
+        v0 = X(v0, m);
+    }
+    v3 = X(v3, b);
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    v0 = X(v0, b);
+    v2 = X(v2, _mm512_set1_epi64(0xff));
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    _mm512_storeu_si512((void *)out, X(X(v0, v1), X(v2, v3)));
+#undef A
+#undef X
+#undef R
+}
+
+__attribute__((target("avx2")))
+static void sip4_avx2(uint64_t k0, uint64_t k1, const uint64_t (*in)[4], uint64_t *out)
+{
+    __m256i v0 = _mm256_set1_epi64x((long long)(k0 ^ 0x736f6d6570736575ull));
+    __m256i v1 = _mm256_set1_epi64x((long long)(k1 ^ 0x646f72616e646f6dull));
+    __m256i v2 = _mm256_set1_epi64x((long long)(k0 ^ 0x6c7967656e657261ull));
+    __m256i v3 = _mm256_set1_epi64x((long long)(k1 ^ 0x7465646279746573ull));
+    const __m256i b = _mm256_set1_epi64x((long long)((uint64_t)32 << 56));
+    /* the four messages as rows; transposed, word w of each in column w */
+    __m256i r0 = _mm256_loadu_si256((const __m256i *)(const void *)in[0]);
+    __m256i r1 = _mm256_loadu_si256((const __m256i *)(const void *)in[1]);
+    __m256i r2 = _mm256_loadu_si256((const __m256i *)(const void *)in[2]);
+    __m256i r3 = _mm256_loadu_si256((const __m256i *)(const void *)in[3]);
+    __m256i t0 = _mm256_unpacklo_epi64(r0, r1), t1 = _mm256_unpackhi_epi64(r0, r1);
+    __m256i t2 = _mm256_unpacklo_epi64(r2, r3), t3 = _mm256_unpackhi_epi64(r2, r3);
+    __m256i m[4] = { _mm256_permute2x128_si256(t0, t2, 0x20),
+                     _mm256_permute2x128_si256(t1, t3, 0x20),
+                     _mm256_permute2x128_si256(t0, t2, 0x31),
+                     _mm256_permute2x128_si256(t1, t3, 0x31) };
+#define A(a, c) _mm256_add_epi64(a, c)
+#define X(a, c) _mm256_xor_si256(a, c)
+#define R(a, r) (r == 32 ? _mm256_shuffle_epi32(a, 0xb1) : \
+                 _mm256_or_si256(_mm256_slli_epi64(a, r), _mm256_srli_epi64(a, 64 - r)))
+    for (int w = 0; w < 4; w++) {
+        v3 = X(v3, m[w]);
+        VSIPROUND(A, R, v0, v1, v2, v3);
+        VSIPROUND(A, R, v0, v1, v2, v3);
+        v0 = X(v0, m[w]);
+    }
+    v3 = X(v3, b);
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    v0 = X(v0, b);
+    v2 = X(v2, _mm256_set1_epi64x(0xff));
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    VSIPROUND(A, R, v0, v1, v2, v3);
+    _mm256_storeu_si256((__m256i *)(void *)out, X(X(v0, v1), X(v2, v3)));
+#undef A
+#undef X
+#undef R
+}
+#endif
+
+static int sip_lanes = -1;   /* 8, 4 or 1, chosen at the first call */
+
+static int sip_lanes_best(void)
+{
+#if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return 8;
+    if (__builtin_cpu_supports("avx2"))
+        return 4;
+#endif
+    return 1;
+}
+
+int cvia__siphash24_4w_lanes(int lanes)
+{
+    int best = sip_lanes_best();
+
+    __atomic_store_n(&sip_lanes, lanes <= best ? lanes : best, __ATOMIC_RELAXED);
+    return __atomic_load_n(&sip_lanes, __ATOMIC_RELAXED);
+}
+
+void cvia__siphash24_4w(const unsigned char key[16], const uint64_t (*in)[4], uint64_t *out,
+                        size_t n)
+{
+    int lanes = __atomic_load_n(&sip_lanes, __ATOMIC_RELAXED);
+    size_t i = 0;
+
+    if (lanes < 0) {
+        lanes = sip_lanes_best();
+        __atomic_store_n(&sip_lanes, lanes, __ATOMIC_RELAXED);
+    }
+#if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    {
+        uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
+        /* a short batch is not worth a vector: below two messages, scalar */
+        if (lanes == 8)
+            while (n - i >= 2) {
+                uint64_t pad[8][4], tag[8];
+                size_t m = n - i < 8 ? n - i : 8;
+                if (m == 8) {
+                    sip8_avx512(k0, k1, in + i, out + i);
+                } else {
+                    memcpy(pad, in + i, m * sizeof(pad[0]));
+                    memset(pad + m, 0, (8 - m) * sizeof(pad[0]));
+                    sip8_avx512(k0, k1, (const uint64_t (*)[4])pad, tag);
+                    memcpy(out + i, tag, m * sizeof(tag[0]));
+                }
+                i += m;
+            }
+        else if (lanes == 4)
+            while (n - i >= 2) {
+                uint64_t pad[4][4], tag[4];
+                size_t m = n - i < 4 ? n - i : 4;
+                if (m == 4) {
+                    sip4_avx2(k0, k1, in + i, out + i);
+                } else {
+                    memcpy(pad, in + i, m * sizeof(pad[0]));
+                    memset(pad + m, 0, (4 - m) * sizeof(pad[0]));
+                    sip4_avx2(k0, k1, (const uint64_t (*)[4])pad, tag);
+                    memcpy(out + i, tag, m * sizeof(tag[0]));
+                }
+                i += m;
+            }
+    }
+#endif
+    if (i < n)
+        cvia__siphash24_4w_scalar(key, in + i, out + i, n - i);
 }

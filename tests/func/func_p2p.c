@@ -352,6 +352,57 @@ static void case_idle(void)
     CHECK_RC(cvia_barrier());
 }
 
+/* A blocked receive with peers on this host and on others (issue 16):
+ * each rank in turn waits for a message from a peer of each kind, which
+ * that peer sends after sleeping past the waiter's spin and yield phases,
+ * so the waiter sleeps in the kernel (on shm's futex, the helper thread
+ * polling the sockets) and must be woken by the message: a local peer's
+ * through the futex, a remote one's through the helper. Run with a long
+ * CVIA_LIVENESS_INTERVAL, a lost wake-up shows as a test that does not
+ * finish. Checked: every message, and that the job spans hosts. */
+static void case_idle_mixed(void)
+{
+    struct timespec nap = { 0, 60 * 1000000L };   /* CVIA_YIELD_TIME is 10 ms */
+    int kinds[2] = { -1, -1 };   /* a local peer and a remote one of mine */
+
+    for (int p = 0; p < size; p++) {
+        int l = cvia_peer_local(p);
+        if (p != rank && l >= 0 && kinds[!l] < 0)
+            kinds[!l] = p;
+    }
+    if (kinds[0] < 0 || kinds[1] < 0)
+        FAIL("idle-mixed: rank %d has no %s peer (run it over two hosts, 4 ranks)", rank,
+             kinds[0] < 0 ? "local" : "remote");
+    for (int w = 0; w < size; w++)
+        for (int k = 0; k < 2; k++) {
+            CHECK_RC(cvia_barrier());
+            /* the waiter's peer of kind k: ask it (rank w names it) */
+            int from = -1, v;
+            if (rank == w)
+                from = kinds[k];
+            for (int p = 0; p < size; p++)
+                if (p != w) {
+                    if (rank == w)
+                        CHECK_RC(cvia_send(&from, sizeof(from), p, 20));
+                    else if (rank == p)
+                        CHECK_RC(cvia_recv(&from, sizeof(from), w, 20, NULL));
+                }
+            if (rank == w) {
+                cvia_status_t st;
+                v = -1;
+                CHECK_RC(cvia_recv(&v, sizeof(v), from, 21, &st));
+                if (st.len != sizeof(v) || v != from * 1000 + w)
+                    FAIL("idle-mixed: from rank %d (%s) got %d, not %d", from,
+                         k ? "remote" : "local", v, from * 1000 + w);
+            } else if (rank == from) {
+                nanosleep(&nap, NULL);
+                v = rank * 1000 + w;
+                CHECK_RC(cvia_send(&v, sizeof(v), w, 21));
+            }
+        }
+    CHECK_RC(cvia_barrier());
+}
+
 static void case_barrier(void)
 {
     for (int i = 0; i < 300; i++) {
@@ -702,6 +753,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "trunc"))      case_trunc();
     else if (!strcmp(argv[1], "barrier"))    case_barrier();
     else if (!strcmp(argv[1], "idle"))       case_idle();
+    else if (!strcmp(argv[1], "idle-mixed")) case_idle_mixed();
     else if (!strcmp(argv[1], "unexpected")) case_unexpected();
     else if (!strcmp(argv[1], "cancel"))     case_cancel();
     else if (!strcmp(argv[1], "death-exit")) return case_death(0);

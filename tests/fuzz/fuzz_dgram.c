@@ -482,11 +482,11 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
             iov[1].iov_len = sizeof(e);
             iov[2].iov_base = d + sizeof(h) + sizeof(e);
             iov[2].iov_len = n - sizeof(h) - sizeof(e);
-            cvia__dg_seal(&h, iov, 3, 3, &ep->keys);
+            cvia__dg_seal(&h, iov, 3, 3, &ep->keys, cvia__dg_esn_in(ep, &h));
         } else {
             iov[1].iov_base = d + sizeof(h);
             iov[1].iov_len = covered - sizeof(h);
-            cvia__dg_seal(&h, iov, 2, 2, &ep->keys);
+            cvia__dg_seal(&h, iov, 2, 2, &ep->keys, cvia__dg_esn_in(ep, &h));
         }
     }
     memcpy(d, &h, sizeof(h));
@@ -500,7 +500,7 @@ static void check_parse(const uint8_t *d, size_t n, const struct dg_keys *key)
     struct dg_ext e;
     const uint8_t *payload = NULL;
     size_t plen = 0;
-    int bad = cvia__dg_parse(d, n, key, &h, &e, &payload, &plen);
+    int bad = cvia__dg_parse(d, n, key, &h, &e, &payload, &plen, NULL, NULL);
 
     CHECK(bad >= DG_OK && bad <= DG_BAD_FORMAT, "parse returned %d", bad);
     if (bad == DG_OK)

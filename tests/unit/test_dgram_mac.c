@@ -25,7 +25,7 @@ static int check(const uint8_t *d, size_t len, const struct dg_keys *k)
     const uint8_t *pl;
     size_t pll;
 
-    return cvia__dg_parse(d, len, k, &h, &e, &pl, &pll);
+    return cvia__dg_parse(d, len, k, &h, &e, &pl, &pll, NULL, NULL);
 }
 
 /* Seal a datagram of @len bytes from @src as the engine does: pieces. */
@@ -50,7 +50,7 @@ static void seal(uint8_t *d, size_t len, int ext, const struct dg_keys *k)
         iov[n].iov_len = len - sizeof(h) - (ext ? sizeof(struct dg_ext) : 0);
         n++;
     }
-    cvia__dg_seal(&h, iov, n, n, k);
+    cvia__dg_seal(&h, iov, n, n, k, 0);
     memcpy(d, &h, sizeof(h));
 }
 

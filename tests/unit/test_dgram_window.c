@@ -693,6 +693,96 @@ static int undo_case(void)
     return ok;
 }
 
+/* ---- directed case: extended sequence numbers ------------------------------ */
+
+/* The first datagram in the network for @dst into @buf (*@len bytes); taken
+ * out of the network with @take. 0 if there is none. */
+static int net_frame(int dst, int take, uint8_t *buf, size_t *len)
+{
+    for (int i = 0; i < net_hi; i++)
+        if (net[i].used == 1 && net[i].dst == dst) {
+            memcpy(buf, net[i].data, net[i].len);
+            *len = net[i].len;
+            if (take)
+                net[i].used = 0;
+            return 1;
+        }
+    return 0;
+}
+
+static int parse_at(struct dg_ep *ep, const uint8_t *d, size_t len)
+{
+    struct dg_hdr h;
+    struct dg_ext e;
+    const uint8_t *pl;
+    size_t pll;
+
+    return cvia__dg_parse(d, len, &ep->keys, &h, &e, &pl, &pll, cvia__dg_esn_in, ep);
+}
+
+/* A datagram recorded at sequence s passes while the receiver's window is
+ * at s, and fails the MAC (counted forged, nothing delivered) once the
+ * window is at s + 2^32: the same 32 bits in the header, another high half
+ * in the MAC. The window is moved there directly (both ends' high halves,
+ * as if 2^32 segments had gone), and the sender's retransmission of s,
+ * sealed for s + 2^32, is delivered once. The same for the ack: a datagram
+ * from the receiver recorded while it acknowledged a, replayed once the
+ * sender's window is 2^32 further, fails the MAC. */
+static int esn_case(void)
+{
+    static uint8_t f[9216], ackf[9216];
+    size_t flen = 0, alen = 0;
+    struct dg_ep a, b;
+    struct dg_hdr h;
+    uint64_t forged;
+    uint32_t s;
+    int ok, was_ok, now_bad, got = 0;
+
+    directed_setup(&a, &b, 64, 4096, 0);
+    directed_post(&a, 1, 100);
+    run(&a);
+    ok = net_frame(1, 1, f, &flen);   /* recorded, and lost on its way */
+    memcpy(&h, f, sizeof(h));
+    s = h.seq;
+    was_ok = ok && b.peers[0].rcv_nxt == s && parse_at(&b, f, flen) == DG_OK;
+    b.peers[0].rcv_hi++;
+    a.peers[1].snd_hi++;
+    now_bad = parse_at(&b, f, flen) == DG_BAD_MAC;
+    forged = b.st.forged;
+    net_put(1, f, flen, clk);
+    run(&b);
+    ok = tap_ok(was_ok && now_bad && b.st.forged == forged + 1 && ndelivered == 0 &&
+                b.peers[0].rcv_nxt == s && directed_run(&a, &b, 100000) && ndelivered == 1 &&
+                a.st.retx >= 1 && !failed,
+                "a datagram recorded at sequence %#x passes at window s (%s), fails the MAC "
+                "at window s + 2^32 (%s; forged %llu, delivered %d), and the sender's "
+                "retransmission sealed for s + 2^32 is delivered once", s,
+                was_ok ? "yes" : "no", now_bad ? "yes" : "no",
+                (unsigned long long)(b.st.forged - forged), ndelivered);
+    /* the ack's half: what b sends while it acknowledges message 1 */
+    directed_post(&a, 2, 100);
+    for (int step = 0; step < 100000 && !got; step++) {
+        run(&a);
+        run(&b);
+        clk += STEP_S;
+        got = net_frame(0, 0, ackf, &alen);
+    }
+    was_ok = got && parse_at(&a, ackf, alen) == DG_OK;
+    ok &= directed_run(&a, &b, 100000) && directed_acked(&a, &b, 100000);
+    a.peers[1].snd_hi++;
+    b.peers[0].rcv_hi++;
+    now_bad = parse_at(&a, ackf, alen) == DG_BAD_MAC;
+    forged = a.st.forged;
+    net_put(0, ackf, alen, clk);
+    run(&a);
+    ok &= tap_ok(ok && was_ok && now_bad && a.st.forged == forged + 1 && !failed,
+                 "an acknowledgement recorded while the sender's window was at s passes "
+                 "then (%s) and fails the MAC at s + 2^32 (%s)", was_ok ? "yes" : "no",
+                 now_bad ? "yes" : "no");
+    directed_free(&a, &b);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     static const struct { double drop, dup, corrupt, delay; int window; size_t seg; } base[] = {
@@ -718,7 +808,7 @@ int main(int argc, char **argv)
         if (!rbuf[m] || (m < NMSG && !sbuf[m]))
             return 1;
     }
-    printf("1..%d\n", n + 2 * 2 + 3 * 2 + 1);
+    printf("1..%d\n", n + 2 * 2 + 3 * 2 + 1 + 2);
     for (int k = 0; k < n; k++) {
         if (k < nbase) {
             ok &= scenario(k, base[k].drop, base[k].dup, base[k].corrupt, base[k].delay,
@@ -739,6 +829,7 @@ int main(int argc, char **argv)
     ok &= rto_case(0.001);
     ok &= rto_case(0.005);
     ok &= undo_case();
+    ok &= esn_case();
     for (int m = 0; m <= NMSG; m++) {
         free(rbuf[m]);
         if (m < NMSG)

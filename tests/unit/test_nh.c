@@ -58,7 +58,7 @@ int main(void)
                 if ((a[0] != b[0] || a[1] != b[1]) && !bad++)
                     tap_diag("length %zu offset %d: AVX2 differs", len, off);
             }
-            if (__builtin_cpu_supports("avx512f")) {
+            if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
                 cvia__nh2_avx512(buf + off, len, key, a);
                 nvec++;
                 if ((a[0] != b[0] || a[1] != b[1]) && !bad++)

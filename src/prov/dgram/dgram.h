@@ -190,16 +190,36 @@ struct dg_keys {
 int  cvia__dg_keys_derive(struct dg_keys *k);
 void cvia__dg_keys_free(struct dg_keys *k);
 
+struct dg_in;
+
 /* Check a received datagram: header copied to @h, payload (after any
  * extension, copied to @ext) at *payload. Pure: no state, never reads past
- * @len (the fuzzer's entry point). */
+ * @len (the fuzzer's entry point). With the MAC, @esn (if not NULL) gives
+ * the high halves of its sequence and ack (dg_esn) from the raw header,
+ * read for nothing else before the MAC has passed; NULL: 0. */
 int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
-                   struct dg_ext *ext, const uint8_t **payload, size_t *plen);
+                   struct dg_ext *ext, const uint8_t **payload, size_t *plen,
+                   uint64_t (*esn)(const void *arg, const struct dg_hdr *h), const void *arg);
 /* Fill h->mac for a datagram made of @iov: iov[0] the header, then the
- * extension alone if h has DG_F_EXT, then at most one payload; with
+ * extension alone if h has DG_F_EXT, then at most one payload; @esn the
+ * high halves of its sequence and ack (dg_esn), in the MAC only; with
  * CVIA_DGRAM_AUTH=no, the CRC covers only the first @covered iovecs. */
 void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
-                   const struct dg_keys *k);
+                   const struct dg_keys *k, uint64_t esn);
+/* The same in two steps, for a batch of datagrams (one SipHash call for
+ * all, cvia__siphash24_4w): 1 with @tail the MAC's SipHash input (h->mac
+ * is then SipHash of it under k->secret), or 0 with h->mac set (the CRC). */
+int  cvia__dg_seal_begin(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
+                         const struct dg_keys *k, uint64_t esn, uint64_t tail[4]);
+/* For @n received datagrams: in[i].mac_ok = 1 where the MAC matched (as
+ * cvia__dg_parse would check it), 0 otherwise (not checked, or failed:
+ * cvia__dg_parse decides). @tail, @tag: room for @n. One SipHash call. */
+void cvia__dg_mac_batch(const struct dg_keys *k, struct dg_in *in, int n,
+                        uint64_t (*esn)(const void *arg, const struct dg_hdr *h), const void *arg,
+                        uint64_t (*tail)[4], uint64_t *tag);
+/* cvia__dg_parse for a datagram whose MAC cvia__dg_mac_batch found good. */
+int  cvia__dg_parse_macd(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
+                         struct dg_ext *ext, const uint8_t **payload, size_t *plen);
 uint32_t cvia__crc32c(uint32_t crc, const void *buf, size_t len);
 /* The job's public datagram key (never 0): the job tag, the first
  * sequence numbers, the CRC seed when CVIA_DGRAM_AUTH=no. */
@@ -237,6 +257,26 @@ static inline int dg_seq_lt(uint32_t a, uint32_t b)
 static inline int dg_seq_le(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) <= 0;
+}
+
+/* Extended sequence numbers (issue 16, as ESP's, RFC 4303): sequence and
+ * ack are 64-bit counts of which the header carries the low 32 bits; the
+ * high halves are implicit and go into the MAC (cvia__dg_seal's @esn:
+ * seq's high half << 32 | ack's). The high half of @s is the one that puts
+ * it nearest @ref, whose high half is @ref_hi: a datagram is never more
+ * than a window from the counter it is compared with, so both ends agree,
+ * while one recorded 2^32 segments earlier gets the wrong high half and
+ * fails the MAC. */
+static inline uint32_t dg_seq_hi(uint32_t s, uint32_t ref, uint32_t ref_hi)
+{
+    if (dg_seq_lt(s, ref))
+        return s > ref ? ref_hi - 1 : ref_hi;
+    return s < ref ? ref_hi + 1 : ref_hi;
+}
+
+static inline uint64_t dg_esn(uint32_t seq_hi, uint32_t ack_hi)
+{
+    return (uint64_t)seq_hi << 32 | ack_hi;
 }
 
 /* ---- configuration (CVIA_DGRAM_*) ---------------------------------- */
@@ -292,6 +332,7 @@ struct dg_in {
     size_t len;
     uint32_t link_tag;     /* the link's token for its source (eth: ifindex) */
     unsigned char from[32];   /* the link's source address, for the check */
+    uint8_t mac_ok;           /* cvia__dg_mac_batch found its MAC good */
 };
 
 struct dg_link_ops {
@@ -383,6 +424,7 @@ struct dg_peer {
     struct cvia_xfer *cur;    /* being segmented (busy) */
     int      cur_first;
     uint32_t snd_una, snd_nxt;
+    uint32_t snd_hi;          /* high half of the 64-bit snd_nxt (wraps so far) */
     uint32_t snd_tx;          /* lowest cut segment never sent */
     uint32_t ackreq_at;       /* where the last ACKREQ for the window went */
     struct dg_slot *win;      /* [window] */
@@ -417,6 +459,7 @@ struct dg_peer {
     struct cvia_xfer *waiting;
     /* receiving */
     uint32_t rcv_nxt;
+    uint32_t rcv_hi;          /* high half of the 64-bit rcv_nxt */
     uint32_t ack_owed;        /* data segments since our last ack */
     int      ack_now;
     double   ack_owed_since;
@@ -474,7 +517,10 @@ struct dg_ep {
     struct dg_out *fout;      /* [2 * batch]: the batch after fault hooks */
     int      nout;
     size_t   dgram_max;       /* largest datagram: header, extension, segment */
-    struct dg_in *in;         /* [batch] */
+    struct dg_in *in;         /* [batch * DG_IN_PER_RECV] */
+    uint64_t (*mac_in)[4];    /* [batch * DG_IN_PER_RECV]: SipHash inputs of a batch */
+    uint64_t *mac_tag;        /* [batch * DG_IN_PER_RECV]: their tags */
+    int      *mac_at;         /* [batch]: out[] index of each sender's input */
     unsigned char *scratch;   /* [2 * batch * dgram_max]: corrupted copies */
     struct dg_stats st;
     /* launcher-free (args.dynamic): keys.secret and keys.job come from the
@@ -531,8 +577,14 @@ int  cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp);
 size_t cvia__dg_inj_size(const struct dg_ep *ep);   /* bytes of a peer's copy ring */
 
 /* dgram_rx.c */
+/* Seconds from @now until the next timer of the engine is due (busy held). */
+double cvia__dg_next_timer(struct dg_ep *ep, double now);
 int  cvia__dg_rx(struct dg_ep *ep);
 int  cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struct dg_in *in);
+/* cvia__dg_parse's @esn for a datagram arriving at @arg (a struct dg_ep):
+ * its sequence's high half from the sender's peer's rcv_nxt, its ack's
+ * from snd_nxt; 0 where there is no such peer. */
+uint64_t cvia__dg_esn_in(const void *arg, const struct dg_hdr *h);
 void cvia__dg_peer_gone(struct dg_ep *ep, int peer, int err);
 
 /* dgram_dyn.c: launcher-free peers */

@@ -190,7 +190,7 @@ static void ctl_send(struct dg_ep *ep, int slot, uint8_t type, const struct dg_k
     o.iov[0].iov_len = sizeof(h);
     o.iov[1].iov_base = hl;
     o.iov[1].iov_len = sizeof(*hl);
-    cvia__dg_seal(&h, o.iov, 2, 2, k);
+    cvia__dg_seal(&h, o.iov, 2, 2, k, 0);   /* no sequence yet */
     if (ep->link->send(ep, &o, 1) == 1)
         ep->st.tx++;
 }

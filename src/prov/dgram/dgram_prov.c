@@ -333,6 +333,22 @@ static int dg_progress(struct cvia_prov_ep *pe)
     return events;
 }
 
+/* How long a waiter may sleep before a timer of the engine is due (a
+ * retransmission, a delayed ACK, a silent peer's probe); then the next
+ * progress reads the link at once (not every 16th call). */
+static double dg_idle(struct cvia_prov_ep *pe)
+{
+    struct dg_ep *ep = &pe->dg;
+    double next;
+
+    if (!cvia_mlock_trylock(&ep->busy))
+        return 1e-3;   /* another thread is moving it */
+    next = cvia__dg_next_timer(ep, cvia__dg_now());
+    CVIA_HINT_STORE(ep->idle, 0);
+    cvia_mlock_unlock(&ep->busy);
+    return next;
+}
+
 static int dg_check_peers(struct cvia_prov_ep *pe)
 {
     struct dg_ep *ep = &pe->dg;
@@ -419,7 +435,8 @@ static int dg_dyn_connect(struct cvia_prov_ep *pe, const void *addr, size_t len,
     .peer_gone = dg_gone, .describe = describe_fn,                             \
     .cleanup = cvia__prov_no_cleanup, .rndv_start = dg_no_rndv,                \
     .mr_reg = dg_mr_noop, .mr_dereg = dg_mr_dereg_noop, .write = dg_write,     \
-    .read = dg_read, .peer_info = dg_peer_info, .wait_fd = dg_wait_fd, __VA_ARGS__ }
+    .read = dg_read, .peer_info = dg_peer_info, .wait_fd = dg_wait_fd, .idle = dg_idle,   \
+    __VA_ARGS__ }
 
 extern const struct dg_link_ops cvia__udp_link;
 

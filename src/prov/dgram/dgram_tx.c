@@ -11,6 +11,7 @@
 
 #include <corevia/corevia.h>
 #include "prov/dgram/dgram.h"
+#include "util/siphash.h"
 #include "util/log.h"
 
 #define DG_PAGE 4096u
@@ -81,7 +82,11 @@ int cvia__dg_ep_alloc(struct dg_ep *ep)
     ep->out_slot = calloc(b, sizeof(*ep->out_slot));
     ep->fout = calloc(2 * b, sizeof(*ep->fout));
     ep->in = calloc(b * DG_IN_PER_RECV, sizeof(*ep->in));
-    if (!ep->peers || !ep->remote || !ep->out || !ep->out_slot || !ep->fout || !ep->in)
+    ep->mac_in = calloc(b * DG_IN_PER_RECV, sizeof(*ep->mac_in));
+    ep->mac_tag = calloc(b * DG_IN_PER_RECV, sizeof(*ep->mac_tag));
+    ep->mac_at = calloc(b, sizeof(*ep->mac_at));
+    if (!ep->peers || !ep->remote || !ep->out || !ep->out_slot || !ep->fout || !ep->in ||
+        !ep->mac_in || !ep->mac_tag || !ep->mac_at)
         return -ENOMEM;
     for (int p = 0; p < ep->args.size && !ep->args.dynamic; p++)
         if (!ep->args.same_host[p]) {
@@ -125,6 +130,9 @@ void cvia__dg_ep_free(struct dg_ep *ep)
     free(ep->out_slot);
     free(ep->fout);
     free(ep->in);
+    free(ep->mac_in);
+    free(ep->mac_tag);
+    free(ep->mac_at);
     free(ep->scratch);
 }
 
@@ -144,6 +152,7 @@ int cvia__dg_peer_alloc(struct dg_ep *ep, struct dg_peer *pp)
         return -ENOMEM;
     pp->snd_una = pp->snd_nxt = pp->snd_tx = dg_isn(ep, ep->args.rank, (int)(pp - ep->peers));
     pp->rcv_nxt = dg_isn(ep, (int)(pp - ep->peers), ep->args.rank);
+    pp->snd_hi = pp->rcv_hi = 0;
     pp->rto = ep->cfg.rto;
     pp->cwnd = pp->ssthresh = ep->win;   /* a loss-free link runs the whole window */
     pp->recover = pp->snd_una;
@@ -338,7 +347,8 @@ static int dg_cut(struct dg_ep *ep, struct dg_peer *pp, int peer)
     s->sent_at = 0;
     s->tries = 0;
     s->sacked = 0;
-    pp->snd_nxt++;
+    if (++pp->snd_nxt == 0)
+        pp->snd_hi++;
     pp->cur_first = 0;
     x->done = end;
     if (end < total)
@@ -768,6 +778,42 @@ void cvia__dg_queue_ack(struct dg_ep *ep, int peer, uint8_t type)
 
 /* ---- timers --------------------------------------------------------------- */
 
+/* Seconds from @now until cvia__dg_timers has something to do (0: now;
+ * a large number: nothing pending, only input can bring work): the
+ * oldest unacknowledged segment's timeout, a delayed acknowledgement, a
+ * silent peer's probe or death. Data not yet cut into the window waits
+ * for an ACK (input) or a timeout, unless the window has room: then now. */
+double cvia__dg_next_timer(struct dg_ep *ep, double now)
+{
+    double next = 1e9;
+
+#define DG_AT(t) do { double t_ = (t) - now; if (t_ < next) next = t_ > 0 ? t_ : 0; } while (0)
+    for (int i = 0; i < ep->nremote; i++) {
+        struct dg_peer *pp = &ep->peers[ep->remote[i]];
+        if (pp->gone)
+            continue;
+        if (CVIA_HINT_LOAD(pp->q_head) || pp->cur || pp->ack_now ||
+            dg_seq_lt(pp->snd_tx, pp->snd_nxt))
+            DG_AT(now);   /* something to send (or a full link to retry) */
+        if (pp->snd_una != pp->snd_nxt) {
+            struct dg_slot *s = slot_of(ep, pp, pp->snd_una);
+            DG_AT(s->sent_at ? s->sent_at + dg_rto(ep, pp) : now);
+            DG_AT(pp->last_ack_at + ep->cfg.peer_timeout);
+        }
+        if (pp->rx_active || CVIA_HINT_LOAD(pp->waiting)) {
+            double ping = pp->last_heard + ep->cfg.peer_timeout / 4;
+            DG_AT(pp->last_heard + ep->cfg.peer_timeout);
+            DG_AT(ping > pp->pinged_at + ep->cfg.rto_max ? ping : pp->pinged_at + ep->cfg.rto_max);
+        }
+        if (pp->ack_owed)
+            DG_AT(pp->ack_owed >= ep->win / 4 ? now : pp->ack_owed_since + ep->cfg.ack_delay);
+        if (ep->dyn && pp->bye)
+            DG_AT(now);
+    }
+#undef DG_AT
+    return next;
+}
+
 int cvia__dg_timers(struct dg_ep *ep)
 {
     int events = 0;
@@ -855,8 +901,11 @@ static double dg_rand(struct dg_faults *f)
     return (double)(f->rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* Fill the iovecs of out[i] with current acknowledgement, and seal it. */
-static void dg_finish(struct dg_ep *ep, int i)
+/* Fill the iovecs of out[i] with current acknowledgement, and seal it:
+ * with the job's own keys, only the MAC's SipHash input is computed
+ * (ep->mac_in[*nmac], its index in mac_at) and dg_flush finishes the batch
+ * in one SipHash call. */
+static void dg_finish(struct dg_ep *ep, int i, int *nmac)
 {
     struct dg_out *o = &ep->out[i];
     struct dg_peer *pp = &ep->peers[o->peer];
@@ -892,7 +941,13 @@ static void dg_finish(struct dg_ep *ep, int i)
         else
             h->flags |= DG_F_HCSUM;
     }
-    cvia__dg_seal(h, o->iov, o->iovcnt, covered, k);
+    {
+        uint64_t esn = dg_esn(dg_seq_hi(h->seq, pp->snd_nxt, pp->snd_hi), pp->rcv_hi);
+        if (k != &ep->keys)   /* a launcher-free peer's own key: alone */
+            cvia__dg_seal(h, o->iov, o->iovcnt, covered, k, esn);
+        else if (cvia__dg_seal_begin(h, o->iov, o->iovcnt, covered, k, esn, ep->mac_in[*nmac]))
+            ep->mac_at[(*nmac)++] = i;
+    }
     /* whatever goes to the peer carries our acknowledgement */
     pp->ack_owed = 0;
     pp->ack_now = 0;
@@ -933,8 +988,17 @@ int cvia__dg_flush(struct dg_ep *ep)
     ep->nout = n = kept;
     if (!n)
         return 0;
-    for (int i = 0; i < n; i++)
-        dg_finish(ep, i);
+    {
+        int nmac = 0;
+        for (int i = 0; i < n; i++)
+            dg_finish(ep, i, &nmac);
+        if (nmac) {
+            cvia__siphash24_4w(ep->keys.secret, (const uint64_t (*)[4])ep->mac_in, ep->mac_tag,
+                               (size_t)nmac);
+            for (int j = 0; j < nmac; j++)
+                ((struct dg_hdr *)out[ep->mac_at[j]].iov[0].iov_base)->mac = ep->mac_tag[j];
+        }
+    }
     if (ep->has_faults) {
         /* rebuild the batch in fout: dropped, duplicated, corrupted, swapped */
         struct dg_faults *f = &ep->faults;

@@ -251,14 +251,17 @@ static void dg_nh_piece(const struct dg_keys *k, const void *p, size_t n, size_t
     *words += n / 4;
 }
 
-/* SipHash-2-4 keyed by the secret of (length, NH of the datagram after
- * the MAC field): 24 bytes, whatever the datagram's size. */
-static uint64_t dg_mac(const struct dg_keys *k, const void *hdr, const void *ext,
-                       const void *payload, size_t plen)
+/* The SipHash-2-4 input of the MAC, keyed by the secret: the length, NH
+ * of the datagram after the MAC field (two words), the high halves of its
+ * sequence and ack; four words as numbers (cvia__siphash24_4w),
+ * whatever the datagram's size. */
+static void dg_mac_in(const struct dg_keys *k, const void *hdr, const void *ext,
+                      const void *payload, size_t plen, uint64_t esn, uint64_t tail[4])
 {
-    uint64_t tail[3] = { 0, 0, 0 };
     size_t words = 0;
 
+    tail[1] = tail[2] = 0;
+    tail[3] = esn;
     dg_nh_piece(k, (const uint8_t *)hdr + DG_MAC_SKIP, sizeof(struct dg_hdr) - DG_MAC_SKIP,
                 &words, tail + 1);
     if (ext)
@@ -266,32 +269,39 @@ static uint64_t dg_mac(const struct dg_keys *k, const void *hdr, const void *ext
     if (plen)
         dg_nh_piece(k, payload, plen, &words, tail + 1);
     tail[0] = sizeof(struct dg_hdr) - DG_MAC_SKIP + (ext ? sizeof(struct dg_ext) : 0) + plen;
-    return cvia__siphash24(k->secret, tail, sizeof(tail));
 }
 
-void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
-                   const struct dg_keys *k)
+int cvia__dg_seal_begin(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
+                        const struct dg_keys *k, uint64_t esn, uint64_t tail[4])
 {
     if (k->auth) {
         int ext = (h->flags & DG_F_EXT) && n > 1 && iov[1].iov_len == sizeof(struct dg_ext);
-        h->mac = dg_mac(k, iov[0].iov_base, ext ? iov[1].iov_base : NULL,
-                        n > 1 + ext ? iov[1 + ext].iov_base : NULL,
-                        n > 1 + ext ? iov[1 + ext].iov_len : 0);
+        dg_mac_in(k, iov[0].iov_base, ext ? iov[1].iov_base : NULL,
+                  n > 1 + ext ? iov[1 + ext].iov_base : NULL,
+                  n > 1 + ext ? iov[1 + ext].iov_len : 0, esn, tail);
+        return 1;
     } else {
         uint32_t crc = cvia__crc32c(dg_seed(k->job), (const uint8_t *)iov[0].iov_base + DG_MAC_SKIP,
                                     iov[0].iov_len - DG_MAC_SKIP);
         for (int i = 1; i < covered; i++)
             crc = cvia__crc32c(crc, iov[i].iov_base, iov[i].iov_len);
         h->mac = ~crc;
+        return 0;
     }
 }
 
-int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
-                   struct dg_ext *ext, const uint8_t **payload, size_t *plen)
+void cvia__dg_seal(struct dg_hdr *h, const struct iovec *iov, int n, int covered,
+                   const struct dg_keys *k, uint64_t esn)
 {
-    const uint8_t *p = buf;
-    size_t off = sizeof(*h);
+    uint64_t tail[4];
 
+    if (cvia__dg_seal_begin(h, iov, n, covered, k, esn, tail))
+        cvia__siphash24_4w_scalar(k->secret, (const uint64_t (*)[4])tail, &h->mac, 1);
+}
+
+/* The checks before the MAC: 0 or a DG_BAD_* code. */
+static int dg_pre(const uint8_t *p, size_t len, const struct dg_keys *k, struct dg_hdr *h)
+{
     if (len < sizeof(*h))
         return DG_BAD_SHORT;
     memcpy(h, p, sizeof(*h));
@@ -301,14 +311,57 @@ int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct 
      * that authenticates never takes a datagram that is not */
     if (!(h->flags & DG_F_AUTH) != !k->auth)
         return DG_BAD_MAC;
-    if (k->auth) {
-        uint64_t tail[3] = { len - DG_MAC_SKIP, 0, 0 };
-        if (len - DG_MAC_SKIP > DG_NH_MAX)
-            return DG_BAD_MAC;
+    if (k->auth && len - DG_MAC_SKIP > DG_NH_MAX)
+        return DG_BAD_MAC;
+    return 0;
+}
+
+void cvia__dg_mac_batch(const struct dg_keys *k, struct dg_in *in, int n,
+                        uint64_t (*esn)(const void *arg, const struct dg_hdr *h), const void *arg,
+                        uint64_t (*tail)[4], uint64_t *tag)
+{
+    struct dg_hdr h;
+    int m = 0;
+
+    for (int i = 0; i < n; i++) {
+        in[i].mac_ok = 0;
+        if (!k->auth || dg_pre(in[i].data, in[i].len, k, &h))
+            continue;
+        tail[m][0] = in[i].len - DG_MAC_SKIP;
+        cvia__nh2(in[i].data + DG_MAC_SKIP, in[i].len - DG_MAC_SKIP, k->nh, &tail[m][1]);
+        tail[m][3] = esn ? esn(arg, &h) : 0;
+        in[i].mac_ok = 2;   /* computed: tag[m] to compare */
+        m++;
+    }
+    if (!m)
+        return;
+    cvia__siphash24_4w(k->secret, (const uint64_t (*)[4])tail, tag, (size_t)m);
+    m = 0;
+    for (int i = 0; i < n; i++)
+        if (in[i].mac_ok) {
+            memcpy(&h.mac, in[i].data, sizeof(h.mac));
+            in[i].mac_ok = tag[m++] == h.mac;
+        }
+}
+
+static int dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
+                    struct dg_ext *ext, const uint8_t **payload, size_t *plen,
+                    uint64_t (*esn)(const void *arg, const struct dg_hdr *h), const void *arg,
+                    int mac_ok)
+{
+    const uint8_t *p = buf;
+    size_t off = sizeof(*h);
+    int bad = dg_pre(p, len, k, h);
+
+    if (bad)
+        return bad;
+    if (k->auth && !mac_ok) {
+        uint64_t tail[4] = { len - DG_MAC_SKIP, 0, 0, esn ? esn(arg, h) : 0 }, tag;
         cvia__nh2(p + DG_MAC_SKIP, len - DG_MAC_SKIP, k->nh, tail + 1);
-        if (cvia__siphash24(k->secret, tail, sizeof(tail)) != h->mac)
+        cvia__siphash24_4w_scalar(k->secret, (const uint64_t (*)[4])tail, &tag, 1);
+        if (tag != h->mac)
             return DG_BAD_MAC;
-    } else {
+    } else if (!k->auth) {
         size_t covered = len;
         if (h->flags & DG_F_HCSUM) {   /* header and extension only */
             covered = sizeof(*h) + ((h->flags & DG_F_EXT) ? sizeof(*ext) : 0);
@@ -341,6 +394,19 @@ int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct 
     *payload = p + off;
     *plen = len - off;
     return DG_OK;
+}
+
+int cvia__dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
+                   struct dg_ext *ext, const uint8_t **payload, size_t *plen,
+                   uint64_t (*esn)(const void *arg, const struct dg_hdr *h), const void *arg)
+{
+    return dg_parse(buf, len, k, h, ext, payload, plen, esn, arg, 0);
+}
+
+int cvia__dg_parse_macd(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
+                        struct dg_ext *ext, const uint8_t **payload, size_t *plen)
+{
+    return dg_parse(buf, len, k, h, ext, payload, plen, NULL, NULL, 1);
 }
 
 /* ---- the socket filter ---------------------------------------------- */
