@@ -16,7 +16,7 @@ static const char *const log_levels[] = {
     "error", "warn", "info", "debug", "trace", NULL
 };
 
-const char *const cvia__net_names[] = { "tcp", "udp", "eth", NULL };
+const char *const cvia__net_names[] = { "tcp", "udp", "eth", "xdp", NULL };
 
 static const struct cvia_param core_params[] = {
     { "LOG", "warn", CVIA_PARAM_ENUM, offsetof(struct cvia_core_cfg, log_level),
@@ -123,6 +123,9 @@ extern const struct cvia_param_table cvia__shm_param_table;
 extern const struct cvia_param_table cvia__tcp_param_table;
 extern const struct cvia_param_table cvia__udp_param_table;
 extern const struct cvia_param_table cvia__eth_param_table;
+#if CVIA_HAVE_XDP
+extern const struct cvia_param_table cvia__xdp_param_table;
+#endif
 extern const struct cvia_param_table cvia__dgram_param_table;
 extern const struct cvia_param_table cvia__topo_param_table;
 extern const struct cvia_param_table cvia__mem_param_table;
@@ -139,6 +142,9 @@ static const struct cvia_param_table *const core_tables[] = {
     &cvia__tcp_param_table,
     &cvia__udp_param_table,
     &cvia__eth_param_table,
+#if CVIA_HAVE_XDP
+    &cvia__xdp_param_table,
+#endif
     &cvia__dgram_param_table,
 };
 #define NCORE ((int)(sizeof(core_tables) / sizeof(core_tables[0])))
