@@ -278,10 +278,17 @@ static int xdp_socket(struct xdp_link *x, const char **why)
     rc = xsk_socket__create(&x->xsk, x->nic.ifname, (uint32_t)x->cfg.queue, x->umem, &x->rx,
                             &x->tx, &sc);
     x->zerocopy = !rc;
-    if (rc && rc != -EBUSY) {
+    /* A socket of a process that just exited leaves the queue only when
+     * the kernel's deferred release has run (measured: a run started right
+     * after another found the queue taken): EBUSY is retried for 1 s. */
+    for (int tries = 0; rc && tries < 50; tries++) {
+        if (rc == -EBUSY)
+            usleep(20000);
         sc.bind_flags = XDP_USE_NEED_WAKEUP | XDP_COPY;
         rc = xsk_socket__create(&x->xsk, x->nic.ifname, (uint32_t)x->cfg.queue, x->umem, &x->rx,
                                 &x->tx, &sc);
+        if (rc != -EBUSY)
+            break;
     }
     if (rc) {
         x->xsk = NULL;
