@@ -293,7 +293,9 @@ static int xdp_socket(struct xdp_link *x, const char **why)
     if (rc) {
         x->xsk = NULL;
         *why = rc == -EBUSY ? "binding the socket (the queue has another AF_XDP socket)"
-                            : "creating the AF_XDP socket";
+             : rc == -EINVAL ? "binding the AF_XDP socket to queue CVIA_XDP_QUEUE (has the "
+                               "interface that queue?)"
+             : "creating the AF_XDP socket";
         return rc;
     }
     x->fd = xsk_socket__fd(x->xsk);
