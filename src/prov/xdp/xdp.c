@@ -504,6 +504,16 @@ static int xdp_send(struct dg_ep *ep, struct dg_out *out, int n)
         n = (int)ep->cfg.batch;
     xdp_reclaim(x);
     k = (unsigned)n < x->nfree ? (unsigned)n : x->nfree;
+    for (unsigned i = 0; i < k; i++) {   /* the engine never cuts past the room */
+        size_t len = ETH_HLEN;
+        for (int v = 0; v < out[i].iovcnt; v++)
+            len += out[i].iov[v].iov_len;
+        if (len > XDP_FRAME_MAX) {
+            if (!i)
+                return -EMSGSIZE;
+            k = i;
+        }
+    }
     /* the ring takes all or nothing: ask for less until it fits */
     while (k && xsk_ring_prod__reserve(&x->tx, k, &idx) != k)
         k /= 2;
@@ -518,8 +528,6 @@ static int xdp_send(struct dg_ep *ep, struct dg_out *out, int n)
         memcpy(eh->h_source, x->nic.mac, ETH_ALEN);
         eh->h_proto = htons((uint16_t)x->nic.ethertype);
         for (int v = 0; v < out[i].iovcnt; v++) {
-            if (len + out[i].iov[v].iov_len > XDP_FRAME_MAX)
-                return -EMSGSIZE;   /* the engine never cuts past the room */
             memcpy(p + len, out[i].iov[v].iov_base, out[i].iov[v].iov_len);
             len += out[i].iov[v].iov_len;
         }
