@@ -67,9 +67,9 @@ struct xdp_cfg {
 static const struct cvia_param xdp_params[] = {
     { "MODE", "auto", CVIA_PARAM_ENUM, offsetof(struct xdp_cfg, mode),
       "How the XDP program that steers corevia's frames to the AF_XDP socket is attached: "
-      "native (in the driver; veth has it up to an MTU of about 3500), generic (in the "
-      "kernel's receive path, any interface, any MTU, slower), or auto (native, else "
-      "generic). The interface and EtherType are CVIA_ETH_IF's and CVIA_ETH_TYPE's.",
+      "native (in the driver; veth has it), generic (in the kernel's receive path, any "
+      "interface), or auto (native, else generic). The interface and EtherType are "
+      "CVIA_ETH_IF's and CVIA_ETH_TYPE's; a frame is at most 3520 bytes whatever the MTU.",
       0, 0, xdp_modes },
     { "FRAMES", "4096", CVIA_PARAM_INT, offsetof(struct xdp_cfg, frames),
       "4 KiB chunks of the UMEM (a power of two): half receive (in the fill ring), half "
@@ -82,9 +82,12 @@ static const struct cvia_param xdp_params[] = {
       "or use one channel (ethtool -L IF combined 1). A veth has one queue.",
       0, 1023, NULL },
     { "FALLBACK", "yes", CVIA_PARAM_BOOL, offsetof(struct xdp_cfg, fallback),
-      "Where the kernel, the interface or the privileges refuse AF_XDP (or the queue is "
-      "taken), use eth's AF_PACKET socket on the same interface, with one warning (the "
-      "frames are the same, so xdp and eth ranks talk); no: fail with that error.",
+      "Where the kernel, the interface or the privileges (CAP_BPF, CAP_NET_ADMIN) refuse "
+      "AF_XDP, or the queue is taken, use eth's AF_PACKET socket on the same interface "
+      "(CAP_NET_RAW), with one warning naming the step and the error (not udp: its "
+      "frames differ; the frames are eth's, so xdp and eth ranks talk); no: fail with "
+      "that error instead. A host's ranks other than its lowest always use eth's socket "
+      "(one AF_XDP socket per queue), whatever this says.",
       0, 0, NULL },
     { NULL }
 };
