@@ -4,10 +4,10 @@
 # Idempotent: installs nothing (and does not touch the network) when all
 # is present.   install-deps.sh [build|test|peers|all]   (default: test)
 #   build  compiler, CMake, pkg-config, hwloc, libnuma, gnuplot (plots), PMIx,
-#          libfabric's headers (the provider libcorevia-fi.so), pandoc (the
-#          roff man pages from man/*.md)
+#          libfabric's headers (the provider libcorevia-fi.so), libxdp and
+#          libbpf (the xdp provider), pandoc (the roff man pages from man/*.md)
 #   test   build + what the test suite calls (procps, python3, hwloc tools,
-#          iproute2, bzip2, nftables for random loss, clang with libFuzzer's
+#          iproute2, ping, bzip2, nftables for random loss, clang with libFuzzer's
 #          runtime for tests/fuzz, Open MPI's mpirun and mpicc and
 #          libfabric's fi_info / fi_pingpong for the provider's tests,
 #          g++, man-db and file for the install test, dpkg-dev,
@@ -25,8 +25,8 @@ set -euo pipefail
 
 profile=${1:-test}
 build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot-nox libpmix-dev
-            libfabric-dev pandoc)
-test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iperf3 bzip2 nftables clang
+            libfabric-dev libxdp-dev libbpf-dev pandoc)
+test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iputils-ping iperf3 bzip2 nftables clang
            libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin g++ man-db file
            dpkg-dev debhelper devscripts lintian
            slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge)

@@ -27,13 +27,23 @@
 # `up` is idempotent: the same lab again is a no-op, a different one under
 # the same tag replaces it. A failing `up` removes what it made. Needs root,
 # iproute2 (ip, tc).
+#
+# CVIA_NET=xdp needs nothing more on these veths: each rank attaches its own
+# XDP program (native mode) to its host's interface, held by its own
+# descriptor, and the kernel removes it when the rank exits or dies; the
+# sending side's AF_XDP transmit is an ordinary veth transmit, so no program
+# on the peer end is needed, and one queue serves the one AF_XDP socket per
+# host. `status` lists the programs attached; `down` removes them with the
+# namespaces. nftables loss on a host's interface does not see AF_XDP's
+# frames (XDP runs before the netdev ingress hook): drop in bridge mode at
+# the switch namespace's ports instead.
 set -euo pipefail
 
 STATE_DIR=${CVIA_NETLAB_STATE:-/run/cvia-netlab}
 die()  { echo "netlab: $*" >&2; exit 1; }
 usage_err() { echo "netlab: $* (try --help)" >&2; exit 2; }
 
-usage() { sed -n '5,32p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '5,39p' "$0" | sed 's/^# \{0,1\}//'; }
 
 tag=lab hosts=2 mode=pairs links=1 mtu=1500 rate=
 cmd=${1:-}
@@ -174,6 +184,11 @@ do_status() {
     [ -f "$state_file" ] && echo "# lab $tag: $(cat "$state_file")"
     for n in $(lab_namespaces); do
         ip -n "$n" -br -4 addr show 2>/dev/null | awk -v n="$n" '$1 != "lo" { print n, $1, $3 }'
+        # XDP programs attached (CVIA_NET=xdp: one per host while a rank runs)
+        ip -n "$n" -d link show 2>/dev/null | awk -v n="$n" '
+            /^[0-9]+:/ { dev = $2; sub(/@.*/, "", dev); sub(/:$/, "", dev) }
+            /prog\/xdp/ { for (i = 1; i < NF; i++) if ($i == "id") print n, dev, "xdp program", $(i + 1), mode }
+            /^[0-9]+:/ { mode = ($0 ~ / xdpgeneric/) ? "(generic)" : ($0 ~ / xdp/) ? "(native)" : "" }'
     done
 }
 

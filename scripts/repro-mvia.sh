@@ -27,7 +27,7 @@ SEGMENTS="1472,4096,8958"
 STD_MTUS="1500,4138,9000"
 PEER_MTUS="1500"
 PLACEMENTS="one-core,two-cores"
-PEERS_ALL="udp,eth,eth-sock,tcp,bare-udp,bare-raw,fi,ucx"
+PEERS_ALL="udp,eth,eth-sock,xdp,tcp,bare-udp,bare-raw,fi,ucx"
 PEERS=$PEERS_ALL
 CUT=mvia
 RATE=""
@@ -46,6 +46,7 @@ TAG=${TAG:0:12}
 CVIA_HDR=40          # corevia's dgram header (src/prov/dgram/dgram.h)
 IPUDP_HDR=28         # IPv4 (20) + UDP (8)
 PAGE=4096
+XDP_ROOM=3506        # xdp's largest datagram (XDP_ROOM in src/prov/xdp/xdp.c)
 
 usage() {
     cat <<EOF
@@ -69,6 +70,10 @@ Series (each at the MTU its name gives; --peers picks):
               send() per batch, read in place from a receive ring)
   eth-sock-mM corevia eth at MTU M on its plain socket (CVIA_ETH_RING=no:
               sendmmsg/recvmmsg batches), the fallback, against the rings
+  xdp-mM      corevia xdp at MTU M (AF_XDP socket, eth's frames; at most
+              $XDP_ROOM bytes a frame, so the segment is min(MTU, $XDP_ROOM) - 40
+              B; CVIA_XDP_FALLBACK=no: a run where AF_XDP is refused fails
+              instead of measuring eth)
   tcp-mM      kernel TCP ping-pong (net_pingpong tcp), M in --mtus
   bare-udp-mM bare UDP ping-pong (net_pingpong udp, datagrams fill the MTU)
   bare-raw-mM bare AF_PACKET ping-pong (net_pingpong raw, EtherType 0x88B6)
@@ -272,6 +277,7 @@ command -v gnuplot >/dev/null || { HAVE_GNUPLOT=0; note "no gnuplot: CSV only, n
 auto_seg() {  # transport mtu -> the segment corevia picks (dg_size in dgram_prov.c)
     local room fit
     if [ "$1" = udp ]; then room=$(($2 - IPUDP_HDR)); else room=$2; fi   # eth, eth-sock
+    if [ "$1" = xdp ] && [ "$room" -gt $XDP_ROOM ]; then room=$XDP_ROOM; fi
     fit=$((room - CVIA_HDR)); [ $fit -gt 65000 ] && fit=65000
     if [ $fit -ge $PAGE ]; then echo $((fit / PAGE * PAGE)); else echo $fit; fi
 }
@@ -285,6 +291,7 @@ for tr in udp eth; do
     for m in ${STD_MTUS//,/ }; do SERIES+=("$tr-m$m|cvia|$tr|$m|auto"); done
 done
 if has_peer eth-sock; then for m in ${STD_MTUS//,/ }; do SERIES+=("eth-sock-m$m|cvia|eth-sock|$m|auto"); done; fi
+if has_peer xdp; then for m in ${STD_MTUS//,/ }; do SERIES+=("xdp-m$m|cvia|xdp|$m|auto"); done; fi
 if has_peer tcp; then for m in ${STD_MTUS//,/ }; do SERIES+=("tcp-m$m|npp|tcp|$m|-"); done; fi
 for m in ${PEER_MTUS//,/ }; do
     has_peer bare-udp && SERIES+=("bare-udp-m$m|npp|udp|$m|-")
@@ -372,6 +379,7 @@ run_cvia() {
     case $tr in
     eth) env=(CVIA_NET=eth CVIA_ETH_RING=yes) ;;
     eth-sock) env=(CVIA_NET=eth CVIA_ETH_RING=no) ;;
+    xdp) env=(CVIA_NET=xdp CVIA_XDP_FALLBACK=no) ;;
     *) env=(CVIA_NET="$tr") ;;
     esac
     # the paper's segment series are cut as --cut says (M-VIA by default);
@@ -706,12 +714,12 @@ def say(s=""):
 std = sorted({info[n]["mtu"] for n in series if n.startswith("tcp-m")})
 segs = sorted({int(info[n]["segment"]) for n in series if re.match(r"(udp|eth)-s\d+$", n)})
 verdicts = []
-say("Targets (issue 17: 32 B eth <= 0.6, udp <= 0.85 x TCP; 64 KiB eth >= 1.2, udp >= 1.3 x TCP), medians of %s interleaved round(s); ratios of medians, [paired: median of per-round ratios]" % machine.get("repeat"))
+say("Targets (issue 17: 32 B eth <= 0.6, xdp <= 0.5, udp <= 0.85 x TCP; 64 KiB eth and xdp >= 1.2, udp >= 1.3 x TCP), medians of %s interleaved round(s); ratios of medians, [paired: median of per-round ratios]" % machine.get("repeat"))
 for pl in placements:
     say("")
     say("== placement %s (%s)" % (pl, "both ends on CPU 0" if pl == "one-core" else "one end per core: CPU 0 and CPU 1"))
     # 1. 32 B p50 one-way latency vs kernel TCP, same MTU
-    for tr, lim in (("udp", 0.85), ("eth", 0.6), ("eth-sock", 0.6)):
+    for tr, lim in (("udp", 0.85), ("eth", 0.6), ("eth-sock", 0.6), ("xdp", 0.5)):
         for m in std:
             a, b = "%s-m%d" % (tr, m), "tcp-m%d" % m
             x, y = get(pl, a, 32, "latency_p50_us"), get(pl, b, 32, "latency_p50_us")
@@ -736,7 +744,7 @@ for pl in placements:
                 m, peer, xm, peer, xm / ym if ym else float("nan")))
     # 2. 64 KiB bandwidth vs TCP, same MTU
     big = 65536
-    for tr, lim in (("udp", 1.3), ("eth", 1.2), ("eth-sock", 1.2)):
+    for tr, lim in (("udp", 1.3), ("eth", 1.2), ("eth-sock", 1.2), ("xdp", 1.2)):
         for m in std:
             a, b = "%s-m%d" % (tr, m), "tcp-m%d" % m
             x, y = get(pl, a, big, "bandwidth_mb_s"), get(pl, b, big, "bandwidth_mb_s")

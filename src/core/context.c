@@ -391,7 +391,7 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
             ((!c->nremote && !dyn_net) || strcmp(d->name, cvia__net_names[c->cfg.net])))
             continue;
         if (d->scope == CVIA_PROV_NET && c->dynamic && !d->ops->dyn_connect) {
-            cvia_warn(CORE, "CVIA_NET=%s: without a launcher only udp and eth reach peers "
+            cvia_warn(CORE, "CVIA_NET=%s: without a launcher only udp, eth and xdp reach peers "
                       "on other hosts; this process reaches its own host's only", d->name);
             continue;
         }

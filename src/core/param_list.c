@@ -16,7 +16,7 @@ static const char *const log_levels[] = {
     "error", "warn", "info", "debug", "trace", NULL
 };
 
-const char *const cvia__net_names[] = { "tcp", "udp", "eth", NULL };
+const char *const cvia__net_names[] = { "tcp", "udp", "eth", "xdp", NULL };
 
 static const struct cvia_param core_params[] = {
     { "LOG", "warn", CVIA_PARAM_ENUM, offsetof(struct cvia_core_cfg, log_level),
@@ -45,9 +45,11 @@ static const struct cvia_param core_params[] = {
       0, 0, NULL },
     { "NET", "tcp", CVIA_PARAM_ENUM, offsetof(struct cvia_core_cfg, net),
       "Provider for ranks on other hosts (another boot, or another network "
-      "namespace); ranks on this host always use shm. Without a launcher the "
+      "namespace); ranks on this host always use shm. xdp (where built with "
+      "libxdp) moves eth's frames through AF_XDP sockets, with eth standing in "
+      "where AF_XDP is refused (CVIA_XDP_FALLBACK). Without a launcher the "
       "network provider is opened only when this variable is set in the "
-      "environment, and udp and eth serve launcher-free peers (cvia_connect to "
+      "environment, and udp, eth and xdp serve launcher-free peers (cvia_connect to "
       "another host's address; tcp: this host's peers only, one warning).",
       0, 0, cvia__net_names },
     { "THREAD_CHECK", "no", CVIA_PARAM_BOOL, offsetof(struct cvia_core_cfg, thread_check),
@@ -64,7 +66,7 @@ static const struct cvia_param core_params[] = {
       "either way. The shared-memory segment has one ring of CVIA_SHM_SLOTS x "
       "CVIA_SHM_SLOT_SIZE per peer, reserved at cvia_init; a dead peer's ring serves "
       "the next one. Peer indices are not reused: 4 x this many over the process's "
-      "life, peers on other hosts (CVIA_NET=udp or eth) included. Every process must use the "
+      "life, peers on other hosts (CVIA_NET=udp, eth or xdp) included. Every process must use the "
       "same value. 1: no dynamic peers. Ignored in a launcher's job.",
       1, 4096, NULL },
     { "LIVENESS_INTERVAL", "20ms", CVIA_PARAM_TIME, offsetof(struct cvia_core_cfg, liveness),
@@ -126,6 +128,9 @@ extern const struct cvia_param_table cvia__shm_param_table;
 extern const struct cvia_param_table cvia__tcp_param_table;
 extern const struct cvia_param_table cvia__udp_param_table;
 extern const struct cvia_param_table cvia__eth_param_table;
+#if CVIA_HAVE_XDP
+extern const struct cvia_param_table cvia__xdp_param_table;
+#endif
 extern const struct cvia_param_table cvia__dgram_param_table;
 extern const struct cvia_param_table cvia__topo_param_table;
 extern const struct cvia_param_table cvia__mem_param_table;
@@ -142,6 +147,9 @@ static const struct cvia_param_table *const core_tables[] = {
     &cvia__tcp_param_table,
     &cvia__udp_param_table,
     &cvia__eth_param_table,
+#if CVIA_HAVE_XDP
+    &cvia__xdp_param_table,
+#endif
     &cvia__dgram_param_table,
 };
 #define NCORE ((int)(sizeof(core_tables) / sizeof(core_tables[0])))

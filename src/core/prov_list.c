@@ -12,12 +12,18 @@ extern const struct cvia_prov_desc cvia_prov_shm;
 extern const struct cvia_prov_desc cvia_prov_tcp;
 extern const struct cvia_prov_desc cvia_prov_udp;
 extern const struct cvia_prov_desc cvia_prov_eth;
+#if CVIA_HAVE_XDP
+extern const struct cvia_prov_desc cvia_prov_xdp;
+#endif
 
 const struct cvia_prov_desc *const cvia__prov_list[] = {
     &cvia_prov_shm,
     &cvia_prov_tcp,
     &cvia_prov_udp,
     &cvia_prov_eth,
+#if CVIA_HAVE_XDP
+    &cvia_prov_xdp,   /* built where libxdp and libbpf are */
+#endif
     NULL,
 };
 

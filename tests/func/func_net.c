@@ -43,7 +43,9 @@
  * from the survivor (run.sh --expect-fail).
  * FUNC_NET_PATH, when set, must appear in cvia_peer_info() of the partner
  * (which link mechanism the provider really took: eth's rings or its
- * plain socket), checked before `stream` runs.
+ * plain socket, xdp's AF_XDP socket or eth standing in), checked before
+ * `stream` runs. FUNC_NET_HOLD, when set, names a file rank 0 waits for
+ * (60 s at most, progressing) before `stream` runs (hosts.sh --ping).
  * FUNC_NET_SEED (default 1) seeds sizes, tags and payloads of `stream`;
  * FUNC_NET_MSGS and FUNC_NET_WRITES change its counts, FUNC_NET_QUIET_MS
  * its pause after the withdrawal; FUNC_NET_PORT (default 47000) is the
@@ -208,6 +210,19 @@ static int case_stream(void)
             FAIL("the path to rank %d is '%s', without '%s' (FUNC_NET_PATH)", partner, path,
                  getenv("FUNC_NET_PATH"));
     }
+    if (getenv("FUNC_NET_HOLD") && rank == 0) {
+        /* hosts.sh --ping: the interfaces are checked while we run; wait
+         * (progressing, so peers see us alive) until it says so */
+        const double until = now() + 60.0 * (double)env_long("CVIA_TEST_TIMEOUT_MULTIPLIER", 1);
+        while (access(getenv("FUNC_NET_HOLD"), F_OK) != 0) {
+            if (now() > until)
+                FAIL("FUNC_NET_HOLD: %s never appeared", getenv("FUNC_NET_HOLD"));
+            if (cvia_progress() < 0)
+                FAIL("cvia_progress while held");
+            usleep(2000);
+        }
+    }
+    CHECK_RC(cvia_barrier());
     for (int k = 0; k < RWIN; k++)
         if (!(rbuf[k] = malloc(MAX_MSG)) || (k < WIN && !(sbuf[k] = malloc(MAX_MSG))))
             FAIL("out of memory");
@@ -894,7 +909,7 @@ static void fg_inject(int fd, int ifindex, uint64_t key, int part, uint64_t *rng
 static int case_forged(void)
 {
     const char *net = getenv("CVIA_NET");
-    const int eth = net && !strcmp(net, "eth");
+    const int eth = net && (!strcmp(net, "eth") || !strcmp(net, "xdp"));
     const unsigned port = (unsigned)env_long("FUNC_NET_PORT", 47000) + 1;
     uint64_t key = job_key(strtoull(getenv("CVIA_JOBID"), NULL, 16)), rng = 4242;
     unsigned long sent[6] = { 0 };

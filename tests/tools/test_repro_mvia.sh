@@ -57,6 +57,8 @@ check "repro-mvia.sh: a bad argument exits 2" eval '[ $rc -eq 2 ] && grep -q -- 
 run bash "$SRC/scripts/repro-mvia.sh" --help
 check "repro-mvia.sh --help documents eth's ring and socket series" \
     eval 'grep -q "eth-sock-mM" "$WORK/out" && grep -q "CVIA_ETH_RING=no" "$WORK/out" && grep -q "CVIA_ETH_RING=yes" "$WORK/out"'
+check "repro-mvia.sh --help documents the xdp series" \
+    eval 'grep -q "xdp-mM" "$WORK/out" && grep -q "CVIA_XDP_FALLBACK=no" "$WORK/out"'
 run bash "$SRC/scripts/repro-mvia.sh" --segments 1472,x
 check "repro-mvia.sh: a bad --segments exits 2" eval '[ $rc -eq 2 ] && grep -q -- "--segments" "$WORK/err"'
 run bash "$SRC/scripts/repro-mvia.sh" --peers eth,eth-socket

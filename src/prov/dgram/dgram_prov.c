@@ -471,3 +471,22 @@ static void eth_describe(char *buf, size_t cap)
 const struct cvia_prov_ops cvia__eth_ops = DG_PROV_OPS(eth_open, eth_describe,
                                                        .dyn_addr = dg_dyn_addr,
                                                        .dyn_connect = dg_dyn_connect);
+
+#if CVIA_HAVE_XDP
+extern const struct dg_link_ops cvia__xdp_link;
+
+static int xdp_open(const struct cvia_prov_args *args, struct cvia_prov_ep **ep_p)
+{
+    return cvia__dg_open(args, &cvia__xdp_link, ep_p);
+}
+
+static void xdp_describe(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "available: ranks on other hosts (CVIA_NET=xdp), reliable segmented "
+             "datagrams in raw Ethernet frames (AF_XDP, eth's AF_PACKET where refused)");
+}
+
+const struct cvia_prov_ops cvia__xdp_ops = DG_PROV_OPS(xdp_open, xdp_describe,
+                                                       .dyn_addr = dg_dyn_addr,
+                                                       .dyn_connect = dg_dyn_connect);
+#endif

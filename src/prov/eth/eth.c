@@ -37,6 +37,7 @@
 
 #include <corevia/corevia.h>
 #include "prov/dgram/dgram.h"
+#include "prov/eth/eth.h"
 #include "util/log.h"
 
 struct eth_cfg {
@@ -155,6 +156,23 @@ static int eth_pick_if(struct eth_link *e)
     if (rc)
         cvia_error(NET, "eth: no Ethernet interface is up (set CVIA_ETH_IF)");
     return rc;
+}
+
+
+int cvia__eth_iface(struct eth_iface *out)
+{
+    struct eth_link e = { .fd = -1, .txfd = -1 };
+    int rc;
+
+    if ((rc = cvia__param_load(&cvia__eth_param_table, &e.cfg)) || (rc = eth_pick_if(&e)))
+        return rc;
+    memset(out, 0, sizeof(*out));
+    snprintf(out->ifname, sizeof(out->ifname), "%s", e.ifname);
+    out->ifindex = e.ifindex;
+    out->mtu = e.mtu;
+    memcpy(out->mac, e.mac, ETH_ALEN);
+    out->ethertype = e.cfg.ethertype;
+    return 0;
 }
 
 
