@@ -241,8 +241,8 @@ struct fab_cq {
     struct fab_cqerr *err_head, *err_tail;
     struct fab_epset set;    /* endpoints to progress when read */
     unsigned idle;           /* empty reads in a row, when lock is off */
-    atomic_int drained;      /* the last read emptied the queue: the next
-                              * read that finds it empty skips progress */
+    atomic_int drained;      /* a read emptied the queue: the next read
+                              * answers from the queue, without progress */
     atomic_int refs;
     atomic_int sleepers;     /* threads asleep in fi_cq_sread: a push kicks them */
     atomic_int signaled;     /* fi_cq_signal: the next (or current) sread returns */

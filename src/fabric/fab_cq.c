@@ -137,6 +137,8 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
         cq->head = (cq->head + 1) & (cq->cap - 1);
         cq->len--;
     }
+    if (n && !cq->len)   /* emptied: the next read may skip progress */
+        atomic_store_explicit(&cq->drained, 1, memory_order_relaxed);
     fab_unlock(&cq->lock);
     return n ? (ssize_t)n : -FI_EAGAIN;
 }
@@ -149,15 +151,15 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
  * without it). A read that finds something resets the run. */
 #define FAB_IDLE_SPIN 256
 
-/* A read that leaves the queue empty (fewer entries than asked for) is
- * followed, in most callers, by another read at once to see that it is
- * empty: Open MPI's mtl ofi reads until -FI_EAGAIN before it hands the
- * completions to the MPI layer, so that read is on the path of every
- * message (one MPI_Recv returns only after it). That read answers from
- * the queue without a progress round; the round, with the re-post of the
- * receive slots just consumed, is the next read's, while the caller is
- * waiting anyway. A caller polling on fi_cq_read still progresses every
- * other read at worst. */
+/* A read that leaves the queue empty is followed, in most callers, by
+ * another read at once, to see that it is empty (or, reading one entry at
+ * a time, to look for the next): Open MPI's mtl ofi reads until
+ * -FI_EAGAIN before it hands the completions to the MPI layer, so that
+ * read is on the path of every message (an MPI_Recv returns only after
+ * it). That read answers from the queue without a progress round; the
+ * round, with the re-post of the receive slots just consumed, is the next
+ * read's, while the caller waits anyway. Never two such reads in a row: a
+ * caller polling fi_cq_read progresses at least every other read. */
 static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
     static _Thread_local unsigned idle_tls;
@@ -168,20 +170,16 @@ static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_a
     ssize_t n;
 
     if (atomic_load_explicit(&cq->drained, memory_order_relaxed)) {
+        n = fab_cq_take(cq, buf, count, src);   /* never two such reads in a row */
         atomic_store_explicit(&cq->drained, 0, memory_order_relaxed);
-        if ((n = fab_cq_take(cq, buf, count, src)) > 0 && (size_t)n < count)
-            atomic_store_explicit(&cq->drained, 1, memory_order_relaxed);
         return n;
     }
     fab_epset_progress(&cq->set);
     n = fab_cq_take(cq, buf, count, src);
-    if (n != -FI_EAGAIN) {
+    if (n != -FI_EAGAIN)
         *idle = 0;
-        if (n > 0 && (size_t)n < count)
-            atomic_store_explicit(&cq->drained, 1, memory_order_relaxed);
-    } else if (++*idle > FAB_IDLE_SPIN && *idle % 16 == 0) {
+    else if (++*idle > FAB_IDLE_SPIN && *idle % 16 == 0)
         sched_yield();
-    }
     return n;
 }
 
