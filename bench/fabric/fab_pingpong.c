@@ -9,7 +9,17 @@
  * their ratio. Every payload is checked.
  *
  *   cvia-run -n 2 fab_pingpong [--sizes 8,4096] [--iters N] [--rounds R] [--csv]
- *                              [--thread serialized|multiple]
+ *                              [--thread serialized|multiple] [--calls plain|mtl]
+ *
+ * --calls mtl: the fi side makes the calls Open MPI's mtl ofi (4.1) makes
+ * for a blocking MPI_Send/MPI_Recv ping-pong: fi_tinjectdata (the source
+ * rank as CQ data) up to the provider's inject size, else fi_tsenddata and
+ * a wait for its completion; fi_trecv; and each wait reads the CQ 100
+ * entries at a time until -FI_EAGAIN, then looks whether its operation
+ * completed (opal_progress -> ompi_mtl_ofi_progress). Against osu_mpi
+ * latency over the provider, what is left is Open MPI's own code (pml cm,
+ * the mtl's requests and callbacks, opal_progress). Default: plain, the
+ * fi_tsend / one-entry reads of any small libfabric program.
  *
  * --thread: the level both APIs run at. serialized (default, a single-
  * threaded program as MPI below MPI_THREAD_MULTIPLE): cvia_init_thread at
@@ -42,6 +52,8 @@ static struct fid_av *av;
 static struct fid_cq *cq;
 static fi_addr_t peer_addr;
 static int multiple;   /* --thread multiple */
+static int mtl_calls;  /* --calls mtl */
+static size_t inject_size;
 
 static void die(const char *what, long rc)
 {
@@ -94,6 +106,7 @@ static void fab_open(void)
         die("exchanging names", rc);
     if ((rc = fi_av_insert(av, pname, 1, &peer_addr, 0, NULL)) != 1)
         die("fi_av_insert", rc);
+    inject_size = info->tx_attr->inject_size;
     fi_freeinfo(hints);
     fi_freeinfo(info);
 }
@@ -121,6 +134,57 @@ static void fi_wait1(void)
     }
 }
 
+/* As mtl ofi waits: batches of 100 until the CQ answers -FI_EAGAIN, then
+ * is ours among them? (one operation outstanding: any completion is). */
+static void fi_wait_mtl(void)
+{
+    static struct fi_cq_tagged_entry e[100];
+    ssize_t n;
+    int got = 0;
+
+    for (;;) {
+        while ((n = fi_cq_read(cq, e, 100)) > 0)
+            got += (int)n;
+        if (n != -FI_EAGAIN) {
+            struct fi_cq_err_entry err = { 0 };
+            fi_cq_readerr(cq, &err, 0);
+            die("completion", -err.err);
+        }
+        if (got)
+            return;
+    }
+}
+
+static void fi_send_one(const char *sbuf, size_t size)
+{
+    long rc;
+
+    if (!mtl_calls) {
+        if ((rc = fi_tsend(ep, sbuf, size, NULL, peer_addr, 7, NULL)))
+            die("fi_tsend", rc);
+        fi_wait1();
+    } else if (size <= inject_size) {
+        if ((rc = fi_tinjectdata(ep, sbuf, size, (uint64_t)cvia_rank(), peer_addr, 7)))
+            die("fi_tinjectdata", rc);
+    } else {
+        if ((rc = fi_tsenddata(ep, sbuf, size, NULL, (uint64_t)cvia_rank(), peer_addr, 7, NULL)))
+            die("fi_tsenddata", rc);
+        fi_wait_mtl();
+    }
+}
+
+static void fi_recv_one(char *rbuf, size_t size)
+{
+    long rc;
+
+    if ((rc = fi_trecv(ep, rbuf, size, NULL, peer_addr, 7, 0, NULL)))
+        die("fi_trecv", rc);
+    if (mtl_calls)
+        fi_wait_mtl();
+    else
+        fi_wait1();
+}
+
 /* One round: @iters ping-pongs of @size bytes; returns the p50 half round trip. */
 static double round_p50(int use_fi, size_t size, int iters, char *sbuf, char *rbuf, double *t)
 {
@@ -132,12 +196,8 @@ static double round_p50(int use_fi, size_t size, int iters, char *sbuf, char *rb
         memset(sbuf, (char)(i + me), size < 8 ? size : 8);
         if (me == 0) {
             if (use_fi) {
-                if ((rc = fi_tsend(ep, sbuf, size, NULL, peer_addr, 7, NULL)))
-                    die("fi_tsend", rc);
-                fi_wait1();
-                if ((rc = fi_trecv(ep, rbuf, size, NULL, peer_addr, 7, 0, NULL)))
-                    die("fi_trecv", rc);
-                fi_wait1();
+                fi_send_one(sbuf, size);
+                fi_recv_one(rbuf, size);
             } else {
                 if ((rc = cvia_send(sbuf, size, peer, 7)) ||
                     (rc = cvia_recv(rbuf, size, peer, 7, NULL)))
@@ -145,12 +205,8 @@ static double round_p50(int use_fi, size_t size, int iters, char *sbuf, char *rb
             }
         } else {
             if (use_fi) {
-                if ((rc = fi_trecv(ep, rbuf, size, NULL, peer_addr, 7, 0, NULL)))
-                    die("fi_trecv", rc);
-                fi_wait1();
-                if ((rc = fi_tsend(ep, sbuf, size, NULL, peer_addr, 7, NULL)))
-                    die("fi_tsend", rc);
-                fi_wait1();
+                fi_recv_one(rbuf, size);
+                fi_send_one(sbuf, size);
             } else {
                 if ((rc = cvia_recv(rbuf, size, peer, 7, NULL)) ||
                     (rc = cvia_send(sbuf, size, peer, 7)))
@@ -174,7 +230,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: cvia-run -n 2 fab_pingpong [--sizes S,S,...] [--iters N] "
-                   "[--rounds R] [--csv] [--thread serialized|multiple]\n"
+                   "[--rounds R] [--csv] [--thread serialized|multiple] [--calls plain|mtl]\n"
                    "8 B and 4 KiB half round trips through cvia_send/recv and through\n"
                    "fi_tsend/trecv with the corevia provider, interleaved; medians.\n");
             return 0;
@@ -202,6 +258,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             multiple = !strcmp(v, "multiple");
+        } else if (!strcmp(argv[i], "--calls") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "plain") && strcmp(v, "mtl")) {
+                fprintf(stderr, "fab_pingpong: --calls: '%s' is not plain or mtl\n", v);
+                return 2;
+            }
+            mtl_calls = !strcmp(v, "mtl");
         } else {
             fprintf(stderr, "fab_pingpong: unknown argument '%s' (try --help)\n", argv[i]);
             return 2;
@@ -243,8 +306,10 @@ int main(int argc, char **argv)
         else
             printf("# median over %d rounds of each round's p50 half round trip (us), %s\n"
                    "# size        cvia          fi     fi/cvia\n", rounds,
-                   multiple ? "CVIA_THREAD_MULTIPLE, FI_THREAD_SAFE"
-                            : "CVIA_THREAD_SERIALIZED, FI_THREAD_DOMAIN");
+                   mtl_calls ? (multiple ? "CVIA_THREAD_MULTIPLE, FI_THREAD_SAFE, mtl ofi's calls"
+                                         : "CVIA_THREAD_SERIALIZED, FI_THREAD_DOMAIN, mtl ofi's calls")
+                             : (multiple ? "CVIA_THREAD_MULTIPLE, FI_THREAD_SAFE"
+                                         : "CVIA_THREAD_SERIALIZED, FI_THREAD_DOMAIN"));
         for (size_t k = 0; k < nsizes; k++) {
             qsort(p50[k][0], (size_t)rounds, sizeof(double), cmp_double);
             qsort(p50[k][1], (size_t)rounds, sizeof(double), cmp_double);

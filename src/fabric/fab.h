@@ -237,10 +237,12 @@ struct fab_cq {
     size_t esize;            /* bytes of one entry in the format asked for */
     fab_lock_t lock;
     struct fab_cqe *ring;
-    size_t head, len, cap;
+    size_t head, len, cap;   /* cap: a power of two */
     struct fab_cqerr *err_head, *err_tail;
     struct fab_epset set;    /* endpoints to progress when read */
     unsigned idle;           /* empty reads in a row, when lock is off */
+    atomic_int drained;      /* a read emptied the queue: the next read
+                              * answers from the queue, without progress */
     atomic_int refs;
     atomic_int sleepers;     /* threads asleep in fi_cq_sread: a push kicks them */
     atomic_int signaled;     /* fi_cq_signal: the next (or current) sread returns */

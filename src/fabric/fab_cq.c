@@ -82,13 +82,13 @@ void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
             return;
         }
         for (size_t i = 0; i < cq->len; i++)
-            r[i] = cq->ring[(cq->head + i) % cq->cap];
+            r[i] = cq->ring[(cq->head + i) & (cq->cap - 1)];
         free(cq->ring);
         cq->ring = r;
         cq->head = 0;
         cq->cap = cap;
     }
-    struct fab_cqe *e = &cq->ring[(cq->head + cq->len++) % cq->cap];
+    struct fab_cqe *e = &cq->ring[(cq->head + cq->len++) & (cq->cap - 1)];
     e->e = (struct fi_cq_tagged_entry){ ctx, flags, len, buf, data, tag };
     e->src = src;
     fab_unlock(&cq->lock);
@@ -134,9 +134,11 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
         memcpy((char *)buf + n * cq->esize, &e->e, cq->esize);
         if (src)
             src[n] = e->src;
-        cq->head = (cq->head + 1) % cq->cap;
+        cq->head = (cq->head + 1) & (cq->cap - 1);
         cq->len--;
     }
+    if (n && !cq->len)   /* emptied: the next read may skip progress */
+        atomic_store_explicit(&cq->drained, 1, memory_order_relaxed);
     fab_unlock(&cq->lock);
     return n ? (ssize_t)n : -FI_EAGAIN;
 }
@@ -149,6 +151,15 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
  * without it). A read that finds something resets the run. */
 #define FAB_IDLE_SPIN 256
 
+/* A read that leaves the queue empty is followed, in most callers, by
+ * another read at once, to see that it is empty (or, reading one entry at
+ * a time, to look for the next): Open MPI's mtl ofi reads until
+ * -FI_EAGAIN before it hands the completions to the MPI layer, so that
+ * read is on the path of every message (an MPI_Recv returns only after
+ * it). That read answers from the queue without a progress round; the
+ * round, with the re-post of the receive slots just consumed, is the next
+ * read's, while the caller waits anyway. Never two such reads in a row: a
+ * caller polling fi_cq_read progresses at least every other read. */
 static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
     static _Thread_local unsigned idle_tls;
@@ -158,6 +169,11 @@ static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_a
     unsigned *idle = cq->lock.on ? &idle_tls : &cq->idle;
     ssize_t n;
 
+    if (atomic_load_explicit(&cq->drained, memory_order_relaxed)) {
+        n = fab_cq_take(cq, buf, count, src);   /* never two such reads in a row */
+        atomic_store_explicit(&cq->drained, 0, memory_order_relaxed);
+        return n;
+    }
     fab_epset_progress(&cq->set);
     n = fab_cq_take(cq, buf, count, src);
     if (n != -FI_EAGAIN)
@@ -371,7 +387,10 @@ int fab_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
         return -FI_ENOSYS;
     if (!(cq = calloc(1, sizeof(*cq))))
         return -FI_ENOMEM;
-    cq->cap = attr && attr->size > 64 ? attr->size : 1024;
+    /* a power of two, so that the ring's index is a mask, not a division */
+    cq->cap = attr && attr->size > 64 ? 64 : 1024;
+    while (attr && cq->cap < attr->size && cq->cap < ((size_t)1 << 30))
+        cq->cap *= 2;
     if (!(cq->ring = malloc(cq->cap * sizeof(*cq->ring)))) {
         free(cq);
         return -FI_ENOMEM;
