@@ -357,8 +357,8 @@ int  shm_copy(struct cvia_prov_ep *ep, int peer, int pull, void *local,
 
 /* shm_tune.c: the rendezvous threshold measured on this machine (cached
  * per boot under the user's runtime directory); 0 or -errno */
-int  shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t *threshold,
-                        int *cached);
+int  shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
+                        size_t coop_chunk, size_t *threshold, int *cached);
 int  shm_tune_parse(const char *text, size_t *threshold, int *is_auto);
 
 /* shm_rma.c */

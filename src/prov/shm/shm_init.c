@@ -100,7 +100,9 @@ static int shm_resolve_threshold(struct shm_cfg *cfg, int *probed)
     if (cfg->cma == 0 && !cfg->arena)
         return 0;   /* no single copy at all: nothing to choose */
     if (!shm_tune_threshold((uint32_t)cfg->nslots, (uint32_t)cfg->slot_size,
-                            &cfg->rndv_threshold, &cached))
+                            cfg->copy_mode == SHM_COPY_AUTO ? cfg->coop_threshold :
+                            cfg->copy_mode == SHM_COPY_COOP ? 0 : (size_t)1 << 50,
+                            cfg->coop_chunk, &cfg->rndv_threshold, &cached))
         *probed = cached ? 2 : 1;
     return 0;
 }

@@ -10,7 +10,10 @@
  * the cost of pinning in a VM), so the provider measures both, the way
  * they run: two threads of this process on two CPUs, one producing into a
  * ring of the endpoint's geometry (util/ring.h), the other copying out,
- * against the same hand-off followed by process_vm_readv. The threshold is
+ * against the same hand-off followed by process_vm_readv (from the
+ * cooperative threshold on, both threads copying chunks by CMA, the
+ * sender pushing and the receiver pulling, as CVIA_SHM_COPY=auto does).
+ * The threshold is
  * the smallest size (4 KiB to 4 MiB, powers of two) at which, and at twice
  * which, single copy was no slower, each the fastest of interleaved
  * transfers (the figure of two threads that both ran: a loaded machine only
@@ -47,7 +50,8 @@
 #define TUNE_MIN      4096u
 #define TUNE_NSIZES   11          /* 4 KiB .. 4 MiB */
 #define TUNE_ROUNDS   7
-#define TUNE_BUDGET_S 2.0         /* the whole probe; past it: no answer */
+#define TUNE_BUDGET_S 5.0         /* the whole probe; past it: no answer */
+#define TUNE_SIZE_S   0.02        /* per size, once 3 pairs are in */
 #define TUNE_FORMAT   "corevia-shm-tune 1"
 
 static const struct cvia_param thr_param = {
@@ -69,7 +73,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-enum { CMD_RING = 1, CMD_CMA = 2, CMD_STOP = 3 };
+enum { CMD_RING = 1, CMD_CMA = 2, CMD_COOP = 3, CMD_STOP = 4 };
 
 struct tune {
     struct cvia_ring ring;
@@ -79,6 +83,9 @@ struct tune {
     _Alignas(64) _Atomic uint64_t cmd;   /* consumer -> producer: seq << 8 | kind */
     _Atomic uint64_t size;
     _Alignas(64) _Atomic uint64_t rts;   /* producer -> consumer (CMA): seq */
+    size_t chunk;                        /* COOP: bytes per claimed chunk */
+    _Alignas(64) _Atomic uint64_t next;  /* COOP: next chunk to claim */
+    _Atomic uint64_t done;               /* COOP: bytes copied, both threads */
     _Alignas(64) uint64_t prod_pos;      /* producer's private position */
     _Alignas(64) _Atomic int failed;
 };
@@ -90,6 +97,24 @@ static int late(struct tune *t, unsigned *spins)
     if (now_s() > t->deadline)
         atomic_store_explicit(&t->failed, 1, memory_order_relaxed);
     return atomic_load_explicit(&t->failed, memory_order_relaxed);
+}
+
+/* Claim chunks and copy them by Cross Memory Attach, as a cooperative
+ * rendezvous does: the receiver pulls (@pull), the sender pushes. */
+static void coop_copy(struct tune *t, int pull)
+{
+    size_t len = (size_t)atomic_load_explicit(&t->size, memory_order_relaxed);
+    uint64_t nchunks = (len + t->chunk - 1) / t->chunk, k;
+
+    while ((k = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed)) < nchunks) {
+        size_t off = (size_t)k * t->chunk, n = len - off < t->chunk ? len - off : t->chunk;
+        struct iovec l = { (pull ? t->dst : t->src) + off, n };
+        struct iovec r = { (pull ? t->src : t->dst) + off, n };
+        if ((pull ? process_vm_readv(getpid(), &l, 1, &r, 1, 0)
+                  : process_vm_writev(getpid(), &l, 1, &r, 1, 0)) != (ssize_t)n)
+            atomic_store_explicit(&t->failed, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->done, n, memory_order_release);
+    }
 }
 
 /* The sender's side: what a send does for each command. */
@@ -107,8 +132,10 @@ static void *tune_producer(void *arg)
         seen = c;
         if ((c & 0xff) == CMD_STOP)
             return NULL;
-        if ((c & 0xff) == CMD_CMA) {
+        if ((c & 0xff) == CMD_CMA || (c & 0xff) == CMD_COOP) {
             atomic_store_explicit(&t->rts, c >> 8, memory_order_release);
+            if ((c & 0xff) == CMD_COOP)   /* the sender joins in, pushing */
+                coop_copy(t, 0);
             continue;
         }
         size_t len = (size_t)atomic_load_explicit(&t->size, memory_order_relaxed), off = 0;
@@ -133,8 +160,18 @@ static double tune_once(struct tune *t, int kind, size_t len, uint64_t seq,
     double t0 = now_s();
 
     atomic_store_explicit(&t->size, len, memory_order_relaxed);
+    atomic_store_explicit(&t->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->done, 0, memory_order_relaxed);
     atomic_store_explicit(&t->cmd, seq << 8 | (uint64_t)kind, memory_order_release);
-    if (kind == CMD_CMA) {
+    if (kind == CMD_COOP) {
+        while (atomic_load_explicit(&t->rts, memory_order_acquire) != seq)
+            if (late(t, &spins))
+                return -1;
+        coop_copy(t, 1);
+        while (atomic_load_explicit(&t->done, memory_order_acquire) != len)
+            if (late(t, &spins))
+                return -1;
+    } else if (kind == CMD_CMA) {
         struct iovec l = { t->dst, len }, r = { t->src, len };
         while (atomic_load_explicit(&t->rts, memory_order_acquire) != seq)
             if (late(t, &spins))
@@ -157,7 +194,8 @@ static double tune_once(struct tune *t, int kind, size_t len, uint64_t seq,
 }
 
 /* Measure: ring[i], cma[i] in seconds for size TUNE_MIN << i. 0 or -errno. */
-static int tune_measure(uint32_t nslots, uint32_t slot_size, double *ring, double *cma)
+static int tune_measure(uint32_t nslots, uint32_t slot_size, size_t coop_from,
+                        size_t coop_chunk, double *ring, double *cma)
 {
     const size_t max = (size_t)TUNE_MIN << (TUNE_NSIZES - 1);
     struct tune *t;
@@ -175,6 +213,7 @@ static int tune_measure(uint32_t nslots, uint32_t slot_size, double *ring, doubl
     t->ring.nslots = nslots;
     t->ring.slot_size = slot_size;
     t->payload = slot_size - SHM_SLOT_HDR;
+    t->chunk = coop_chunk;
     if (posix_memalign((void **)&t->ring.base, 4096, (size_t)nslots * slot_size) ||
         !(t->src = malloc(max)) || !(t->dst = malloc(max))) {
         rc = -ENOMEM;
@@ -205,12 +244,16 @@ static int tune_measure(uint32_t nslots, uint32_t slot_size, double *ring, doubl
             per = 16;
         /* every transfer timed on its own, the fastest kept: a round the
          * scheduler cut into says nothing about the copy */
-        for (int k = 0; k < TUNE_ROUNDS * per && !rc; k++) {   /* interleaved */
+        double t0 = now_s();
+        /* interleaved; on a busy machine, what 20 ms gave (3 pairs at least) */
+        for (int k = 0; k < TUNE_ROUNDS * per && !rc &&
+                        (k < 3 || now_s() - t0 < TUNE_SIZE_S); k++) {
             if ((d = tune_once(t, CMD_RING, len, ++seq, &cons_pos)) < 0)
                 rc = -ETIMEDOUT;
             else if (d < r)
                 r = d;
-            if (!rc && (d = tune_once(t, CMD_CMA, len, ++seq, &cons_pos)) < 0)
+            if (!rc && (d = tune_once(t, len >= coop_from ? CMD_COOP : CMD_CMA, len, ++seq,
+                                      &cons_pos)) < 0)
                 rc = -ETIMEDOUT;
             else if (!rc && d < c)
                 c = d;
@@ -275,7 +318,8 @@ static void boot_id(char *buf, size_t cap)
     buf[strcspn(buf, "\n")] = 0;
 }
 
-int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t *threshold, int *cached)
+int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
+                       size_t coop_chunk, size_t *threshold, int *cached)
 {
     char path[512], boot[64], key[160], text[2048];
     double ring[TUNE_NSIZES], cma[TUNE_NSIZES];
@@ -285,8 +329,8 @@ int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t *threshold, i
 
     *cached = 0;
     boot_id(boot, sizeof(boot));
-    snprintf(key, sizeof(key), "%s\nboot %s\nring %u x %u\n", TUNE_FORMAT, boot,
-             (unsigned)nslots, (unsigned)slot_size);
+    snprintf(key, sizeof(key), "%s\nboot %s\nring %u x %u\ncoop from %zu by %zu\n",
+             TUNE_FORMAT, boot, (unsigned)nslots, (unsigned)slot_size, coop_from, coop_chunk);
     if (boot[0] && !tune_path(path, sizeof(path))) {
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
@@ -314,13 +358,15 @@ int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t *threshold, i
             return 0;
         }
     }
-    rc = tune_measure(nslots, slot_size, ring, cma);
+    rc = tune_measure(nslots, slot_size, coop_from, coop_chunk, ring, cma);
+    if (rc)
+        cvia_info(SHM, "cannot measure the rendezvous threshold (%s): 32k", strerror(-rc));
     if (!rc) {
         size_t len = strlen(key);
         *threshold = thr = tune_decide(ring, cma);
         memcpy(text, key, len);
         len += (size_t)snprintf(text + len, sizeof(text) - len, "threshold %zu\n"
-                                "# size  ring_ns  cma_ns (receiver's time, fastest)\n", thr);
+                                "# size  ring_ns  single_copy_ns (receiver's time, fastest)\n", thr);
         for (int i = 0; i < TUNE_NSIZES && len < sizeof(text); i++)
             len += (size_t)snprintf(text + len, sizeof(text) - len, "%zu %.0f %.0f\n",
                                     (size_t)TUNE_MIN << i, ring[i] * 1e9, cma[i] * 1e9);
