@@ -36,7 +36,8 @@ static const struct cvia_param shm_params[] = {
       "slot k out). auto: the size from which single copy measured no slower, "
       "probed at the first start after boot (two threads, ring against "
       "process_vm_readv, 4k-4m) and cached in $XDG_RUNTIME_DIR/corevia-shm-tune "
-      "(0600; delete it to measure again); where the probe cannot run, 32k. "
+      "(/dev/shm/corevia-shm-tune-UID without a private runtime directory; 0600; "
+      "delete it to measure again); where the probe cannot run, 32k. "
       "A size (64k) overrides the probe; a huge value (1t) turns single copy off. "
       "`cvia-bench crossover` measures the crossover between two ranks.",
       0, 0, NULL },
