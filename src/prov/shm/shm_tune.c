@@ -339,9 +339,15 @@ int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
             close(fd);
             fd = -1;
         }
-        if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
-            close(fd);
-            fd = -1;
+        /* another rank measures: wait for its answer, 10 s at most (a
+         * holder that was stopped must not stop us; measure alone then) */
+        for (int k = 0; fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0; k++) {
+            if (errno != EWOULDBLOCK || k == 10000) {
+                close(fd);
+                fd = -1;
+                break;
+            }
+            usleep(1000);
         }
     }
     if (fd >= 0) {
