@@ -25,7 +25,8 @@
  * by the boot id and the slot geometry; a file lock makes one rank of a job
  * measure while the others wait for its answer. A file that is not this
  * user's private regular file is not used (every process then measures,
- * about 30 ms). CVIA_SHM_RNDV_THRESHOLD set to a size skips all of this. */
+ * about 30 ms). Sanitizer builds keep theirs apart (corevia-shm-tune-asan,
+ * -tsan). CVIA_SHM_RNDV_THRESHOLD set to a size skips all of this. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +54,16 @@
 #define TUNE_BUDGET_S 5.0         /* the whole probe; past it: no answer */
 #define TUNE_SIZE_S   0.02        /* per size, once 3 pairs are in */
 #define TUNE_FORMAT   "corevia-shm-tune 1"
+
+/* A sanitizer's build copies at its own speed: its answer goes to a file
+ * of its own, so its figures never become a plain build's. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TUNE_FLAVOUR "-asan"
+#elif defined(__SANITIZE_THREAD__)
+#define TUNE_FLAVOUR "-tsan"
+#else
+#define TUNE_FLAVOUR ""
+#endif
 
 static const struct cvia_param thr_param = {
     "RNDV_THRESHOLD", "32k", CVIA_PARAM_SIZE, 0, "", 0, 0, NULL
@@ -300,9 +311,10 @@ static int tune_path(char *buf, size_t cap)
     if (stat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
         (st.st_mode & 077))   /* no private runtime directory (root, cron): /dev/shm,
                                * emptied at boot too; the file's owner is checked */
-        return snprintf(buf, cap, "/dev/shm/corevia-shm-tune-%u", (unsigned)getuid()) <
-               (int)cap ? 0 : -ENAMETOOLONG;
-    return snprintf(buf, cap, "%s/corevia-shm-tune", dir) < (int)cap ? 0 : -ENAMETOOLONG;
+        return snprintf(buf, cap, "/dev/shm/corevia-shm-tune%s-%u", TUNE_FLAVOUR,
+                        (unsigned)getuid()) < (int)cap ? 0 : -ENAMETOOLONG;
+    return snprintf(buf, cap, "%s/corevia-shm-tune%s", dir, TUNE_FLAVOUR) < (int)cap ?
+           0 : -ENAMETOOLONG;
 }
 
 static void boot_id(char *buf, size_t cap)
