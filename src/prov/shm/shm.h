@@ -317,6 +317,13 @@ static inline uint8_t *shm_cma_table(struct shm_seg_hdr *h)
     return (uint8_t *)h + h->cma_off;
 }
 
+/* CVIA_SHM_COOP_CHUNK=0: half of @len, rounded up to a page (at least one) */
+static inline uint64_t shm_half_chunk(uint64_t len)
+{
+    uint64_t h = (len / 2 + 4095) & ~(uint64_t)4095;
+    return h ? h : 4096;
+}
+
 /* shm_seg.c */
 void shm_seg_layout(struct cvia_prov_ep *ep);
 int  shm_seg_commit_rv(struct cvia_prov_ep *ep, int dest, uint32_t first, uint32_t n);

@@ -62,9 +62,12 @@ static const struct cvia_param shm_params[] = {
       "measured faster than the receiver's copy alone, in latency and bandwidth, "
       "below it not (BENCHMARKS.md, issue 3); 1t turns it off.",
       0, 0, NULL },
-    { "COOP_CHUNK", "256k", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, coop_chunk),
-      "Bytes per chunk claimed by either side in a cooperative or sender-side copy.",
-      4096, 1 << 30, NULL },
+    { "COOP_CHUNK", "0", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, coop_chunk),
+      "Bytes per chunk claimed by either side in a cooperative or sender-side copy; "
+      "0: half the message (rounded up to a page), so that each side copies its half "
+      "in one system call (4 MiB: 1.2x the bandwidth of 256k chunks on a KVM guest, "
+      "BENCHMARKS.md, issue 17). Else at least 4k.",
+      0, 1 << 30, NULL },
     { "RNDV_SLOTS", "1024", CVIA_PARAM_INT, offsetof(struct shm_cfg, rv_per_peer),
       "Most rendezvous transfers a rank may have in flight to one peer. Only "
       "address space is reserved for them (128 bytes each); the memory is "
@@ -131,6 +134,12 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
     if (ep->cfg.slot_size % SHM_CACHELINE) {
         cvia_error(CONF, "CVIA_SHM_SLOT_SIZE: invalid value '%zu' (expected a "
                    "multiple of %d)", ep->cfg.slot_size, SHM_CACHELINE);
+        rc = -CVIA_ECONFIG;
+        goto err_free;
+    }
+    if (ep->cfg.coop_chunk && ep->cfg.coop_chunk < 4096) {
+        cvia_error(CONF, "CVIA_SHM_COOP_CHUNK: invalid value '%zu' (expected 0 or at "
+                   "least 4096)", ep->cfg.coop_chunk);
         rc = -CVIA_ECONFIG;
         goto err_free;
     }

@@ -253,7 +253,8 @@ int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     mode = rv_choose_mode(ep, pp, peer, b, len);
     b->dst = (uint64_t)(uintptr_t)x->buf;
     b->len = len;
-    b->chunk = mode == SHM_COPY_READ ? (len ? len : 1) : ep->cfg.coop_chunk;
+    b->chunk = mode == SHM_COPY_READ ? (len ? len : 1) :
+               ep->cfg.coop_chunk ? ep->cfg.coop_chunk : shm_half_chunk(len);
     b->mode = (uint32_t)mode;
     if (mode != SHM_COPY_READ)   /* the sender may join in */
         atomic_store_explicit(&b->state, SHM_RV_CTS, memory_order_release);

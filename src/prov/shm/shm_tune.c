@@ -115,10 +115,11 @@ static int late(struct tune *t, unsigned *spins)
 static void coop_copy(struct tune *t, int pull)
 {
     size_t len = (size_t)atomic_load_explicit(&t->size, memory_order_relaxed);
-    uint64_t nchunks = (len + t->chunk - 1) / t->chunk, k;
+    size_t chunk = t->chunk ? t->chunk : (size_t)shm_half_chunk(len);
+    uint64_t nchunks = (len + chunk - 1) / chunk, k;
 
     while ((k = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed)) < nchunks) {
-        size_t off = (size_t)k * t->chunk, n = len - off < t->chunk ? len - off : t->chunk;
+        size_t off = (size_t)k * chunk, n = len - off < chunk ? len - off : chunk;
         struct iovec l = { (pull ? t->dst : t->src) + off, n };
         struct iovec r = { (pull ? t->src : t->dst) + off, n };
         if ((pull ? process_vm_readv(getpid(), &l, 1, &r, 1, 0)
