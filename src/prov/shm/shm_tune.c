@@ -14,8 +14,8 @@
  * cooperative threshold on, both threads copying chunks by CMA, the
  * sender pushing and the receiver pulling, as CVIA_SHM_COPY=auto does).
  * The threshold is
- * the smallest size (4 KiB to 4 MiB, powers of two) at which, and at twice
- * which, single copy was no slower, each the fastest of interleaved
+ * the smallest size (4 KiB to 512 KiB, powers of two) at which, and at
+ * twice which, single copy was no slower (else 512 KiB), each the fastest of interleaved
  * transfers (the figure of two threads that both ran: a loaded machine only
  * makes some slower).
  *
@@ -49,11 +49,12 @@
 #include "util/ring.h"
 
 #define TUNE_MIN      4096u
-#define TUNE_NSIZES   11          /* 4 KiB .. 4 MiB */
+#define TUNE_NSIZES   9           /* 4 KiB .. 1 MiB */
+#define TUNE_CAP      (512u << 10)  /* the largest threshold chosen */
 #define TUNE_ROUNDS   7
 #define TUNE_BUDGET_S 5.0         /* the whole probe; past it: no answer */
 #define TUNE_SIZE_S   0.02        /* per size, once 3 pairs are in */
-#define TUNE_FORMAT   "corevia-shm-tune 1"
+#define TUNE_FORMAT   "corevia-shm-tune 2"
 
 /* A sanitizer's build copies at its own speed: its answer goes to a file
  * of its own, so its figures never become a plain build's. */
@@ -288,14 +289,17 @@ out:
 
 /* The smallest size from which single copy won twice in a row (at it and
  * at twice it): one stray figure, from a transfer the scheduler favoured,
- * neither starts nor ends single copy. The ring's last word: 8 MiB. */
+ * neither starts nor ends single copy. At most TUNE_CAP: the ring is for
+ * medium messages; above, single copy (cooperative from 512k) keeps the
+ * bandwidth of two cores and the ring's gain, where there is one, is
+ * small, while a ring slowed by a busy or reshuffled machine (a VM's
+ * vCPUs moved apart) costs several times over (BENCHMARKS.md, issue 17). */
 static size_t tune_decide(const double *ring, const double *cma)
 {
-    for (int i = 0; i + 1 < TUNE_NSIZES; i++)
+    for (int i = 0; i + 1 < TUNE_NSIZES && ((size_t)TUNE_MIN << i) < TUNE_CAP; i++)
         if (cma[i] <= ring[i] && cma[i + 1] <= ring[i + 1])
             return (size_t)TUNE_MIN << i;
-    return cma[TUNE_NSIZES - 1] <= ring[TUNE_NSIZES - 1] ?
-           (size_t)TUNE_MIN << (TUNE_NSIZES - 1) : (size_t)TUNE_MIN << TUNE_NSIZES;
+    return TUNE_CAP;
 }
 
 /* The cache file, if this user has a private runtime directory. */
