@@ -251,7 +251,9 @@ static int tune_measure(uint32_t nslots, uint32_t slot_size, size_t coop_from,
     }
     for (int i = 0; i < TUNE_NSIZES && !rc; i++) {
         size_t len = (size_t)TUNE_MIN << i;
-        int per = len >= (256u << 10) ? 1 : (int)((256u << 10) / len);
+        /* 21 to 112 pairs: the largest sizes need as many tries as the
+         * small ones to catch one that both threads ran through */
+        int per = len >= (64u << 10) ? 3 : (int)((256u << 10) / len);
         double r = 1e9, c = 1e9, d;
         if (per > 16)
             per = 16;
