@@ -37,6 +37,9 @@ check_garbage CVIA_BOOT_TIMEOUT 1parsec
 check_garbage CVIA_SHM_RNDV_THRESHOLD 0x10         # sizes: decimal only
 check_garbage CVIA_SHM_RNDV_THRESHOLD 2000t        # beyond CVIA_PARAM_SIZE_MAX (1024t)
 check_garbage CVIA_SHM_COOP_THRESHOLD 18446744073709551615
+check_garbage CVIA_SHM_RNDV_THRESHOLD autox       # auto or a size
+check_garbage CVIA_SHM_RNDV_SLOTS 0
+check_garbage CVIA_SHM_COOP_CHUNK 100        # 0 (halves) or at least 4k
 
 out=$(CVIA_SHM_SLOTSIZE=4k timeout 30 "$prog" init-only 2>&1); rc=$?
 if [ $rc -eq 0 ] && grep -q 'CVIA_SHM_SLOTSIZE' <<<"$out" && grep -q 'CVIA_SHM_SLOT_SIZE' <<<"$out"; then

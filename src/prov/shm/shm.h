@@ -11,7 +11,10 @@
  *   mr_off     struct shm_mr mr[mr_max]: regions this rank registered for
  *              remote access; peers check every one-sided access here
  *   rv_off     struct shm_rndv rv[nranks * rv_per_peer]: this rank's
- *              outgoing rendezvous transfers, rv_per_peer per destination
+ *              outgoing rendezvous transfers, up to rv_per_peer per
+ *              destination. Reserved, not allocated: the file has a hole
+ *              there, and the sender commits (fallocate) a page of blocks
+ *              for a destination only when all it committed are in use
  *   ring_off   one receive ring per sender on this host (itself included),
  *              in rank order: local index lidx[rank]
  *
@@ -193,7 +196,8 @@ struct shm_op {
 struct shm_cfg {
     long   nslots;
     size_t slot_size;
-    size_t rndv_threshold;
+    char   rndv_text[256];   /* CVIA_SHM_RNDV_THRESHOLD as given: auto or a size */
+    size_t rndv_threshold;   /* in use: rndv_text, or what shm_tune measured */
     int    cma;              /* tri: -1 auto, 0 never, 1 required */
     int    arena;
     int    copy_mode;        /* enum shm_copy_mode */
@@ -216,7 +220,9 @@ struct shm_peer {
     struct cvia_xfer *rv_send;   /* sends waiting in rendezvous (prov_next) */
     struct cvia_xfer *reads;     /* reads through the ring waiting for data */
     uint8_t         *rv_users;   /* [rv_per_peer] threads copying for a block */
-    uint64_t         rv_busy;    /* bitmap of my blocks in use (<= 64) */
+    uint32_t        *rv_free;    /* [rv_per_peer] stack of my free blocks */
+    uint32_t         rv_nfree;   /* entries on rv_free */
+    uint32_t         rv_top;     /* blocks committed for this destination */
     /* as consumer of my own segment, under rx_lock */
     cvia_mlock_t  rx_lock;
     struct cvia_ring rx_ring;
@@ -236,6 +242,10 @@ struct shm_peer {
     uint8_t          peer_cma;   /* the peer may copy into/out of me */
     _Atomic uint64_t bytes_cma;    /* single-copy bytes by Cross Memory Attach */
     _Atomic uint64_t bytes_near;   /* single-copy bytes by load/store (arena, self) */
+    _Atomic uint64_t msgs_rndv;    /* sends to the peer that went by rendezvous */
+    _Atomic uint64_t msgs_spill;   /* sends at or above the threshold that found no
+                                    * block (CVIA_SHM_RNDV_SLOTS or memory
+                                    * exhausted) and went through the ring */
     struct cvia_arena_view *view;  /* the peer's arena, opened on first use */
     _Atomic int      view_failed;
     _Atomic int      gone;       /* reported through peer_lost */
@@ -253,6 +263,9 @@ struct cvia_prov_ep {
     size_t            seg_bytes;
     uint64_t          cma_off, mr_off, rv_off, ring_off;
     char              name[SHM_NAME_MAX];  /* my segment, "" once unlinked */
+    int               seg_fd;              /* my segment's file: commits blocks */
+    int               rndv_probed;         /* rndv_threshold came from shm_tune */
+    _Atomic int       spill_said;          /* the first spill was logged */
     struct shm_seg_hdr *seg;               /* my segment */
     struct shm_peer  *peers;               /* [size]; seg NULL for other hosts */
     int              *lidx;                /* [size]: ring index, -1 elsewhere */
@@ -304,8 +317,16 @@ static inline uint8_t *shm_cma_table(struct shm_seg_hdr *h)
     return (uint8_t *)h + h->cma_off;
 }
 
+/* CVIA_SHM_COOP_CHUNK=0: half of @len, rounded up to a page (at least one) */
+static inline uint64_t shm_half_chunk(uint64_t len)
+{
+    uint64_t h = (len / 2 + 4095) & ~(uint64_t)4095;
+    return h ? h : 4096;
+}
+
 /* shm_seg.c */
 void shm_seg_layout(struct cvia_prov_ep *ep);
+int  shm_seg_commit_rv(struct cvia_prov_ep *ep, int dest, uint32_t first, uint32_t n);
 int  shm_seg_create(struct cvia_prov_ep *ep);
 int  shm_seg_map(struct cvia_prov_ep *ep, const char *name, void **addr_p);
 int  shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name);
@@ -340,6 +361,12 @@ int  shm_rndv_progress(struct cvia_prov_ep *ep, int peer);
 void shm_rndv_fail(struct cvia_prov_ep *ep, int peer, int err);
 int  shm_copy(struct cvia_prov_ep *ep, int peer, int pull, void *local,
               uint64_t remote, size_t len);
+
+/* shm_tune.c: the rendezvous threshold measured on this machine (cached
+ * per boot under the user's runtime directory); 0 or -errno */
+int  shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
+                        size_t coop_chunk, size_t *threshold, int *cached);
+int  shm_tune_parse(const char *text, size_t *threshold, int *is_auto);
 
 /* shm_rma.c */
 int  shm_mr_export(struct cvia_prov_ep *ep, uint64_t key, const void *addr,

@@ -29,11 +29,17 @@ static const struct cvia_param shm_params[] = {
       "Bytes per ring slot, a 32-byte header included (a multiple of 64); "
       "larger messages are pipelined through consecutive slots.",
       128, 16 << 20, NULL },
-    { "RNDV_THRESHOLD", "32k", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, rndv_threshold),
+    { "RNDV_THRESHOLD", "auto", CVIA_PARAM_STRING, offsetof(struct shm_cfg, rndv_text),
       "Messages of at least this many bytes are copied once (rendezvous) where "
-      "Cross Memory Attach or a shared arena allows; smaller ones take two copies "
-      "through the ring. `cvia-bench crossover` measures where single copy starts "
-      "to pay on a machine; a huge value (1t) turns single copy off.",
+      "Cross Memory Attach or a shared arena allows; smaller ones are pipelined "
+      "through the ring (the sender copies slot k+1 in while the receiver copies "
+      "slot k out). auto: the size from which single copy measured no slower, "
+      "probed at the first start after boot (two threads, ring against "
+      "process_vm_readv, 4k-1m; at most 512k) and cached in $XDG_RUNTIME_DIR/corevia-shm-tune "
+      "(/dev/shm/corevia-shm-tune-UID without a private runtime directory; 0600; "
+      "delete it to measure again); where the probe cannot run, 32k. "
+      "A size (64k) overrides the probe; a huge value (1t) turns single copy off. "
+      "`cvia-bench crossover` measures the crossover between two ranks.",
       0, 0, NULL },
     { "CMA", "auto", CVIA_PARAM_TRI, offsetof(struct shm_cfg, cma),
       "Copy with Cross Memory Attach (process_vm_readv/writev): auto probes each "
@@ -56,13 +62,19 @@ static const struct cvia_param shm_params[] = {
       "measured faster than the receiver's copy alone, in latency and bandwidth, "
       "below it not (BENCHMARKS.md, issue 3); 1t turns it off.",
       0, 0, NULL },
-    { "COOP_CHUNK", "256k", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, coop_chunk),
-      "Bytes per chunk claimed by either side in a cooperative or sender-side copy.",
-      4096, 1 << 30, NULL },
-    { "RNDV_SLOTS", "16", CVIA_PARAM_INT, offsetof(struct shm_cfg, rv_per_peer),
-      "Rendezvous transfers a rank may have in flight to one peer; beyond that a "
-      "large message goes through the ring.",
-      1, 64, NULL },
+    { "COOP_CHUNK", "0", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, coop_chunk),
+      "Bytes per chunk claimed by either side in a cooperative or sender-side copy; "
+      "0: half the message (rounded up to a page), so that each side copies its half "
+      "in one system call (4 MiB: 1.2x the bandwidth of 256k chunks on a KVM guest, "
+      "BENCHMARKS.md, issue 17). Else at least 4k.",
+      0, 1 << 30, NULL },
+    { "RNDV_SLOTS", "1024", CVIA_PARAM_INT, offsetof(struct shm_cfg, rv_per_peer),
+      "Most rendezvous transfers a rank may have in flight to one peer. Only "
+      "address space is reserved for them (128 bytes each); the memory is "
+      "committed a page (32 transfers) at a time as a peer needs more. Beyond "
+      "the limit, or when /dev/shm refuses the memory (one warning), a large "
+      "message goes through the ring; cvia_peer_info counts those messages.",
+      1, 1 << 20, NULL },
     { "MR_MAX", "1024", CVIA_PARAM_INT, offsetof(struct shm_cfg, mr_max),
       "Regions a rank may have registered for one-sided access at once.",
       1, 1 << 20, NULL },
@@ -74,6 +86,31 @@ const struct cvia_param_table cvia__shm_param_table = {
     .cfg_size = sizeof(struct shm_cfg),
 };
 
+/* CVIA_SHM_RNDV_THRESHOLD: a size, or auto (shm_tune.c). @probed: 1 when
+ * measured now, 2 when read from the cache, 0 when given or defaulted. */
+static int shm_resolve_threshold(struct shm_cfg *cfg, int *probed)
+{
+    int is_auto, cached;
+
+    *probed = 0;
+    if (shm_tune_parse(cfg->rndv_text, &cfg->rndv_threshold, &is_auto)) {
+        cvia_error(CONF, "CVIA_SHM_RNDV_THRESHOLD: invalid value '%s' (expected auto or "
+                   "%s)", cfg->rndv_text, cvia__param_syntax(&shm_params[6]));
+        return -CVIA_ECONFIG;
+    }
+    if (!is_auto)
+        return 0;
+    cfg->rndv_threshold = 32 << 10;   /* where the probe cannot run */
+    if (cfg->cma == 0 && !cfg->arena)
+        return 0;   /* no single copy at all: nothing to choose */
+    if (!shm_tune_threshold((uint32_t)cfg->nslots, (uint32_t)cfg->slot_size,
+                            cfg->copy_mode == SHM_COPY_AUTO ? cfg->coop_threshold :
+                            cfg->copy_mode == SHM_COPY_COOP ? 0 : (size_t)1 << 50,
+                            cfg->coop_chunk, &cfg->rndv_threshold, &cached))
+        *probed = cached ? 2 : 1;
+    return 0;
+}
+
 static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **ep_p)
 {
     struct cvia_prov_ep *ep;
@@ -84,6 +121,7 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
     if (!ep)
         return -ENOMEM;
     ep->args = *args;
+    ep->seg_fd = -1;
     rc = cvia__param_load(&cvia__shm_param_table, &ep->cfg);
     if (rc)
         goto err_free;
@@ -99,6 +137,14 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
         rc = -CVIA_ECONFIG;
         goto err_free;
     }
+    if (ep->cfg.coop_chunk && ep->cfg.coop_chunk < 4096) {
+        cvia_error(CONF, "CVIA_SHM_COOP_CHUNK: invalid value '%zu' (expected 0 or at "
+                   "least 4096)", ep->cfg.coop_chunk);
+        rc = -CVIA_ECONFIG;
+        goto err_free;
+    }
+    if ((rc = shm_resolve_threshold(&ep->cfg, &ep->rndv_probed)))
+        goto err_free;
     /* every rank registers, so that a sleeper's membarrier reaches the
      * CPUs running its senders (shm_block) */
     ep->membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
@@ -168,7 +214,7 @@ err_seg:
     shm_seg_detach_all(ep);
 err_free_peers:
     for (int p = 0; p < args->size; p++)
-        free(ep->peers[p].rv_users);
+        free(ep->peers[p].rv_users), free(ep->peers[p].rv_free);
     free(ep->peers);
 err_free:
     free(ep->lidx);
@@ -245,6 +291,7 @@ static int shm_close(struct cvia_prov_ep *ep, int clean)
         if (ep->peers[p].view)
             cvia__arena_view_close(ep->peers[p].view);
         free(ep->peers[p].rv_users);
+        free(ep->peers[p].rv_free);
     }
     shm_seg_detach_all(ep);
     free(ep->peers);
@@ -282,12 +329,15 @@ static void shm_describe(char *buf, size_t cap)
         snprintf(buf, cap, "misconfigured (see the error above)");
         return;
     }
-    char thr[32], coop[64];
+    char thr[300], coop[64];
     FILE *f;
     int scope = -1;
 
     cvia__param_format(&shm_params[1], &cfg.slot_size, slot, sizeof(slot));
-    cvia__param_format(&shm_params[2], &cfg.rndv_threshold, thr, sizeof(thr));
+    if (!strcmp(cfg.rndv_text, "auto"))
+        snprintf(thr, sizeof(thr), "a size measured per boot (CVIA_SHM_RNDV_THRESHOLD=auto)");
+    else
+        snprintf(thr, sizeof(thr), "%s", cfg.rndv_text);
     shm_coop_note(&cfg, coop, sizeof(coop));
     if ((f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r"))) {
         if (fscanf(f, "%d", &scope) != 1)
@@ -309,11 +359,13 @@ static void shm_describe(char *buf, size_t cap)
 static void shm_peer_info(struct cvia_prov_ep *ep, int peer, char *buf, size_t cap)
 {
     struct shm_peer *pp = &ep->peers[peer];
-    char thr[32], coop[64];
+    char thr[64], coop[64];
 
     size_t n;
 
-    cvia__param_format(&shm_params[2], &ep->cfg.rndv_threshold, thr, sizeof(thr));
+    cvia__param_format(&shm_params[6], &ep->cfg.rndv_threshold, thr, sizeof(thr));
+    if (ep->rndv_probed)
+        strcat(thr, ep->rndv_probed == 1 ? " (measured)" : " (measured, cached)");
     shm_coop_note(&ep->cfg, coop, sizeof(coop));
     if (peer == ep->args.rank)
         snprintf(buf, cap, "shm: self, single copy (memcpy) from %s", thr);
@@ -330,9 +382,12 @@ static void shm_peer_info(struct cvia_prov_ep *ep, int peer, char *buf, size_t c
     n = strlen(buf);
     if (n < cap)
         snprintf(buf + n, cap - n, "; single-copied so far: %llu B by CMA, %llu B by "
-                 "load/store",
+                 "load/store; sent from the threshold up: %llu messages single-copied, "
+                 "%llu through the ring",
                  (unsigned long long)atomic_load_explicit(&pp->bytes_cma, memory_order_relaxed),
-                 (unsigned long long)atomic_load_explicit(&pp->bytes_near, memory_order_relaxed));
+                 (unsigned long long)atomic_load_explicit(&pp->bytes_near, memory_order_relaxed),
+                 (unsigned long long)atomic_load_explicit(&pp->msgs_rndv, memory_order_relaxed),
+                 (unsigned long long)atomic_load_explicit(&pp->msgs_spill, memory_order_relaxed));
 }
 
 static int shm_mr_reg(struct cvia_prov_ep *ep, uint64_t key, const void *addr,

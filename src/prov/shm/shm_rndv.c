@@ -111,23 +111,63 @@ int shm_rndv_use(struct cvia_prov_ep *ep, int peer, const struct cvia_xfer *x)
     return ep->cfg.arena && ep->cfg.cma == 0 && cvia__arena_contains(x->buf, x->len);
 }
 
+/* Blocks committed at a time for one destination: a page of them. */
+#define SHM_RV_GROW ((uint32_t)(4096 / sizeof(struct shm_rndv)))
+
+/* A free block of mine for @pp's destination @dest (tx_lock held): from the
+ * free stack, else from a page newly committed. -1 when the destination
+ * has CVIA_SHM_RNDV_SLOTS in flight or the memory for more is refused. */
+static int64_t rv_take(struct cvia_prov_ep *ep, struct shm_peer *pp, int dest, int *err)
+{
+    uint32_t max = (uint32_t)ep->cfg.rv_per_peer, n, rc;
+
+    *err = 0;
+    if (pp->rv_nfree)
+        return pp->rv_free[--pp->rv_nfree];
+    if (pp->rv_top >= max)
+        return -1;
+    if (!pp->rv_free && !(pp->rv_free = malloc((size_t)max * sizeof(*pp->rv_free)))) {
+        *err = -ENOMEM;
+        return -1;
+    }
+    n = max - pp->rv_top < SHM_RV_GROW ? max - pp->rv_top : SHM_RV_GROW;
+    if ((rc = (uint32_t)-shm_seg_commit_rv(ep, dest, pp->rv_top, n))) {
+        *err = -(int)rc;
+        return -1;
+    }
+    for (uint32_t k = n; k-- > 1;)   /* the lowest one is used now */
+        pp->rv_free[pp->rv_nfree++] = pp->rv_top + k;
+    pp->rv_top += n;
+    return pp->rv_top - n;
+}
+
 int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
 {
     struct shm_peer *pp = &ep->peers[x->peer];
     struct shm_rndv *b;
-    uint32_t i, n = (uint32_t)ep->cfg.rv_per_peer;
+    int64_t i;
+    int err;
 
     cvia_mlock_lock(&pp->tx_lock);
-    for (i = 0; i < n && (pp->rv_busy >> i & 1); i++)
-        ;
-    if (i == n) {   /* all blocks in flight: this one goes eagerly */
-        cvia_mlock_unlock(&pp->tx_lock);
+    i = rv_take(ep, pp, x->peer, &err);
+    cvia_mlock_unlock(&pp->tx_lock);
+    if (i < 0) {   /* no block: this one goes through the ring */
+        cvia_mcount_add(&pp->msgs_spill, 1);
+        if (!atomic_exchange_explicit(&ep->spill_said, 1, memory_order_relaxed)) {
+            if (err)
+                cvia_warn(SHM, "no memory for more rendezvous blocks to rank %d (%s): "
+                          "messages beyond %u in flight take two copies",
+                          x->peer, cvia_strerror(err), (unsigned)pp->rv_top);
+            else
+                cvia_info(SHM, "%ld rendezvous transfers in flight to rank %d "
+                          "(CVIA_SHM_RNDV_SLOTS): the next ones take two copies",
+                          ep->cfg.rv_per_peer, x->peer);
+        }
         return shm_enqueue(ep, x->peer, x);
     }
-    pp->rv_busy |= 1ull << i;
-    cvia_mlock_unlock(&pp->tx_lock);
+    cvia_mcount_add(&pp->msgs_rndv, 1);
 
-    b = shm_rv_block(ep->seg, x->peer, i);
+    b = shm_rv_block(ep->seg, x->peer, (uint32_t)i);
     b->src = (uint64_t)(uintptr_t)x->buf;
     b->msg_len = x->len;
     b->dst = b->len = b->chunk = 0;
@@ -137,9 +177,15 @@ int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     atomic_store_explicit(&b->done, 0, memory_order_relaxed);
     /* published to the receiver by the RTS slot's release store */
     atomic_store_explicit(&b->state, SHM_RV_RTS, memory_order_relaxed);
-    x->prov_cookie = i;
+    x->prov_cookie = (uint64_t)i;
     x->flags |= CVIA_XFER_RNDV;
-    return shm_enqueue(ep, x->peer, x);
+    if ((err = shm_enqueue(ep, x->peer, x))) {   /* the peer is gone */
+        cvia_mlock_lock(&pp->tx_lock);
+        if (pp->rv_nfree < pp->rv_top)
+            pp->rv_free[pp->rv_nfree++] = (uint32_t)i;
+        cvia_mlock_unlock(&pp->tx_lock);
+    }
+    return err;
 }
 
 /* Claim and copy chunks until none is left. @pull: the receiver's side. */
@@ -207,7 +253,8 @@ int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     mode = rv_choose_mode(ep, pp, peer, b, len);
     b->dst = (uint64_t)(uintptr_t)x->buf;
     b->len = len;
-    b->chunk = mode == SHM_COPY_READ ? (len ? len : 1) : ep->cfg.coop_chunk;
+    b->chunk = mode == SHM_COPY_READ ? (len ? len : 1) :
+               ep->cfg.coop_chunk ? ep->cfg.coop_chunk : shm_half_chunk(len);
     b->mode = (uint32_t)mode;
     if (mode != SHM_COPY_READ)   /* the sender may join in */
         atomic_store_explicit(&b->state, SHM_RV_CTS, memory_order_release);
@@ -246,7 +293,7 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
             if (st == SHM_RV_DONE && !pp->rv_users[i]) {
                 x->prov_cookie = (uint64_t)(uint32_t)atomic_load(&b->error);
                 atomic_store_explicit(&b->state, SHM_RV_FREE, memory_order_relaxed);
-                pp->rv_busy &= ~(1ull << i);
+                pp->rv_free[pp->rv_nfree++] = i;
                 CVIA_HINT_STORE(*link, x->prov_next);
                 x->prov_next = finished;
                 finished = x;
@@ -320,6 +367,11 @@ void shm_rndv_fail(struct cvia_prov_ep *ep, int peer, int err)
     cvia_mlock_lock(&pp->tx_lock);
     s = pp->rv_send;
     CVIA_HINT_STORE(pp->rv_send, NULL);
+    /* every block is free again, those of sends still queued included
+     * (dynamic mode may give the index to another peer) */
+    for (uint32_t k = 0; pp->rv_free && k < pp->rv_top; k++)
+        pp->rv_free[k] = pp->rv_top - 1 - k;
+    pp->rv_nfree = pp->rv_top;
     cvia_mlock_unlock(&pp->tx_lock);
     cvia_mlock_lock(&pp->rx_lock);
     r = pp->rv_recv;

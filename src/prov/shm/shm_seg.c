@@ -93,16 +93,33 @@ void shm_seg_layout(struct cvia_prov_ep *ep)
     off = align_up(off + n, SHM_CACHELINE);
     ep->mr_off = off;
     off = align_up(off + (size_t)ep->cfg.mr_max * sizeof(struct shm_mr), SHM_CACHELINE);
-    ep->rv_off = off;
-    off += n * (size_t)ep->cfg.rv_per_peer * sizeof(struct shm_rndv);
+    /* the blocks on pages of their own: the segment's only hole, committed
+     * page by page as a destination needs more (shm_seg_commit_rv) */
+    ep->rv_off = off = align_up(off, page);
+    off = align_up(off + n * (size_t)ep->cfg.rv_per_peer * sizeof(struct shm_rndv), page);
     ep->claim_off = 0;
     if (ep->args.dynamic) {   /* one claim per ring */
-        ep->claim_off = off = align_up(off, SHM_CACHELINE);
+        ep->claim_off = off;
         off += (size_t)ep->nlocal * sizeof(struct shm_claim);
     }
     ep->ring_off = align_up(off, page);
     ep->ring_bytes = align_up((size_t)ep->nslots * ep->slot_size, page);
     ep->seg_bytes = ep->ring_off + (size_t)ep->nlocal * ep->ring_bytes;
+}
+
+/* Allocate the memory of my blocks [first, first + n) for @dest, so that
+ * writing them cannot fault. 0, or -ENOSPC (and the like) when /dev/shm or
+ * the memory limit says no: the caller sends through the ring instead. */
+int shm_seg_commit_rv(struct cvia_prov_ep *ep, int dest, uint32_t first, uint32_t n)
+{
+    size_t off = ep->rv_off + ((size_t)dest * (size_t)ep->cfg.rv_per_peer + first) *
+                 sizeof(struct shm_rndv);
+    int rc;
+
+    if (ep->seg_fd < 0)
+        return -EBADF;
+    rc = posix_fallocate(ep->seg_fd, (off_t)off, (off_t)(n * sizeof(struct shm_rndv)));
+    return -rc;
 }
 
 int shm_seg_create(struct cvia_prov_ep *ep)
@@ -145,8 +162,15 @@ int shm_seg_create(struct cvia_prov_ep *ep)
     if ((rc = cvia__mem_shm_place(addr, ep->seg_bytes)) < 0)
         goto err_unmap;
     /* reserve the memory now (this allocates every page, on the tier just
-     * bound), so a full /dev/shm is an error here and not a SIGBUS later */
-    rc = posix_fallocate(fd, 0, (off_t)ep->seg_bytes);
+     * bound), so a full /dev/shm is an error here and not a SIGBUS later;
+     * all but the rendezvous blocks, which are committed as they are
+     * needed (a hole until then, never touched before) */
+    if (ftruncate(fd, (off_t)ep->seg_bytes) < 0)
+        rc = errno;
+    else if (!(rc = posix_fallocate(fd, 0, (off_t)ep->rv_off))) {
+        size_t rv_end = ep->claim_off ? ep->claim_off : ep->ring_off;
+        rc = posix_fallocate(fd, (off_t)rv_end, (off_t)(ep->seg_bytes - rv_end));
+    }
     if (rc) {
         cvia_error(SHM, "cannot reserve %zu bytes for segment %s: %s "
                    "(is /dev/shm large enough?)", ep->seg_bytes, ep->name,
@@ -154,7 +178,7 @@ int shm_seg_create(struct cvia_prov_ep *ep)
         rc = -rc;
         goto err_unmap;
     }
-    close(fd);
+    ep->seg_fd = fd;
 
     hdr = addr;   /* fallocate gave zeroes: mr and rv tables start free */
     hdr->jobid       = ep->args.jobid;
@@ -319,6 +343,9 @@ void shm_seg_detach_all(struct cvia_prov_ep *ep)
     if (ep->seg)
         munmap(ep->seg, ep->seg_bytes);
     ep->seg = NULL;
+    if (ep->seg_fd >= 0)
+        close(ep->seg_fd);
+    ep->seg_fd = -1;
 }
 
 /* May this rank copy straight into and out of each peer's memory? Read the

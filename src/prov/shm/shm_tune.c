@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* The rendezvous threshold, measured on this machine (issue 17).
+ *
+ * Below the threshold a message is pipelined through the ring: the sender
+ * copies slot k+1 in while the receiver copies slot k out, two copies that
+ * overlap on two cores. From it the receiver pulls the sender's buffer in
+ * one Cross Memory Attach call: one copy, plus the kernel's page pinning
+ * and a system call. Which wins at a size depends on the machine (caches,
+ * the cost of pinning in a VM), so the provider measures both, the way
+ * they run: two threads of this process on two CPUs, one producing into a
+ * ring of the endpoint's geometry (util/ring.h), the other copying out,
+ * against the same hand-off followed by process_vm_readv (from the
+ * cooperative threshold on, both threads copying chunks by CMA, the
+ * sender pushing and the receiver pulling, as CVIA_SHM_COPY=auto does).
+ * The threshold is
+ * the smallest size (4 KiB to 512 KiB, powers of two) at which, and at
+ * twice which, single copy was no slower (else 512 KiB), each the fastest of interleaved
+ * transfers (the figure of two threads that both ran: a loaded machine only
+ * makes some slower).
+ *
+ * The result is cached per boot in $XDG_RUNTIME_DIR/corevia-shm-tune (mode
+ * 0600, this user's only; /run/user/UID when the variable is unset, and
+ * /dev/shm/corevia-shm-tune-UID without a private runtime directory), keyed
+ * by the boot id and the slot geometry; a file lock makes one rank of a job
+ * measure while the others wait for its answer. A file that is not this
+ * user's private regular file is not used (every process then measures,
+ * about 30 ms). Sanitizer builds keep theirs apart (corevia-shm-tune-asan,
+ * -tsan). CVIA_SHM_RNDV_THRESHOLD set to a size skips all of this. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <corevia/cvia_errno.h>
+#include "prov/shm/shm.h"
+#include "util/log.h"
+#include "util/param.h"
+#include "util/ring.h"
+
+#define TUNE_MIN      4096u
+#define TUNE_NSIZES   9           /* 4 KiB .. 1 MiB */
+#define TUNE_CAP      (512u << 10)  /* the largest threshold chosen */
+#define TUNE_ROUNDS   7
+#define TUNE_BUDGET_S 5.0         /* the whole probe; past it: no answer */
+#define TUNE_SIZE_S   0.02        /* per size, once 3 pairs are in */
+#define TUNE_FORMAT   "corevia-shm-tune 2"
+
+/* A sanitizer's build copies at its own speed: its answer goes to a file
+ * of its own, so its figures never become a plain build's. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TUNE_FLAVOUR "-asan"
+#elif defined(__SANITIZE_THREAD__)
+#define TUNE_FLAVOUR "-tsan"
+#else
+#define TUNE_FLAVOUR ""
+#endif
+
+static const struct cvia_param thr_param = {
+    "RNDV_THRESHOLD", "32k", CVIA_PARAM_SIZE, 0, "", 0, 0, NULL
+};
+
+int shm_tune_parse(const char *text, size_t *threshold, int *is_auto)
+{
+    *is_auto = !strcmp(text, "auto");
+    if (*is_auto)
+        return 0;
+    return cvia__param_parse(&thr_param, text, threshold);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+enum { CMD_RING = 1, CMD_CMA = 2, CMD_COOP = 3, CMD_STOP = 4 };
+
+struct tune {
+    struct cvia_ring ring;
+    unsigned char *src, *dst;
+    size_t payload;               /* bytes per slot after the header word */
+    double deadline;
+    _Alignas(64) _Atomic uint64_t cmd;   /* consumer -> producer: seq << 8 | kind */
+    _Atomic uint64_t size;
+    _Alignas(64) _Atomic uint64_t rts;   /* producer -> consumer (CMA): seq */
+    size_t chunk;                        /* COOP: bytes per claimed chunk */
+    _Alignas(64) _Atomic uint64_t next;  /* COOP: next chunk to claim */
+    _Atomic uint64_t done;               /* COOP: bytes copied, both threads */
+    _Alignas(64) uint64_t prod_pos;      /* producer's private position */
+    _Alignas(64) _Atomic int failed;
+};
+
+static int late(struct tune *t, unsigned *spins)
+{
+    if (++*spins & 0xffff)
+        return atomic_load_explicit(&t->failed, memory_order_relaxed);
+    if (now_s() > t->deadline)
+        atomic_store_explicit(&t->failed, 1, memory_order_relaxed);
+    return atomic_load_explicit(&t->failed, memory_order_relaxed);
+}
+
+/* Claim chunks and copy them by Cross Memory Attach, as a cooperative
+ * rendezvous does: the receiver pulls (@pull), the sender pushes. */
+static void coop_copy(struct tune *t, int pull)
+{
+    size_t len = (size_t)atomic_load_explicit(&t->size, memory_order_relaxed);
+    size_t chunk = t->chunk ? t->chunk : (size_t)shm_half_chunk(len);
+    uint64_t nchunks = (len + chunk - 1) / chunk, k;
+
+    while ((k = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed)) < nchunks) {
+        size_t off = (size_t)k * chunk, n = len - off < chunk ? len - off : chunk;
+        struct iovec l = { (pull ? t->dst : t->src) + off, n };
+        struct iovec r = { (pull ? t->src : t->dst) + off, n };
+        if ((pull ? process_vm_readv(getpid(), &l, 1, &r, 1, 0)
+                  : process_vm_writev(getpid(), &l, 1, &r, 1, 0)) != (ssize_t)n)
+            atomic_store_explicit(&t->failed, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->done, n, memory_order_release);
+    }
+}
+
+/* The sender's side: what a send does for each command. */
+static void *tune_producer(void *arg)
+{
+    struct tune *t = arg;
+    uint64_t seen = 0;
+    unsigned spins = 0;
+
+    for (;;) {
+        uint64_t c;
+        while ((c = atomic_load_explicit(&t->cmd, memory_order_acquire)) == seen)
+            if (late(t, &spins))
+                return NULL;
+        seen = c;
+        if ((c & 0xff) == CMD_STOP)
+            return NULL;
+        if ((c & 0xff) == CMD_CMA || (c & 0xff) == CMD_COOP) {
+            atomic_store_explicit(&t->rts, c >> 8, memory_order_release);
+            if ((c & 0xff) == CMD_COOP)   /* the sender joins in, pushing */
+                coop_copy(t, 0);
+            continue;
+        }
+        size_t len = (size_t)atomic_load_explicit(&t->size, memory_order_relaxed), off = 0;
+        while (off < len) {
+            unsigned char *s;
+            while (!(s = cvia_ring_claim(&t->ring, t->prod_pos)))
+                if (late(t, &spins))
+                    return NULL;
+            size_t n = len - off < t->payload ? len - off : t->payload;
+            memcpy(s + SHM_SLOT_HDR, t->src + off, n);
+            cvia_ring_publish(s, t->prod_pos++);
+            off += n;
+        }
+    }
+}
+
+/* One transfer of @len bytes by @kind, as the receiver sees it. -1: late. */
+static double tune_once(struct tune *t, int kind, size_t len, uint64_t seq,
+                        uint64_t *cons_pos)
+{
+    unsigned spins = 0;
+    double t0 = now_s();
+
+    atomic_store_explicit(&t->size, len, memory_order_relaxed);
+    atomic_store_explicit(&t->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->cmd, seq << 8 | (uint64_t)kind, memory_order_release);
+    if (kind == CMD_COOP) {
+        while (atomic_load_explicit(&t->rts, memory_order_acquire) != seq)
+            if (late(t, &spins))
+                return -1;
+        coop_copy(t, 1);
+        while (atomic_load_explicit(&t->done, memory_order_acquire) != len)
+            if (late(t, &spins))
+                return -1;
+    } else if (kind == CMD_CMA) {
+        struct iovec l = { t->dst, len }, r = { t->src, len };
+        while (atomic_load_explicit(&t->rts, memory_order_acquire) != seq)
+            if (late(t, &spins))
+                return -1;
+        if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != (ssize_t)len)
+            return -1;
+    } else {
+        for (size_t off = 0; off < len;) {
+            unsigned char *s;
+            while (!(s = cvia_ring_peek(&t->ring, *cons_pos)))
+                if (late(t, &spins))
+                    return -1;
+            size_t n = len - off < t->payload ? len - off : t->payload;
+            memcpy(t->dst + off, s + SHM_SLOT_HDR, n);
+            cvia_ring_release(&t->ring, s, (*cons_pos)++);
+            off += n;
+        }
+    }
+    return now_s() - t0;
+}
+
+/* Measure: ring[i], cma[i] in seconds for size TUNE_MIN << i. 0 or -errno. */
+static int tune_measure(uint32_t nslots, uint32_t slot_size, size_t coop_from,
+                        size_t coop_chunk, double *ring, double *cma)
+{
+    const size_t max = (size_t)TUNE_MIN << (TUNE_NSIZES - 1);
+    struct tune *t;
+    pthread_t th;
+    pthread_attr_t attr;
+    cpu_set_t other;
+    int me = sched_getcpu(), ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), rc = 0;
+    uint64_t seq = 0, cons_pos = 0;
+
+    if (ncpu < 2 || me < 0)
+        return -ENOTSUP;   /* one CPU: the pipeline would not overlap */
+    if (posix_memalign((void **)&t, 64, sizeof(*t)))
+        return -ENOMEM;
+    memset(t, 0, sizeof(*t));
+    t->ring.nslots = nslots;
+    t->ring.slot_size = slot_size;
+    t->payload = slot_size - SHM_SLOT_HDR;
+    t->chunk = coop_chunk;
+    if (posix_memalign((void **)&t->ring.base, 4096, (size_t)nslots * slot_size) ||
+        !(t->src = malloc(max)) || !(t->dst = malloc(max))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    memset(t->src, 0x5a, max);
+    memset(t->dst, 0, max);
+    cvia_ring_init(&t->ring);
+    t->deadline = now_s() + TUNE_BUDGET_S;
+    /* the producer on any other CPU: the sender's rank runs on another */
+    CPU_ZERO(&other);
+    for (int c = 0; c < ncpu && c < CPU_SETSIZE; c++)
+        if (c != me)
+            CPU_SET(c, &other);
+    pthread_attr_init(&attr);
+    pthread_attr_setaffinity_np(&attr, sizeof(other), &other);
+    rc = pthread_create(&th, &attr, tune_producer, t);
+    pthread_attr_destroy(&attr);
+    if (rc) {
+        rc = -rc;
+        goto out;
+    }
+    for (int i = 0; i < TUNE_NSIZES && !rc; i++) {
+        size_t len = (size_t)TUNE_MIN << i;
+        /* 21 to 112 pairs: the largest sizes need as many tries as the
+         * small ones to catch one that both threads ran through */
+        int per = len >= (64u << 10) ? 3 : (int)((256u << 10) / len);
+        double r = 1e9, c = 1e9, d;
+        if (per > 16)
+            per = 16;
+        /* every transfer timed on its own, the fastest kept: a round the
+         * scheduler cut into says nothing about the copy */
+        double t0 = now_s();
+        /* interleaved; on a busy machine, what 20 ms gave (3 pairs at least) */
+        for (int k = 0; k < TUNE_ROUNDS * per && !rc &&
+                        (k < 3 || now_s() - t0 < TUNE_SIZE_S); k++) {
+            if ((d = tune_once(t, CMD_RING, len, ++seq, &cons_pos)) < 0)
+                rc = -ETIMEDOUT;
+            else if (d < r)
+                r = d;
+            if (!rc && (d = tune_once(t, len >= coop_from ? CMD_COOP : CMD_CMA, len, ++seq,
+                                      &cons_pos)) < 0)
+                rc = -ETIMEDOUT;
+            else if (!rc && d < c)
+                c = d;
+        }
+        ring[i] = r;
+        cma[i] = c;
+    }
+    if (atomic_load(&t->failed))
+        rc = -ETIMEDOUT;
+    atomic_store_explicit(&t->failed, 1, memory_order_relaxed);   /* producer: stop */
+    atomic_store_explicit(&t->cmd, (seq + 1) << 8 | CMD_STOP, memory_order_release);
+    pthread_join(th, NULL);
+out:
+    free(t->src);
+    free(t->dst);
+    free(t->ring.base);
+    free(t);
+    return rc;
+}
+
+/* The smallest size from which single copy won twice in a row (at it and
+ * at twice it): one stray figure, from a transfer the scheduler favoured,
+ * neither starts nor ends single copy. At most TUNE_CAP: the ring is for
+ * medium messages; above, single copy (cooperative from 512k) keeps the
+ * bandwidth of two cores and the ring's gain, where there is one, is
+ * small, while a ring slowed by a busy or reshuffled machine (a VM's
+ * vCPUs moved apart) costs several times over (BENCHMARKS.md, issue 17). */
+static size_t tune_decide(const double *ring, const double *cma)
+{
+    for (int i = 0; i + 1 < TUNE_NSIZES && ((size_t)TUNE_MIN << i) < TUNE_CAP; i++)
+        if (cma[i] <= ring[i] && cma[i + 1] <= ring[i + 1])
+            return (size_t)TUNE_MIN << i;
+    return TUNE_CAP;
+}
+
+/* The cache file, if this user has a private runtime directory. */
+static int tune_path(char *buf, size_t cap)
+{
+    const char *dir = getenv("XDG_RUNTIME_DIR");
+    char def[64];
+    struct stat st;
+
+    if (!dir || dir[0] != '/') {
+        snprintf(def, sizeof(def), "/run/user/%u", (unsigned)getuid());
+        dir = def;
+    }
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+        (st.st_mode & 077))   /* no private runtime directory (root, cron): /dev/shm,
+                               * emptied at boot too; the file's owner is checked */
+        return snprintf(buf, cap, "/dev/shm/corevia-shm-tune%s-%u", TUNE_FLAVOUR,
+                        (unsigned)getuid()) < (int)cap ? 0 : -ENAMETOOLONG;
+    return snprintf(buf, cap, "%s/corevia-shm-tune%s", dir, TUNE_FLAVOUR) < (int)cap ?
+           0 : -ENAMETOOLONG;
+}
+
+static void boot_id(char *buf, size_t cap)
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+    buf[0] = 0;
+    if (f) {
+        if (!fgets(buf, (int)cap, f))
+            buf[0] = 0;
+        fclose(f);
+    }
+    buf[strcspn(buf, "\n")] = 0;
+}
+
+int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
+                       size_t coop_chunk, size_t *threshold, int *cached)
+{
+    char path[512], boot[64], key[160], text[2048];
+    double ring[TUNE_NSIZES], cma[TUNE_NSIZES];
+    struct stat st;
+    int fd = -1, rc;
+    size_t thr;
+
+    *cached = 0;
+    boot_id(boot, sizeof(boot));
+    snprintf(key, sizeof(key), "%s\nboot %s\nring %u x %u\ncoop from %zu by %zu\n",
+             TUNE_FORMAT, boot, (unsigned)nslots, (unsigned)slot_size, coop_from, coop_chunk);
+    if (boot[0] && !tune_path(path, sizeof(path))) {
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
+                        (st.st_mode & 077))) {
+            cvia_warn(SHM, "%s is not a private file of this user: not used", path);
+            close(fd);
+            fd = -1;
+        }
+        /* another rank measures: wait for its answer, 10 s at most (a
+         * holder that was stopped must not stop us; measure alone then) */
+        for (int k = 0; fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0; k++) {
+            if (errno != EWOULDBLOCK || k == 10000) {
+                close(fd);
+                fd = -1;
+                break;
+            }
+            usleep(1000);
+        }
+    }
+    if (fd >= 0) {
+        ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+        unsigned long long v;
+        const char *p;
+        text[n > 0 ? n : 0] = 0;
+        if (n > 0 && !strncmp(text, key, strlen(key)) &&
+            (p = strstr(text, "\nthreshold ")) && sscanf(p, "\nthreshold %llu", &v) == 1 &&
+            v >= TUNE_MIN) {
+            *threshold = (size_t)v;
+            *cached = 1;
+            close(fd);   /* releases the lock */
+            return 0;
+        }
+    }
+    rc = tune_measure(nslots, slot_size, coop_from, coop_chunk, ring, cma);
+    if (rc)
+        cvia_info(SHM, "cannot measure the rendezvous threshold (%s): 32k", strerror(-rc));
+    if (!rc) {
+        size_t len = strlen(key);
+        *threshold = thr = tune_decide(ring, cma);
+        memcpy(text, key, len);
+        len += (size_t)snprintf(text + len, sizeof(text) - len, "threshold %zu\n"
+                                "# size  ring_ns  single_copy_ns (receiver's time, fastest)\n", thr);
+        for (int i = 0; i < TUNE_NSIZES && len < sizeof(text); i++)
+            len += (size_t)snprintf(text + len, sizeof(text) - len, "%zu %.0f %.0f\n",
+                                    (size_t)TUNE_MIN << i, ring[i] * 1e9, cma[i] * 1e9);
+        if (len >= sizeof(text))
+            len = sizeof(text) - 1;
+        if (fd >= 0 && (ftruncate(fd, 0) || pwrite(fd, text, len, 0) != (ssize_t)len))
+            cvia_warn(SHM, "cannot write %s: %s", path, strerror(errno));
+        cvia_info(SHM, "rendezvous threshold measured: %zu bytes", thr);
+    }
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
