@@ -15,7 +15,7 @@
  * sender pushing and the receiver pulling, as CVIA_SHM_COPY=auto does).
  * The threshold is
  * the smallest size (4 KiB to 512 KiB, powers of two) at which, and at
- * twice which, single copy was no slower (else 512 KiB), each the fastest of interleaved
+ * every larger measured size, single copy was no slower (else 512 KiB), each the fastest of interleaved
  * transfers (the figure of two threads that both ran: a loaded machine only
  * makes some slower).
  *
@@ -289,18 +289,23 @@ out:
     return rc;
 }
 
-/* The smallest size from which single copy won twice in a row (at it and
- * at twice it): one stray figure, from a transfer the scheduler favoured,
- * neither starts nor ends single copy. At most TUNE_CAP: the ring is for
+/* The smallest size from which single copy won at every size measured
+ * above it too: a stray figure (a ring transfer the scheduler interrupted,
+ * which made one recorded probe choose 16k where the ring won at every
+ * larger size) cannot start single copy, only a run of wins to the top.
+ * At most TUNE_CAP: the ring is for
  * medium messages; above, single copy (cooperative from 512k) keeps the
  * bandwidth of two cores and the ring's gain, where there is one, is
  * small, while a ring slowed by a busy or reshuffled machine (a VM's
  * vCPUs moved apart) costs several times over (BENCHMARKS.md, issue 17). */
 static size_t tune_decide(const double *ring, const double *cma)
 {
-    for (int i = 0; i + 1 < TUNE_NSIZES && ((size_t)TUNE_MIN << i) < TUNE_CAP; i++)
-        if (cma[i] <= ring[i] && cma[i + 1] <= ring[i + 1])
-            return (size_t)TUNE_MIN << i;
+    int from = TUNE_NSIZES;
+
+    while (from > 0 && cma[from - 1] <= ring[from - 1])
+        from--;
+    if (from < TUNE_NSIZES && ((size_t)TUNE_MIN << from) < TUNE_CAP)
+        return (size_t)TUNE_MIN << from;
     return TUNE_CAP;
 }
 
