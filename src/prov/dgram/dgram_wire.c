@@ -78,7 +78,7 @@ static const struct cvia_param dg_params[] = {
       0, 0, NULL },
     { "STATS", "no", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, stats),
       "Print the endpoint's datagram counters (sent, retransmitted, duplicate, out of "
-      "order, corrupt, foreign, forged) to stderr at finalize.", 0, 0, NULL },
+      "order, corrupt, foreign, forged, replays) to stderr at finalize.", 0, 0, NULL },
     { "RCVBUF", "8m", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, rcvbuf),
       "Socket receive and send buffer size asked for (forced past the system limit when "
       "privileged).", 0, 1L << 30, NULL },
