@@ -29,6 +29,9 @@
  *          for DIR/replayed (the script replayed a's recorded HELLOs), then
  *          keeps a wildcard receive posted for 500 ms: nothing may match it.
  *          b then answers c. "ok replay" (b), "ok replay a", "ok replay c".
+ *   nonet  (across hosts with CVIA_NET=tcp: launcher-free peers are served
+ *          over udp and eth only) each inserts the other's name: refused at
+ *          once (FI_ADDR_NOTAVAIL, within 2 s), not a hang. "ok nonet".
  *   threads both insert each other at once (connections that cross) while
  *          a second thread of each polls a receive CQ of its own for the
  *          other's message (progress racing with the connection being
@@ -180,7 +183,7 @@ int main(int argc, char **argv)
     int a;
 
     if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b") && strcmp(argv[1], "c"))) {
-        fprintf(stderr, "usage: fab_dyn a|b|c DIR [msg|death|forge|threads|reclaim|replay]\n");
+        fprintf(stderr, "usage: fab_dyn a|b|c DIR [msg|death|forge|threads|reclaim|replay|nonet]\n");
         return 2;
     }
     role = argv[1];
@@ -313,6 +316,15 @@ int main(int argc, char **argv)
         fill(small, SMALL, 73);
         send_one(0, small, SMALL, peer, 0);
         printf("ok replay\n");
+        goto done;
+    }
+
+    if (!strcmp(mode, "nonet")) {
+        double t0 = now();
+        EXPECT(fi_av_insert(av, peer_name, 1, &peer, 0, NULL) == 0 && peer == FI_ADDR_NOTAVAIL,
+               "another host's name was inserted with CVIA_NET=tcp");
+        EXPECT(now() - t0 < 2, "the refusal took %.1f s", now() - t0);
+        printf("ok nonet\n");
         goto done;
     }
 
