@@ -85,12 +85,12 @@ static const struct cvia_param dg_params[] = {
     { "BATCH", "64", CVIA_PARAM_INT, offsetof(struct dg_cfg, batch),
       "Datagrams per sendmmsg/recvmmsg call.", 1, 1024, NULL },
     { "RX_GAP", "2us", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rx_gap),
-      "Links whose receive is a system call (udp; eth with CVIA_ETH_RING=no): once a "
-      "receive has emptied the socket, the next one waits until this long after it, or "
-      "after the last send that followed it (a peer's death does not wait), so a rank "
-      "that has just sent and waits for the answer gives up the CPU at once instead of "
-      "asking the kernel again first; no answer comes back sooner than a round trip. "
-      "0: every progress call receives.", 0, 1000000, NULL },
+      "Links whose receive is a system call (udp; eth with CVIA_ETH_RING=no): after a "
+      "send that followed a receive which emptied the socket, receives wait until this "
+      "long after the send (a peer's death does not wait), so a rank that has just sent "
+      "and waits for the answer gives up the CPU at once instead of asking the kernel "
+      "again first; no answer comes back sooner than a round trip. Afterwards every "
+      "progress call receives. 0: every progress call receives.", 0, 1000000, NULL },
     { NULL }
 };
 
