@@ -307,8 +307,10 @@ int fab_cq_trywait(struct fab_cq *cq)
         return -FI_EINVAL;
     fab_wait_arm(cq->w, fab_epset_busy(&cq->set));
     fab_lock(&cq->lock);
-    pending = cq->len || cq->err_head || atomic_load(&cq->signaled);
+    pending = cq->len || cq->err_head;
     fab_unlock(&cq->lock);
+    /* fi_cq_signal, taken here once (an event loop may never sread) */
+    pending |= atomic_exchange(&cq->signaled, 0);
     if (pending) {
         atomic_store(&cq->w->armed, 0);
         return -FI_EAGAIN;

@@ -12,7 +12,9 @@
  *   side that answers sleeping 1 ms first on every other round, so the
  *   waiting side is asleep in epoll_wait when the message comes;
  * - then b waits on its receive counter's fd alone while a sends 5
- *   messages 2 ms apart.
+ *   messages 2 ms apart;
+ * - fi_cq_signal makes the CQ's fd readable, and fi_trywait reports it
+ *   once (-FI_EAGAIN), then 0 again.
  * Every payload is checked. epoll_wait has no time limit: an fd that is
  * never signalled hangs the program until the script's limit. It must
  * have slept (epoll_wait returned an event after fi_trywait said 0) at
@@ -255,6 +257,21 @@ int main(int argc, char **argv)
             tries, sleeps);
     EXPECT(sleeps >= 10, "only %lu sleeps in epoll_wait: the fd path was not exercised",
            sleeps);
+
+    /* fi_cq_signal makes the fd readable; fi_trywait reports it once */
+    {
+        struct fid *fids[1] = { &cq->fid };
+        struct epoll_event ev;
+        int rc;
+        CHECK(fi_trywait(fabric, fids, 1));
+        CHECK(fi_cq_signal(cq));
+        do
+            rc = epoll_wait(epfd, &ev, 1, 10000);
+        while (rc < 0 && errno == EINTR);
+        EXPECT(rc == 1, "fi_cq_signal did not make the fd readable (%d)", rc);
+        EXPECT(fi_trywait(fabric, fids, 1) == -FI_EAGAIN, "fi_trywait missed fi_cq_signal");
+        EXPECT(fi_trywait(fabric, fids, 1) == 0, "fi_trywait still busy after the signal");
+    }
 
     close(epfd);
     close(cntr_epfd);
