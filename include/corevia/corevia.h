@@ -266,6 +266,15 @@ CVIA_API uint32_t cvia_imm_kicks(void);
  *  helper thread could be started for a job on several hosts: the caller
  *  then naps itself), or another negative error. */
 CVIA_API int cvia_imm_block(uint32_t kicks, double max_s);
+/** Sleep until input may be waiting for this process (a peer wrote into
+ *  its rings, a network socket is readable), cvia_imm_kick() has been
+ *  called since cvia_imm_kicks() returned @p kicks, or @p max_s seconds
+ *  pass. Progresses nothing and reads no request, so a thread that only
+ *  waits (a wait object handed to an event loop) may call it while another
+ *  thread progresses, at every thread level. Returns 1 if input may be
+ *  waiting (the caller's thread that progresses should look), 0 if @p max_s
+ *  passed, or a negative error. */
+CVIA_API int cvia_input_wait(uint32_t kicks, double max_s);
 /** Wake a thread of this rank in cvia_imm_block(). Async-signal-safe. */
 CVIA_API void cvia_imm_kick(void);
 /** @} */

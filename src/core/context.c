@@ -884,6 +884,65 @@ int cvia_imm_block(uint32_t kicks, double max_s)
     return 0;
 }
 
+/* For a thread that only waits (a layer's wait object: the libfabric
+ * provider's FI_WAIT_FD), at every thread level: nothing is progressed
+ * and no request is read, only the providers' doorbells. Every peer on
+ * other hosts: poll the network sockets for all of @max_s. Otherwise shm
+ * sleeps on its futex (a peer's write into our rings wakes it) in slices
+ * of 1 ms when a socket may also bring input (some peer on another host,
+ * or a launcher-free process whose peers can still come), with a look at
+ * the sockets after each slice. */
+int cvia_input_wait(uint32_t kicks, double max_s)
+{
+    struct cvia_ctx *c = &cvia__ctx;
+    struct pollfd fds[CVIA_MAX_PROV];
+    const struct cvia_prov_ops *bops = NULL;
+    int n = 0, pb = -1;
+
+    CHECK_INIT(c);
+    for (int i = 0; i < c->nprov; i++) {
+        const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
+        int fd = ops->wait_fd ? ops->wait_fd(c->prov[i].ep) : -1;
+        if (fd >= 0) {
+            fds[n].fd = fd;
+            fds[n].events = POLLIN;
+            fds[n++].revents = 0;
+        }
+        if (ops->block && pb < 0)
+            bops = ops, pb = i;
+    }
+    if (max_s < 0)
+        max_s = 0;
+    int nremote = __atomic_load_n(&c->nremote, __ATOMIC_RELAXED);
+    int all_remote = c->dynamic ? 0 : nremote == c->size - 1;
+    if (n && (all_remote || !bops)) {
+        int ms = (int)(max_s * 1e3 + 0.999);
+        int rc = poll(fds, (nfds_t)n, ms);
+        return rc > 0 || atomic_load(&c->kicks) != kicks;
+    }
+    if (!bops) {   /* nothing to sleep on: a nap, then "may be" */
+        struct timespec ts = { 0, 50000 };
+        nanosleep(&ts, NULL);
+        return 1;
+    }
+    /* block() answers 0 at once while our rings hold something (or a
+     * rendezvous or a connection waits), so after any wake the next call
+     * tells a peer's write from a timeout */
+    double t0 = cvia__clock_s(), left = max_s;
+    for (;;) {
+        double slice = n && left > 1e-3 ? 1e-3 : left;
+        if (atomic_load(&c->kicks) != kicks)
+            return 1;
+        if (!bops->block(c->prov[pb].ep, slice, &c->kicks, kicks))
+            return 1;
+        if (n && poll(fds, (nfds_t)n, 0) > 0)
+            return 1;
+        left = max_s - (cvia__clock_s() - t0);
+        if (left <= 0)
+            return atomic_load(&c->kicks) != kicks;
+    }
+}
+
 /* Dissemination barrier: ceil(log2 N) rounds of zero-byte messages on the
  * internal context, round number as tag. */
 static int core_barrier(struct cvia_ctx *c)

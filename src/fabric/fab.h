@@ -16,6 +16,7 @@
  *                read, matching of tagged and untagged receives
  *   fab_mr.c     memory registration (local descriptors; no remote access yet)
  *   fab_auto.c   FI_PROGRESS_AUTO: a domain's progress thread
+ *   fab_wait.c   FI_WAIT_FD: eventfds for CQs and counters, fi_trywait
  *   fab_param.c  CVIA_FI_* (compiled into libcorevia: the library's table
  *                list names it, as for the DSM)
  *
@@ -169,6 +170,7 @@ struct fab_fabric {
 
 struct fab_mr;
 struct fab_auto;
+struct fab_waiter;
 
 #define FAB_AUTO_EP_MAX 64   /* endpoints of one FI_PROGRESS_AUTO domain */
 
@@ -179,6 +181,8 @@ struct fab_domain {
     int auto_progress;       /* FI_PROGRESS_AUTO: a thread drives its endpoints */
     pthread_mutex_t auto_lock;
     struct fab_auto *autop;  /* the thread, from the first armed endpoint on */
+    pthread_mutex_t wait_lock;
+    struct fab_waiter *waiter;  /* FI_WAIT_FD's thread, from the first such object on */
     atomic_int refs;         /* AVs, CQs, endpoints, MRs open on it */
     pthread_mutex_t mr_lock; /* mrs, and atomics applied to them */
     struct fab_mr *mrs;      /* regions open to remote access */
@@ -221,6 +225,15 @@ struct fab_cqerr {
 
 struct fab_ep;
 
+/* FI_WAIT_FD of a CQ or counter (fab_wait.c). */
+struct fab_waitobj {
+    struct fab_waitobj *next;   /* the domain's waiter's list (its lock) */
+    struct fab_domain *dom;
+    int efd;                    /* eventfd, nonblocking */
+    atomic_int armed;           /* fi_trywait said 0: the next event writes efd */
+    uint64_t deadline;          /* ns: signalled then at the latest (waiter's lock) */
+};
+
 /* The endpoints a CQ or counter drives when it is read. A reader
  * progresses a copy of the list without the lock; @busy counts such
  * readers, so an endpoint leaving the set can wait until none holds it. */
@@ -246,14 +259,17 @@ struct fab_cq {
     atomic_int refs;
     atomic_int sleepers;     /* threads asleep in fi_cq_sread: a push kicks them */
     atomic_int signaled;     /* fi_cq_signal: the next (or current) sread returns */
+    struct fab_waitobj *w;   /* FI_WAIT_FD, else NULL */
 };
 
 struct fab_cntr {
     struct fid_cntr fid;
     struct fab_domain *dom;
     atomic_uint_least64_t val, err;
+    atomic_uint_least64_t seen_val, seen_err;   /* at the last read or fi_trywait */
     struct fab_epset set;
     atomic_int refs;
+    struct fab_waitobj *w;   /* FI_WAIT_FD, else NULL */
 };
 
 struct fab_mr {
@@ -468,5 +484,32 @@ extern struct fi_ops_mr fab_mr_ops;
 int  fab_auto_add(struct fab_domain *d, struct fab_ep *ep);
 void fab_auto_del(struct fab_domain *d, struct fab_ep *ep);
 void fab_auto_stop(struct fab_domain *d);
+
+/* fab_wait.c */
+int  fab_wait_open(struct fab_domain *d, struct fab_waitobj **w);
+void fab_wait_close(struct fab_waitobj *w);
+void fab_wait_stop(struct fab_domain *d);
+void fab_wait_arm(struct fab_waitobj *w, int busy);
+void fab_wait_fire(struct fab_waitobj *w);
+int  fab_trywait(struct fid_fabric *f, struct fid **fids, int count);
+/* fab_cq.c: fi_trywait on one object */
+int  fab_cq_trywait(struct fab_cq *cq);
+int  fab_cntr_trywait(struct fab_cntr *c);
+
+/* An event reached @w's object: signal its fd if fi_trywait armed it (a
+ * seq_cst load after the event was published, against the arming's store
+ * before its look). */
+static inline void fab_wait_event(struct fab_waitobj *w)
+{
+    if (w && atomic_load(&w->armed))
+        fab_wait_fire(w);
+}
+
+/* A counter moved. */
+static inline void fab_cntr_bump(struct fab_cntr *c, int err)
+{
+    atomic_fetch_add(err ? &c->err : &c->val, 1);
+    fab_wait_event(c->w);
+}
 
 #endif

@@ -67,6 +67,7 @@ static void fab_cq_wake(struct fab_cq *cq)
 {
     if (atomic_load(&cq->sleepers))
         cvia_imm_kick();
+    fab_wait_event(cq->w);
 }
 
 void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
@@ -297,6 +298,52 @@ static int fab_cq_signal(struct fid_cq *fcq)
         cvia_imm_kick();
         fab_core_release();
     }
+    fab_wait_event(cq->w);
+    return 0;
+}
+
+/* Do @set's endpoints have operations in flight (that may move without
+ * input: timers, a rendezvous read)? */
+static int fab_epset_busy(struct fab_epset *set)
+{
+    int busy = 0;
+
+    fab_lock(&set->lock);
+    for (int i = 0; i < set->n && !busy; i++)
+        busy = FAB_LOCKED(set->eps[i], set->eps[i]->ops != NULL) != 0;
+    fab_unlock(&set->lock);
+    return busy;
+}
+
+int fab_cq_trywait(struct fab_cq *cq)
+{
+    int pending;
+
+    if (!cq->w)
+        return -FI_EINVAL;
+    fab_wait_arm(cq->w, fab_epset_busy(&cq->set));
+    fab_lock(&cq->lock);
+    pending = cq->len || cq->err_head;
+    fab_unlock(&cq->lock);
+    /* fi_cq_signal, taken here once (an event loop may never sread) */
+    pending |= atomic_exchange(&cq->signaled, 0);
+    if (pending) {
+        atomic_store(&cq->w->armed, 0);
+        return -FI_EAGAIN;
+    }
+    return 0;
+}
+
+int fab_cntr_trywait(struct fab_cntr *c)
+{
+    if (!c->w)
+        return -FI_EINVAL;
+    fab_wait_arm(c->w, fab_epset_busy(&c->set));
+    uint64_t v = atomic_load(&c->val), e = atomic_load(&c->err);
+    if (v != atomic_exchange(&c->seen_val, v) || e != atomic_exchange(&c->seen_err, e)) {
+        atomic_store(&c->w->armed, 0);
+        return -FI_EAGAIN;
+    }
     return 0;
 }
 
@@ -330,6 +377,7 @@ static int fab_cq_close(struct fid *fid)
 
     if (atomic_load(&cq->refs))
         return -FI_EBUSY;
+    fab_wait_close(cq->w);
     while (cq->err_head) {
         struct fab_cqerr *x = cq->err_head;
         cq->err_head = x->next;
@@ -346,7 +394,37 @@ static int fab_cq_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     return -FI_ENOSYS;
 }
 
+static int fab_wait_control(struct fab_waitobj *w, int command, void *arg)
+{
+    switch (command) {
+    case FI_GETWAIT:
+        if (!w)
+            return -FI_ENODATA;   /* opened with FI_WAIT_NONE or FI_WAIT_UNSPEC */
+        if (!arg)
+            return -FI_EINVAL;
+        *(int *)arg = w->efd;
+        return 0;
+    case FI_GETWAITOBJ:
+        if (!arg)
+            return -FI_EINVAL;
+        *(enum fi_wait_obj *)arg = w ? FI_WAIT_FD : FI_WAIT_NONE;
+        return 0;
+    default:
+        return -FI_ENOSYS;
+    }
+}
+
 static int fab_cq_control(struct fid *fid, int command, void *arg)
+{
+    return fab_wait_control(fab_of(fid, struct fab_cq, fid.fid)->w, command, arg);
+}
+
+static int fab_cntr_control(struct fid *fid, int command, void *arg)
+{
+    return fab_wait_control(fab_of(fid, struct fab_cntr, fid.fid)->w, command, arg);
+}
+
+static int fab_eq_control(struct fid *fid, int command, void *arg)
 {
     return -FI_ENOSYS;   /* no wait object to hand out */
 }
@@ -380,8 +458,10 @@ int fab_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     case FI_CQ_FORMAT_TAGGED:  esize = sizeof(struct fi_cq_tagged_entry); break;
     default: return -FI_ENOSYS;
     }
-    /* sread/sreadfrom poll with back-off; no fd or mutex is handed out */
-    if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+    /* sread/sreadfrom sleep in corevia whatever the wait object; FI_WAIT_FD
+     * also hands out an eventfd (fab_wait.c); no wait sets, no mutex */
+    if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
+        attr->wait_obj != FI_WAIT_FD)
         return -FI_ENOSYS;
     if (attr && (attr->wait_cond != FI_CQ_COND_NONE || attr->wait_set))
         return -FI_ENOSYS;
@@ -394,6 +474,14 @@ int fab_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
     if (!(cq->ring = malloc(cq->cap * sizeof(*cq->ring)))) {
         free(cq);
         return -FI_ENOMEM;
+    }
+    if (attr && attr->wait_obj == FI_WAIT_FD) {
+        int rc = fab_wait_open(dom, &cq->w);
+        if (rc) {
+            free(cq->ring);
+            free(cq);
+            return rc;
+        }
     }
     cq->dom = dom;
     cq->esize = esize;
@@ -415,7 +503,10 @@ static uint64_t fab_cntr_read(struct fid_cntr *fc)
     struct fab_cntr *c = fab_of(fc, struct fab_cntr, fid);
 
     fab_epset_progress(&c->set);
-    return atomic_load(&c->val);
+    uint64_t v = atomic_load(&c->val);
+    if (c->w)
+        atomic_store_explicit(&c->seen_val, v, memory_order_relaxed);
+    return v;
 }
 
 static uint64_t fab_cntr_readerr(struct fid_cntr *fc)
@@ -423,7 +514,10 @@ static uint64_t fab_cntr_readerr(struct fid_cntr *fc)
     struct fab_cntr *c = fab_of(fc, struct fab_cntr, fid);
 
     fab_epset_progress(&c->set);
-    return atomic_load(&c->err);
+    uint64_t e = atomic_load(&c->err);
+    if (c->w)
+        atomic_store_explicit(&c->seen_err, e, memory_order_relaxed);
+    return e;
 }
 
 static int fab_cntr_add(struct fid_cntr *fc, uint64_t v)
@@ -489,6 +583,7 @@ static int fab_cntr_close(struct fid *fid)
 
     if (atomic_load(&c->refs))
         return -FI_EBUSY;
+    fab_wait_close(c->w);
     atomic_fetch_sub(&c->dom->refs, 1);
     free(c);
     return 0;
@@ -498,7 +593,7 @@ static struct fi_ops fab_cntr_fi_ops = {
     .size = sizeof(struct fi_ops),
     .close = fab_cntr_close,
     .bind = fab_cq_bind,
-    .control = fab_cq_control,
+    .control = fab_cntr_control,
     .ops_open = fab_cq_ops_open,
 };
 
@@ -510,11 +605,21 @@ int fab_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 
     if (attr && attr->events != FI_CNTR_EVENTS_COMP)
         return -FI_ENOSYS;
-    if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+    if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
+        attr->wait_obj != FI_WAIT_FD)
+        return -FI_ENOSYS;
+    if (attr && attr->wait_set)
         return -FI_ENOSYS;
     if (!(c = calloc(1, sizeof(*c))))
         return -FI_ENOMEM;
     c->dom = dom;
+    if (attr && attr->wait_obj == FI_WAIT_FD) {
+        int rc = fab_wait_open(dom, &c->w);
+        if (rc) {
+            free(c);
+            return rc;
+        }
+    }
     fab_lock_init(&c->set.lock, fab_dom_locks(dom));
     c->fid.fid.fclass = FI_CLASS_CNTR;
     c->fid.fid.context = context;
@@ -650,7 +755,7 @@ static struct fi_ops fab_eq_fi_ops = {
     .size = sizeof(struct fi_ops),
     .close = fab_eq_close,
     .bind = fab_cq_bind,
-    .control = fab_cq_control,
+    .control = fab_eq_control,
     .ops_open = fab_cq_ops_open,
 };
 

@@ -27,13 +27,13 @@ static void fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int rep
 
     if (rc == 0) {
         if (cntr)
-            atomic_fetch_add(&cntr->val, 1);
+            fab_cntr_bump(cntr, 0);
         if (report && ep->tx_cq)
             fab_cq_push(ep->tx_cq, context, flags, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
         return;
     }
     if (cntr)
-        atomic_fetch_add(&cntr->err, 1);
+        fab_cntr_bump(cntr, 1);
     if (ep->tx_cq)   /* errors are reported whatever the completion flags */
         fab_cq_push_err(ep->tx_cq, context, flags, 0, 0, 0, 0,
                         -fab_errno(rc), rc < 0 ? -rc : rc);
@@ -58,7 +58,7 @@ static void fab_rx_done(struct fab_ep *ep, struct fab_rx *rx, int rc, size_t msg
         rc = -CVIA_ETRUNC;
     if (rc == 0) {
         if (ep->rx_cntr)
-            atomic_fetch_add(&ep->rx_cntr->val, 1);
+            fab_cntr_bump(ep->rx_cntr, 0);
         if (ep->rx_cq && (!ep->rx_selective || (rx->flags & FI_COMPLETION))) {
             fi_addr_t src = ep->caps & FI_SOURCE ? fab_av_reverse(ep->av, rank, epid)
                                                  : FI_ADDR_NOTAVAIL;
@@ -66,7 +66,7 @@ static void fab_rx_done(struct fab_ep *ep, struct fab_rx *rx, int rc, size_t msg
         }
     } else {
         if (ep->rx_cntr)
-            atomic_fetch_add(&ep->rx_cntr->err, 1);
+            fab_cntr_bump(ep->rx_cntr, 1);
         if (ep->rx_cq)
             fab_cq_push_err(ep->rx_cq, rx->context, flags, got, data, tag,
                             rc == -CVIA_ETRUNC ? msg_len - got : 0, -fab_errno(rc),

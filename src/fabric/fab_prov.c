@@ -483,10 +483,6 @@ static int fab_no_wait(struct fid_fabric *f, struct fi_wait_attr *a, struct fid_
 {
     return -FI_ENOSYS;
 }
-static int fab_trywait(struct fid_fabric *f, struct fid **fids, int count)
-{
-    return 0;   /* no wait objects: never a reason to wait */
-}
 
 static struct fi_ops_fabric fab_fabric_ops = {
     .size = sizeof(struct fi_ops_fabric),
@@ -525,7 +521,9 @@ static int fab_domain_close(struct fid *fid)
     if (atomic_load(&d->refs))
         return -FI_EBUSY;
     fab_auto_stop(d);
+    fab_wait_stop(d);
     pthread_mutex_destroy(&d->auto_lock);
+    pthread_mutex_destroy(&d->wait_lock);
     pthread_mutex_destroy(&d->mr_lock);
     free(d);
     fab_domain_gone();
@@ -606,6 +604,7 @@ static int fab_domain_open(struct fid_fabric *fabric, struct fi_info *info,
         return -FI_EINVAL;
     }
     pthread_mutex_init(&d->auto_lock, NULL);
+    pthread_mutex_init(&d->wait_lock, NULL);
     d->fid.fid.fclass = FI_CLASS_DOMAIN;
     d->fid.fid.context = context;
     d->fid.fid.ops = &fab_domain_fi_ops;

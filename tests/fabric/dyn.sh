@@ -14,7 +14,7 @@
 set -u
 hosts=0
 [ "${1:-}" = --hosts ] && { hosts=1; shift; }
-[ $# -ge 2 ] || { echo "usage: dyn.sh [--hosts] FAB_DYN PROVIDER_DIR [msg|death|forge|threads|reclaim]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: dyn.sh [--hosts] FAB_DYN PROVIDER_DIR [msg|death|forge|threads|reclaim|nonet]" >&2; exit 2; }
 prog=$1 provdir=$2 mode=${3:-msg}
 mult=${CVIA_TEST_TIMEOUT_MULTIPLIER:-1}
 limit=$((30 * mult))
@@ -64,6 +64,13 @@ fail=0
 case $mode in
 msg)   [ $ra -eq 0 ] && grep -qx "ok a" "$work/a.out" || fail=1
        [ $rb -eq 0 ] && grep -qx "ok b" "$work/b.out" || fail=1 ;;
+nonet) [ $ra -eq 0 ] && grep -qx "ok nonet" "$work/a.out" || fail=1
+       [ $rb -eq 0 ] && grep -qx "ok nonet" "$work/b.out" || fail=1
+       # the one line that says why, on both sides
+       for r in a b; do
+           grep -q "without CVIA_NET=udp (or eth)" "$work/$r.out" ||
+               { echo "$r: no line saying why the name was refused"; fail=1; }
+       done ;;
 threads) [ $ra -eq 0 ] && grep -qx "ok threads" "$work/a.out" || fail=1
        [ $rb -eq 0 ] && grep -qx "ok threads" "$work/b.out" || fail=1 ;;
 reclaim) [ $ra -eq 137 ] || { echo "a was to die by SIGKILL (status $ra)"; fail=1; }

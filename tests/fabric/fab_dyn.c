@@ -22,6 +22,16 @@
  *          sends, and dies; b sees the death (a directed receive fails),
  *          writes DIR/ready; c (fab_dyn c DIR reclaim, started by the
  *          script) then connects to b on the ring a had: "ok reclaim".
+ *   replay (tests/fabric/replay.sh, across hosts, a and c bound to one udp
+ *          port) a connects to b, sends, gets an answer, closes; b sees it gone (a directed
+ *          receive fails) and writes DIR/ready; c, a new incarnation at a's
+ *          address, connects to b and sends; b writes DIR/ready2 and waits
+ *          for DIR/replayed (the script replayed a's recorded HELLOs), then
+ *          keeps a wildcard receive posted for 500 ms: nothing may match it.
+ *          b then answers c. "ok replay" (b), "ok replay a", "ok replay c".
+ *   nonet  (across hosts with CVIA_NET=tcp: launcher-free peers are served
+ *          over udp and eth only) each inserts the other's name: refused at
+ *          once (FI_ADDR_NOTAVAIL, within 2 s), not a hang. "ok nonet".
  *   threads both insert each other at once (connections that cross) while
  *          a second thread of each polls a receive CQ of its own for the
  *          other's message (progress racing with the connection being
@@ -173,7 +183,7 @@ int main(int argc, char **argv)
     int a;
 
     if (argc < 3 || (strcmp(argv[1], "a") && strcmp(argv[1], "b") && strcmp(argv[1], "c"))) {
-        fprintf(stderr, "usage: fab_dyn a|b|c DIR [msg|death|forge|threads|reclaim]\n");
+        fprintf(stderr, "usage: fab_dyn a|b|c DIR [msg|death|forge|threads|reclaim|replay|nonet]\n");
         return 2;
     }
     role = argv[1];
@@ -253,6 +263,68 @@ int main(int argc, char **argv)
         EXPECT(wait_ctx(&ctx, NULL, NULL) == 0, "c's message (on a's ring)");
         check(small, SMALL, 62, "c's message");
         printf("ok reclaim\n");
+        goto done;
+    }
+
+    if (!strcmp(mode, "replay")) {
+        char ctx, path[512];
+        FILE *f;
+        if (role[0] != 'b') {   /* a, then c: connect to b, one message */
+            EXPECT(fi_av_insert(av, peer_name, 1, &peer, 0, NULL) == 1, "insert refused");
+            fill(small, SMALL, role[0] == 'a' ? 71 : 72);
+            send_one(0, small, SMALL, peer, 0);
+            /* a: until b has inserted it; c: until b is done with the replay */
+            CHECK(fi_recv(ep, small, SMALL, NULL, peer, &ctx));
+            EXPECT(wait_ctx(&ctx, NULL, NULL) == 0, "b's answer");
+            check(small, SMALL, role[0] == 'a' ? 70 : 73, "b's answer");
+            printf("ok replay %c\n", role[0]);
+            goto done;
+        }
+        CHECK(fi_recv(ep, small, SMALL, NULL, FI_ADDR_UNSPEC, &ctx));
+        EXPECT(wait_ctx(&ctx, NULL, NULL) == 0, "a's message");
+        check(small, SMALL, 71, "a's message");
+        EXPECT(fi_av_insert(av, peer_name, 1, &peer, 0, NULL) == 1, "insert of a refused");
+        fill(small, SMALL, 70);
+        send_one(0, small, SMALL, peer, 0);
+        CHECK(fi_recv(ep, small, SMALL, NULL, peer, &ctx));
+        EXPECT(wait_ctx(&ctx, NULL, NULL) != 0, "a receive from closed a completed");
+        snprintf(path, sizeof(path), "%s/ready", argv[2]);
+        EXPECT((f = fopen(path, "w")) && !fclose(f), "cannot write %s", path);
+        CHECK(fi_recv(ep, small, SMALL, NULL, FI_ADDR_UNSPEC, &ctx));
+        EXPECT(wait_ctx(&ctx, NULL, NULL) == 0, "c's message");
+        check(small, SMALL, 72, "c's message");
+        snprintf(path, sizeof(path), "%s/c.name", argv[2]);
+        EXPECT((f = fopen(path, "r")) && fread(peer_name, 1, len, f) == len && !fclose(f),
+               "cannot read %s", path);
+        EXPECT(fi_av_insert(av, peer_name, 1, &peer, 0, NULL) == 1, "insert of c refused");
+        snprintf(path, sizeof(path), "%s/ready2", argv[2]);
+        EXPECT((f = fopen(path, "w")) && !fclose(f), "cannot write %s", path);
+        snprintf(path, sizeof(path), "%s/replayed", argv[2]);
+        for (int i = 0; i < 2000 && access(path, R_OK); i++) {
+            (void)fi_cq_read(cq, NULL, 0);   /* progress: the replay is taken meanwhile */
+            usleep(10000);
+        }
+        EXPECT(!access(path, R_OK), "the script never replayed");
+        CHECK(fi_recv(ep, small, SMALL, NULL, FI_ADDR_UNSPEC, &ctx));
+        for (double end = now() + 0.5; now() < end; usleep(1000)) {
+            struct fi_cq_tagged_entry e;
+            ssize_t n = fi_cq_read(cq, &e, 1);
+            EXPECT(n == -FI_EAGAIN, "something arrived after the replay (%zd)", n);
+        }
+        CHECK(fi_cancel(&ep->fid, &ctx));
+        EXPECT(wait_ctx(&ctx, NULL, NULL) == FI_ECANCELED, "the cancel");
+        fill(small, SMALL, 73);
+        send_one(0, small, SMALL, peer, 0);
+        printf("ok replay\n");
+        goto done;
+    }
+
+    if (!strcmp(mode, "nonet")) {
+        double t0 = now();
+        EXPECT(fi_av_insert(av, peer_name, 1, &peer, 0, NULL) == 0 && peer == FI_ADDR_NOTAVAIL,
+               "another host's name was inserted with CVIA_NET=tcp");
+        EXPECT(now() - t0 < 2, "the refusal took %.1f s", now() - t0);
+        printf("ok nonet\n");
         goto done;
     }
 

@@ -485,6 +485,9 @@ struct dg_stats {
     uint64_t rx_calls, tx_calls;   /* link recv calls that returned datagrams; link sends */
     uint64_t fretx, rtos;          /* retx by SACK (fast retransmit); timeouts */
     uint64_t undos;                /* decreases undone: every retransmission was a duplicate */
+    uint64_t replays;              /* launcher-free: a HELLO (MAC good) of a known identity
+                                    * that is not the live peer's: gone, another secret, an
+                                    * index it gave up; a replay of an earlier one, dropped */
 };
 
 struct dg_ep {

@@ -289,15 +289,18 @@ static void on_hello(struct dg_ep *ep, const struct dg_hello *hl, const struct d
     explicit_bzero(ks, sizeof(ks));
     if ((j = find_id(ep, hl->id)) >= 0) {
         struct dg_dyn *d = &ep->dyn[j];
-        if (ep->peers[j].gone || memcmp(d->tx.secret, secret, 16))
-            goto out;   /* failed already; or not the secret its address gives */
+        if (ep->peers[j].gone || memcmp(d->tx.secret, secret, 16)) {
+            ep->st.replays++;   /* failed already; or not the secret its address gives */
+            goto out;
+        }
         if (d->state == DG_DYN_CONNECTING || d->state == DG_DYN_FAILED) {
             /* we connect to it too (crossing), or did and gave up */
             d->ridx = hl->idx;
             if (make_up(ep, j))
                 goto out;
         } else if (d->ridx != hl->idx) {
-            goto out;   /* an index it gave up: not ours to answer */
+            ep->st.replays++;   /* an index it gave up: not ours to answer */
+            goto out;
         }
         send_hack(ep, j);   /* first time, or our HACK was lost */
         goto out;

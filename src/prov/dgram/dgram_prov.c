@@ -247,7 +247,7 @@ static void dg_print_stats(struct dg_ep *ep)
 
     fprintf(stderr, "corevia[%d] %s stats: segment %zu window %u tx %llu rx %llu retx %llu "
             "acks %llu dup %llu ooo %llu corrupt %llu foreign %llu forged %llu format %llu "
-            "stale %llu faults %llu other %llu rx_calls %llu tx_calls %llu fretx %llu rtos %llu undos %llu\n",
+            "stale %llu faults %llu other %llu rx_calls %llu tx_calls %llu fretx %llu rtos %llu undos %llu replays %llu\n",
             ep->args.rank,
             ep->link->name, ep->seg, ep->win,
             (unsigned long long)s->tx, (unsigned long long)s->rx, (unsigned long long)s->retx,
@@ -258,7 +258,8 @@ static void dg_print_stats(struct dg_ep *ep)
             (unsigned long long)s->stale, (unsigned long long)s->faults,
             (unsigned long long)s->other, (unsigned long long)s->rx_calls,
             (unsigned long long)s->tx_calls, (unsigned long long)s->fretx,
-            (unsigned long long)s->rtos, (unsigned long long)s->undos);
+            (unsigned long long)s->rtos, (unsigned long long)s->undos,
+            (unsigned long long)s->replays);
 }
 
 static int dg_close(struct cvia_prov_ep *pe, int clean)

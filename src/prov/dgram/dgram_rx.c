@@ -354,8 +354,6 @@ int cvia__dg_rx(struct dg_ep *ep)
         return 0;   /* nothing can have come since the socket was found empty */
     for (int round = 0; round < 4; round++) {
         int n = ep->link->recv(ep, ep->in, (int)ep->cfg.batch);
-        if (ep->rx_drained)
-            ep->rx_quiet_from = ep->now;
         if (n <= 0)
             break;
         ep->st.rx_calls++;

@@ -78,19 +78,19 @@ static const struct cvia_param dg_params[] = {
       0, 0, NULL },
     { "STATS", "no", CVIA_PARAM_BOOL, offsetof(struct dg_cfg, stats),
       "Print the endpoint's datagram counters (sent, retransmitted, duplicate, out of "
-      "order, corrupt, foreign, forged) to stderr at finalize.", 0, 0, NULL },
+      "order, corrupt, foreign, forged, replays) to stderr at finalize.", 0, 0, NULL },
     { "RCVBUF", "8m", CVIA_PARAM_SIZE, offsetof(struct dg_cfg, rcvbuf),
       "Socket receive and send buffer size asked for (forced past the system limit when "
       "privileged).", 0, 1L << 30, NULL },
     { "BATCH", "64", CVIA_PARAM_INT, offsetof(struct dg_cfg, batch),
       "Datagrams per sendmmsg/recvmmsg call.", 1, 1024, NULL },
     { "RX_GAP", "2us", CVIA_PARAM_TIME, offsetof(struct dg_cfg, rx_gap),
-      "Links whose receive is a system call (udp; eth with CVIA_ETH_RING=no): once a "
-      "receive has emptied the socket, the next one waits until this long after it, or "
-      "after the last send that followed it (a peer's death does not wait), so a rank "
-      "that has just sent and waits for the answer gives up the CPU at once instead of "
-      "asking the kernel again first; no answer comes back sooner than a round trip. "
-      "0: every progress call receives.", 0, 1000000, NULL },
+      "Links whose receive is a system call (udp; eth with CVIA_ETH_RING=no): after a "
+      "send that followed a receive which emptied the socket, receives wait until this "
+      "long after the send (a peer's death does not wait), so a rank that has just sent "
+      "and waits for the answer gives up the CPU at once instead of asking the kernel "
+      "again first; no answer comes back sooner than a round trip. Afterwards every "
+      "progress call receives. 0: every progress call receives.", 0, 1000000, NULL },
     { NULL }
 };
 
