@@ -26,7 +26,8 @@ grep -q 'dsmN: two-level (CVIA_DSM_LEVELS=2.*oneN.*one-level' "$W/out" ||
     bad "the summary does not say which DSM configurations run which level"
 [ -s "$W/o/p.png" ] && [ "$(head -c 4 "$W/o/p.png" | tail -c 3)" = PNG ] || bad "no PNG: $(tail -3 "$W/err")"
 
-for args in "--rounds 0" "--rounds x" "--configs thr" "--configs one" "--plot a.svg" "--args sor" "--bogus" "--np"; do
+for args in "--rounds 0" "--rounds x" "--configs thr" "--configs one" "--plot a.svg" "--args sor" "--bogus" "--np" \
+            "--configs hdsm1" "--configs hcopy" "--net ib"; do
     # shellcheck disable=SC2086
     timeout 20 bash "$B" --build "$BUILD" --out "$W/e" $args >"$W/out" 2>"$W/err"
     rc=$?

@@ -10,6 +10,11 @@
  *   death     a rank dies; every survivor must end with an error, not hang
  *   big       DSM_TEST_BIG MiB (64) allocated, every rank writes its share,
  *             every rank checks all of it after a barrier
+ *   ownbytes  a rank writes and re-reads its own bytes of a unit with no
+ *             synchronization while a rank of its host (np 4 under
+ *             func/hosts.sh: ranks 0 and 2 on one host) acquires a lock
+ *             from a rank of the other host that wrote other bytes of the
+ *             same unit: the writer must always read back what it wrote
  *   levels    counter, merge, barrier, migrate and touch, then the path the
  *             ranks took, from this rank's counters, against DSM_TEST_EXPECT:
  *             "shared" (CVIA_DSM_LEVELS=2 on one host: no fault, fetch,
@@ -307,6 +312,70 @@ static int t_big(void)
     return 0;
 }
 
+/* The race groups across hosts must survive (DESIGN.md, "Why it is still
+ * not built"): rank 0's acquire brings a notice for unit b, written by
+ * rank 1 (its home, on the other host), while rank 2 (rank 0's host) keeps
+ * writing other bytes of b. Whatever rank 0's host does to refresh b, rank
+ * 2 must read back its own last write (program order), and after the
+ * barrier every rank sees both ranks' bytes. np >= 3. */
+static int t_ownbytes(void)
+{
+    size_t unit = cvia_dsm_unit();
+    volatile unsigned char *b;
+    volatile unsigned *done;
+    int lk, rounds = iters(50);
+
+    if (np < 3)
+        FAIL("ownbytes needs 3 ranks or more, not %d", np);
+    CHECK(cvia_dsm_alloc(unit, 1, (void **)&b));
+    CHECK(cvia_dsm_alloc(unit, 2, (void **)&done));
+    CHECK(cvia_dsm_lock_create(&lk));
+    CHECK(cvia_dsm_barrier());
+    if (me == 1) {
+        for (int k = 1; k <= rounds; k++) {
+            CHECK(cvia_dsm_lock(lk));
+            for (int i = 0; i < 64; i++)
+                b[i] = (unsigned char)k;
+            CHECK(cvia_dsm_unlock(lk));
+        }
+    } else if (me == 0) {
+        int last = 0;
+        for (int k = 1; k <= rounds; k++) {
+            CHECK(cvia_dsm_lock(lk));
+            int v = b[0];
+            for (int i = 1; i < 64; i++)
+                if (b[i] != v)
+                    FAIL("under the lock, byte %d is %d and byte 0 %d", i, b[i], v);
+            if (v < last)
+                FAIL("under the lock, the value went back from %d to %d", last, v);
+            last = v;
+            CHECK(cvia_dsm_unlock(lk));
+        }
+        done[0] = 1;          /* seen by rank 2 within the poll bound */
+    } else if (me == 2) {
+        /* until rank 0 is done, at most 10 s: every loop bounded */
+        unsigned long end = cvia_parmacs_clock_us() + 10000000ul;
+        unsigned v = 0;
+        do {
+            v = v % 250 + 1;
+            for (int i = 128; i < 192; i++)
+                b[i] = (unsigned char)v;
+            for (int i = 128; i < 192; i++)
+                if (b[i] != (unsigned char)v)
+                    FAIL("byte %d is %d, but this rank wrote %u there last", i, b[i], v);
+        } while (!done[0] && cvia_parmacs_clock_us() < end);
+        done[1] = v;
+    }
+    CHECK(cvia_dsm_barrier());
+    for (int i = 0; i < 64; i++)
+        if (b[i] != (unsigned char)rounds)
+            FAIL("after the barrier, byte %d is %d, expected rank 1's last %d", i, b[i], rounds);
+    for (int i = 128; i < 192; i++)
+        if (b[i] != (unsigned char)done[1])
+            FAIL("after the barrier, byte %d is %d, expected rank 2's last %u", i, b[i], done[1]);
+    return 0;
+}
+
 static int t_levels(void)
 {
     const char *want = getenv("DSM_TEST_EXPECT");
@@ -376,6 +445,7 @@ int main(int argc, char **argv)
     else if (!strcmp(c, "latency"))   rc = t_latency();
     else if (!strcmp(c, "fetch"))     rc = t_fetch();
     else if (!strcmp(c, "levels"))    rc = t_levels();
+    else if (!strcmp(c, "ownbytes"))  rc = t_ownbytes();
     else if (!strcmp(c, "big"))       rc = t_big();
     else if (!strcmp(c, "all"))
         rc = t_counter() || t_merge() || t_barrier() || t_migrate() || t_touch();
