@@ -121,17 +121,12 @@ static void idle_block(struct cvia_ctx *c)
 {
     struct pollfd fds[CVIA_MAX_PROV];
     double max_s = c->cfg.liveness;
-    int n = 0, shm = -1;
+    int n = cvia__net_fds(c, fds, CVIA_MAX_PROV), shm = -1;
 
     for (int i = 0; i < c->nprov; i++) {
         const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
-        int fd = ops->wait_fd ? ops->wait_fd(c->prov[i].ep) : -1;
-        if (fd >= 0) {
-            fds[n].fd = fd;
-            fds[n].events = POLLIN;
-            fds[n++].revents = 0;
+        if (n && ops->wait_fd && ops->wait_fd(c->prov[i].ep) >= 0)
             max_s = timer_cut(ops, c->prov[i].ep, max_s);
-        }
         if (ops->block && shm < 0)
             shm = i;
     }
@@ -888,29 +883,22 @@ int cvia_imm_block(uint32_t kicks, double max_s)
  * provider's FI_WAIT_FD), at every thread level: nothing is progressed
  * and no request is read, only the providers' doorbells. Every peer on
  * other hosts: poll the network sockets for all of @max_s. Otherwise shm
- * sleeps on its futex (a peer's write into our rings wakes it) in slices
- * of 1 ms when a socket may also bring input (some peer on another host,
- * or a launcher-free process whose peers can still come), with a look at
- * the sockets after each slice. */
+ * sleeps on its futex (a peer's write into our rings wakes it); when a
+ * socket may also bring input (some peer on another host, or a
+ * launcher-free process whose peers can still come), idle_bridge.c's
+ * helper thread watches the sockets meanwhile, as for idle_block. */
 int cvia_input_wait(uint32_t kicks, double max_s)
 {
     struct cvia_ctx *c = &cvia__ctx;
     struct pollfd fds[CVIA_MAX_PROV];
     const struct cvia_prov_ops *bops = NULL;
-    int n = 0, pb = -1;
+    int n, pb = -1;
 
     CHECK_INIT(c);
-    for (int i = 0; i < c->nprov; i++) {
-        const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
-        int fd = ops->wait_fd ? ops->wait_fd(c->prov[i].ep) : -1;
-        if (fd >= 0) {
-            fds[n].fd = fd;
-            fds[n].events = POLLIN;
-            fds[n++].revents = 0;
-        }
-        if (ops->block && pb < 0)
-            bops = ops, pb = i;
-    }
+    n = cvia__net_fds(c, fds, CVIA_MAX_PROV);
+    for (int i = 0; i < c->nprov && pb < 0; i++)
+        if (c->prov[i].desc->ops->block)
+            bops = c->prov[i].desc->ops, pb = i;
     if (max_s < 0)
         max_s = 0;
     int nremote = __atomic_load_n(&c->nremote, __ATOMIC_RELAXED);
@@ -927,13 +915,22 @@ int cvia_input_wait(uint32_t kicks, double max_s)
     }
     /* block() answers 0 at once while our rings hold something (or a
      * rendezvous or a connection waits), so after any wake the next call
-     * tells a peer's write from a timeout */
+     * tells a peer's write from a timeout. With sockets too, the helper
+     * thread of idle_bridge.c watches them during the sleep and kicks the
+     * futex; without it (no thread could be started), slices of 1 ms with
+     * a look at the sockets after each */
     double t0 = cvia__clock_s(), left = max_s;
+    int bridge = n > 0;
     for (;;) {
-        double slice = n && left > 1e-3 ? 1e-3 : left;
+        double slice = n && !bridge && left > 1e-3 ? 1e-3 : left;
+        int slept = bridge ? cvia__bridge_block(c, pb, slice, &c->kicks, kicks) : -1;
         if (atomic_load(&c->kicks) != kicks)
             return 1;
-        if (!bops->block(c->prov[pb].ep, slice, &c->kicks, kicks))
+        if (slept < 0) {
+            bridge = 0;
+            slept = bops->block(c->prov[pb].ep, slice, &c->kicks, kicks);
+        }
+        if (!slept)
             return 1;
         if (n && poll(fds, (nfds_t)n, 0) > 0)
             return 1;

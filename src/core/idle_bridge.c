@@ -51,8 +51,7 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timesp
     return syscall(SYS_futex, (uint32_t *)w, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
 }
 
-/* The network providers' descriptors into @fds (@cap), their count. */
-static int net_fds(struct cvia_ctx *c, struct pollfd *fds, int cap)
+int cvia__net_fds(struct cvia_ctx *c, struct pollfd *fds, int cap)
 {
     int n = 0;
 
@@ -88,7 +87,7 @@ static void *bridge_main(void *arg)
             atomic_store(&b->waiting, 0);
             continue;
         }
-        int n = net_fds(c, fds, CVIA_MAX_PROV);
+        int n = cvia__net_fds(c, fds, CVIA_MAX_PROV);
         fds[n].fd = b->efd;
         fds[n].events = POLLIN;
         fds[n].revents = 0;
