@@ -447,6 +447,7 @@ struct dg_peer {
     uint32_t txo_acked;       /* the latest txo known to have arrived */
     double   txo_acked_at;    /* when that one was sent */
     int      has_txo_acked;
+    int      rack_hold;       /* a retransmission's arrival alone was news once: held */
     uint32_t sacked_n;        /* slots in [snd_una, snd_nxt) selectively acknowledged */
     uint32_t undo_cwnd, undo_ssthresh;   /* before the last decrease */
     uint32_t undo_retx;       /* its retransmissions not yet reported duplicate */

@@ -602,9 +602,20 @@ static void dg_arrivals_note(struct dg_peer *pp, const struct dg_arrivals *a)
     if (a->has_first) {   /* newer than any retransmission here, or see above */
         txo = a->first_txo;
         at = a->first_at;
+        pp->rack_hold = 0;
+    } else if (a->has_retx && !pp->rack_hold) {
+        /* only retransmissions came: the originals may still be queued
+         * behind (a timeout that fired on a deep queue, the common case
+         * under a rate limit), and if so the next acknowledgement brings
+         * first tries. Held once, as F-RTO (RFC 5682) holds its verdict:
+         * a lost tail costs one more timeout, a deep queue no spurious
+         * resend of everything sent after the original */
+        pp->rack_hold = 1;
+        return;
     } else if (a->has_retx) {
         txo = a->retx_txo;
         at = a->retx_at;
+        pp->rack_hold = 0;
     } else {
         return;
     }
