@@ -91,6 +91,7 @@ struct cvia_prov_ep {
     struct cvia_prov_args args;
     struct tcp_cfg cfg;
     int      listen_fd;
+    int      epfd;           /* every connection, for a waiter's poll (wait_fd); -1: none */
     struct tcp_peer *peers;  /* [size] */
     int      nremote;
     cvia_mlock_t lock;    /* tx queues, waiting lists */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -274,11 +275,50 @@ static int tcp_connect(struct cvia_prov_ep *ep)
     return 0;
 }
 
+/* Every connection is made. One epoll set holds them all, so that a
+ * waiter sleeps until any turns readable (a frame, or a peer's end of
+ * stream) in one poll() on one descriptor (wait_fd); a connection closed
+ * when its peer is gone leaves the set by itself. Without it (epoll
+ * refused), waiters nap as before. */
 static int tcp_ready(struct cvia_prov_ep *ep)
 {
-    close(ep->listen_fd);   /* every connection is made */
+    close(ep->listen_fd);
     ep->listen_fd = -1;
+    if (!ep->nremote)
+        return 0;
+    if ((ep->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+        cvia_warn(NET, "tcp: epoll_create1: %s; blocked waits will nap", strerror(errno));
+        return 0;
+    }
+    for (int p = 0; p < ep->args.size; p++) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)p };
+        if (ep->peers[p].fd >= 0 && epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->peers[p].fd, &ev) < 0) {
+            cvia_warn(NET, "tcp: epoll_ctl: %s; blocked waits will nap", strerror(errno));
+            close(ep->epfd);
+            ep->epfd = -1;
+            break;
+        }
+    }
     return 0;
+}
+
+static int tcp_wait_fd(struct cvia_prov_ep *ep)
+{
+    return ep->epfd;
+}
+
+/* A waiter is about to sleep on the epoll set: nothing of tcp's is timed
+ * (a dead peer shows as an end of stream, which wakes it), except frames
+ * a full socket holds back, which progress must retry. The next progress
+ * looks at the sockets, whatever its skip count. */
+static double tcp_idle(struct cvia_prov_ep *ep)
+{
+    int pending = 0;
+
+    CVIA_HINT_STORE(ep->idle, 0);
+    for (int p = 0; p < ep->args.size && !pending; p++)
+        pending = CVIA_HINT_LOAD(ep->peers[p].txq_head) != NULL;
+    return pending ? 0 : 1e9;
 }
 
 static int tcp_close(struct cvia_prov_ep *ep, int clean)
@@ -292,6 +332,8 @@ static int tcp_close(struct cvia_prov_ep *ep, int clean)
             close(ep->peers[p].fd);
     if (ep->listen_fd >= 0)
         close(ep->listen_fd);
+    if (ep->epfd >= 0)
+        close(ep->epfd);
     free(ep->peers);
     free(ep);
     return 0;
@@ -362,6 +404,8 @@ static const struct cvia_prov_ops tcp_ops = {
     .write       = tcp_write,
     .read        = tcp_read,
     .peer_info   = tcp_peer_info,
+    .wait_fd     = tcp_wait_fd,
+    .idle        = tcp_idle,
 };
 
 const struct cvia_prov_desc cvia_prov_tcp = {
