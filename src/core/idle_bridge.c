@@ -46,6 +46,8 @@ struct cvia_bridge {
     _Atomic int stop;
 };
 
+static pthread_mutex_t bridge_lock = PTHREAD_MUTEX_INITIALIZER;   /* c->bridge's creation */
+
 static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 {
     return syscall(SYS_futex, (uint32_t *)w, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
@@ -144,13 +146,19 @@ int cvia__bridge_block(struct cvia_ctx *c, int shm, double max_s, const _Atomic 
     struct cvia_bridge *b;
     int slept;
 
-    cvia_mlock_lock(&c->slow_lock);
+    /* a real mutex, whatever the thread level: at SINGLE to SERIALIZED
+     * the core's locks are no-ops, yet a layer's waiter thread
+     * (cvia_input_wait, FI_WAIT_FD) may come here beside the application */
+    pthread_mutex_lock(&bridge_lock);
     b = c->bridge;
-    if (b && b->pid != getpid())   /* a forked child: the helper stayed in the parent */
+    if (b && b->pid != getpid()) {   /* a forked child: the helper stayed in the parent */
+        close(b->efd);               /* the child's copies; the parent keeps its own */
+        free(b);
         b = c->bridge = NULL;
+    }
     if (!b && !c->bridge_failed && !(b = c->bridge = bridge_start(c, shm)))
         c->bridge_failed = 1;
-    cvia_mlock_unlock(&c->slow_lock);
+    pthread_mutex_unlock(&bridge_lock);
     if (!b)
         return -EOPNOTSUPP;
     atomic_fetch_add(&b->nsleep, 1);
@@ -164,12 +172,20 @@ int cvia__bridge_block(struct cvia_ctx *c, int shm, double max_s, const _Atomic 
 
 void cvia__bridge_stop(struct cvia_ctx *c)
 {
-    struct cvia_bridge *b = c->bridge;
+    struct cvia_bridge *b;
     uint64_t one = 1;
 
+    pthread_mutex_lock(&bridge_lock);
+    b = c->bridge;
     c->bridge = NULL;
     c->bridge_failed = 0;
-    if (!b || b->pid != getpid())
+    pthread_mutex_unlock(&bridge_lock);
+    if (b && b->pid != getpid()) {   /* a forked child's copies (no thread here) */
+        close(b->efd);
+        free(b);
+        return;
+    }
+    if (!b)
         return;
     atomic_store(&b->stop, 1);
     atomic_fetch_add(&b->gen, 1);

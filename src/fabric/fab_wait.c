@@ -44,6 +44,7 @@ struct fab_waiter {
     pthread_cond_t cond;
     struct fab_waitobj *objs;
     int stop;
+    uint64_t sleep_dl;       /* the deadline it sleeps towards in corevia; 0: not asleep there */
     unsigned long wakes, signals;
 };
 
@@ -87,18 +88,29 @@ static void *fab_waiter_main(void *arg)
             pthread_cond_wait(&wt->cond, &wt->lock);
         if (wt->stop)
             break;
-        pthread_mutex_unlock(&wt->lock);
-
         uint64_t now = cvia__clock_ns();
-        int rc = 0;
+        int rc = 0, held = 0;
+        uint32_t kicks = 0;
+        double s = 0;
         if (dl > now) {
-            double s = (double)(dl - now) * 1e-9;
+            s = (double)(dl - now) * 1e-9;
             if (s > FAB_WAIT_CHUNK)
                 s = FAB_WAIT_CHUNK;
             /* a reference on corevia while asleep in it: a last endpoint
-             * closing meanwhile finalizes after the chunk */
-            if (fab_core_hold_if_up()) {
-                rc = cvia_input_wait(cvia_imm_kicks(), s);
+             * closing meanwhile finalizes after the chunk. The kick count
+             * and the deadline slept towards are taken under the lock, so
+             * that an arm with a sooner deadline (fab_wait_arm) either sees
+             * this sleep and kicks it, or comes before and is in dl */
+            if ((held = fab_core_hold_if_up())) {
+                kicks = cvia_imm_kicks();
+                wt->sleep_dl = now + (uint64_t)(s * 1e9);
+            }
+        }
+        pthread_mutex_unlock(&wt->lock);
+
+        if (dl > now) {
+            if (held) {
+                rc = cvia_input_wait(kicks, s);
                 fab_core_release();
             } else {
                 fab_wait_nap(1e-3);   /* nothing open: no input can come */
@@ -106,6 +118,7 @@ static void *fab_waiter_main(void *arg)
             now = cvia__clock_ns();
         }
         pthread_mutex_lock(&wt->lock);
+        wt->sleep_dl = 0;
         wt->wakes++;
         for (struct fab_waitobj *w = wt->objs; w; w = w->next)
             if (atomic_load(&w->armed) && (rc != 0 || w->deadline <= now)) {
@@ -218,13 +231,16 @@ void fab_wait_arm(struct fab_waitobj *w, int busy)
         ;
     dl = cvia__clock_ns() + (busy ? 1000000ull : (uint64_t)(fab_cfg.liveness * 1e9));
     pthread_mutex_lock(&wt->lock);
-    int sooner = atomic_load(&w->armed) == 0 || dl < w->deadline;
+    /* the waiter sleeps in corevia towards a later deadline: wake it to
+     * sleep again towards this one (a kick wakes it as input would, so
+     * only when needed: every busy fi_trywait kicked once, and a loop
+     * waiting on a late peer woke about three times a millisecond) */
+    int sooner = wt->sleep_dl && dl < wt->sleep_dl;
     w->deadline = dl;
     atomic_store(&w->armed, 1);
     pthread_cond_signal(&wt->cond);
     pthread_mutex_unlock(&wt->lock);
-    /* the waiter may sleep in corevia towards a later deadline */
-    if (sooner && busy && fab_core_hold_if_up()) {
+    if (sooner && fab_core_hold_if_up()) {
         cvia_imm_kick();
         fab_core_release();
     }

@@ -357,8 +357,11 @@ int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
              TUNE_FORMAT, boot, (unsigned)nslots, (unsigned)slot_size, coop_from, coop_chunk);
     if (boot[0] && !tune_path(path, sizeof(path))) {
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        /* one link only: a hard link to another file of this user (one of
+         * its live segments, where fs.protected_hardlinks is off) would
+         * pass the other checks and be truncated below */
         if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
-                        (st.st_mode & 077))) {
+                        (st.st_mode & 077) || st.st_nlink != 1)) {
             cvia_warn(SHM, "%s is not a private file of this user: not used", path);
             close(fd);
             fd = -1;
