@@ -70,7 +70,10 @@ static const struct cvia_param shm_params[] = {
       0, 1 << 30, NULL },
     { "RNDV_SLOTS", "1024", CVIA_PARAM_INT, offsetof(struct shm_cfg, rv_per_peer),
       "Most rendezvous transfers a rank may have in flight to one peer. Only "
-      "address space is reserved for them (128 bytes each); the memory is "
+      "address space is reserved for them (128 bytes each, for every rank of the "
+      "job: 128 KiB per rank at the default, in every segment, and each rank maps "
+      "its host's segments; lower it for jobs of many thousands of ranks under a "
+      "virtual-memory limit, ulimit -v); the memory is "
       "committed a page (32 transfers) at a time as a peer needs more. Beyond "
       "the limit, or when /dev/shm refuses the memory (one warning), a large "
       "message goes through the ring; cvia_peer_info counts those messages.",
