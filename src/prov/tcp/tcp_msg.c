@@ -426,7 +426,7 @@ int tcp_progress(struct cvia_prov_ep *ep)
                 events += tcp_flush(ep, who[i]);
         }
     }
-    CVIA_HINT_STORE(ep->idle, events ? 0 : ep->idle + 1);
+    CVIA_HINT_STORE(ep->idle, events ? 0 : CVIA_HINT_LOAD(ep->idle) + 1);
     cvia_mlock_unlock(&ep->rx_busy);
     return events;
 }
