@@ -120,16 +120,15 @@ static double timer_cut(const struct cvia_prov_ops *ops, struct cvia_prov_ep *ep
 static void idle_block(struct cvia_ctx *c)
 {
     struct pollfd fds[CVIA_MAX_PROV];
+    int who[CVIA_MAX_PROV];
     double max_s = c->cfg.liveness;
-    int n = cvia__net_fds(c, fds, CVIA_MAX_PROV), shm = -1;
+    int n = cvia__net_fds(c, fds, who, CVIA_MAX_PROV), shm = -1;
 
-    for (int i = 0; i < c->nprov; i++) {
-        const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
-        if (n && ops->wait_fd && ops->wait_fd(c->prov[i].ep) >= 0)
-            max_s = timer_cut(ops, c->prov[i].ep, max_s);
-        if (ops->block && shm < 0)
+    for (int k = 0; k < n; k++)
+        max_s = timer_cut(c->prov[who[k]].desc->ops, c->prov[who[k]].ep, max_s);
+    for (int i = 0; i < c->nprov && shm < 0; i++)
+        if (c->prov[i].desc->ops->block)
             shm = i;
-    }
     int nremote = __atomic_load_n(&c->nremote, __ATOMIC_RELAXED);   /* grows (dynamic) */
     if (n && (c->dynamic ? nremote == cvia__npeers(c) - 1 : nremote == c->size - 1)) {
         struct timespec ts = { (time_t)max_s, (long)((max_s - (double)(time_t)max_s) * 1e9) };
@@ -895,7 +894,7 @@ int cvia_input_wait(uint32_t kicks, double max_s)
     int n, pb = -1;
 
     CHECK_INIT(c);
-    n = cvia__net_fds(c, fds, CVIA_MAX_PROV);
+    n = cvia__net_fds(c, fds, NULL, CVIA_MAX_PROV);
     for (int i = 0; i < c->nprov && pb < 0; i++)
         if (c->prov[i].desc->ops->block)
             bops = c->prov[i].desc->ops, pb = i;

@@ -170,9 +170,10 @@ struct cvia_idle {
 void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block);
 
 /* The network providers' wait descriptors (wait_fd) into @fds, POLLIN,
- * at most @cap; their count (idle_bridge.c). */
+ * and, if @who, each one's provider index; at most @cap; their count
+ * (idle_bridge.c). */
 struct pollfd;
-int  cvia__net_fds(struct cvia_ctx *c, struct pollfd *fds, int cap);
+int  cvia__net_fds(struct cvia_ctx *c, struct pollfd *fds, int *who, int cap);
 /* idle_bridge.c: sleep in provider @shm's block() until a local peer
  * writes, a network socket turns readable, @max_s passes or *@kicks moves
  * from @seen; -EOPNOTSUPP if no helper thread could be started. */

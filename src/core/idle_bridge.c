@@ -53,7 +53,7 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timesp
     return syscall(SYS_futex, (uint32_t *)w, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
 }
 
-int cvia__net_fds(struct cvia_ctx *c, struct pollfd *fds, int cap)
+int cvia__net_fds(struct cvia_ctx *c, struct pollfd *fds, int *who, int cap)
 {
     int n = 0;
 
@@ -61,6 +61,8 @@ int cvia__net_fds(struct cvia_ctx *c, struct pollfd *fds, int cap)
         const struct cvia_prov_ops *ops = c->prov[i].desc->ops;
         int fd = ops->wait_fd ? ops->wait_fd(c->prov[i].ep) : -1;
         if (fd >= 0) {
+            if (who)
+                who[n] = i;
             fds[n].fd = fd;
             fds[n].events = POLLIN;
             fds[n++].revents = 0;
@@ -89,7 +91,7 @@ static void *bridge_main(void *arg)
             atomic_store(&b->waiting, 0);
             continue;
         }
-        int n = cvia__net_fds(c, fds, CVIA_MAX_PROV);
+        int n = cvia__net_fds(c, fds, NULL, CVIA_MAX_PROV);
         fds[n].fd = b->efd;
         fds[n].events = POLLIN;
         fds[n].revents = 0;

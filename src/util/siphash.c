@@ -234,6 +234,34 @@ static int sip_lanes_best(void)
     return 1;
 }
 
+#if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+/* The messages of @in by @w lanes of @f at a time, the last group padded
+ * with zeros (its tags beyond the batch dropped), while two messages or
+ * more are left; how many were done (the rest go scalar). */
+typedef void sip_vec_fn(uint64_t k0, uint64_t k1, const uint64_t (*in)[4], uint64_t *out);
+
+static size_t sip_vec_run(sip_vec_fn *f, size_t w, uint64_t k0, uint64_t k1,
+                          const uint64_t (*in)[4], uint64_t *out, size_t n)
+{
+    size_t i = 0;
+
+    while (n - i >= 2) {
+        uint64_t pad[8][4], tag[8];
+        size_t m = n - i < w ? n - i : w;
+        if (m == w) {
+            f(k0, k1, in + i, out + i);
+        } else {
+            memcpy(pad, in + i, m * sizeof(pad[0]));
+            memset(pad + m, 0, (w - m) * sizeof(pad[0]));
+            f(k0, k1, (const uint64_t (*)[4])pad, tag);
+            memcpy(out + i, tag, m * sizeof(tag[0]));
+        }
+        i += m;
+    }
+    return i;
+}
+#endif
+
 int cvia__siphash24_4w_lanes(int lanes)
 {
     int best = sip_lanes_best();
@@ -257,33 +285,9 @@ void cvia__siphash24_4w(const unsigned char key[16], const uint64_t (*in)[4], ui
         uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
         /* a short batch is not worth a vector: below two messages, scalar */
         if (lanes == 8)
-            while (n - i >= 2) {
-                uint64_t pad[8][4], tag[8];
-                size_t m = n - i < 8 ? n - i : 8;
-                if (m == 8) {
-                    sip8_avx512(k0, k1, in + i, out + i);
-                } else {
-                    memcpy(pad, in + i, m * sizeof(pad[0]));
-                    memset(pad + m, 0, (8 - m) * sizeof(pad[0]));
-                    sip8_avx512(k0, k1, (const uint64_t (*)[4])pad, tag);
-                    memcpy(out + i, tag, m * sizeof(tag[0]));
-                }
-                i += m;
-            }
+            i = sip_vec_run(sip8_avx512, 8, k0, k1, in, out, n);
         else if (lanes == 4)
-            while (n - i >= 2) {
-                uint64_t pad[4][4], tag[4];
-                size_t m = n - i < 4 ? n - i : 4;
-                if (m == 4) {
-                    sip4_avx2(k0, k1, in + i, out + i);
-                } else {
-                    memcpy(pad, in + i, m * sizeof(pad[0]));
-                    memset(pad + m, 0, (4 - m) * sizeof(pad[0]));
-                    sip4_avx2(k0, k1, (const uint64_t (*)[4])pad, tag);
-                    memcpy(out + i, tag, m * sizeof(tag[0]));
-                }
-                i += m;
-            }
+            i = sip_vec_run(sip4_avx2, 4, k0, k1, in, out, n);
     }
 #endif
     if (i < n)
