@@ -30,7 +30,8 @@ while [ $# -gt 0 ]; do
         --placement) PLACE=$2; shift 2 ;;
         --bw-iters) BW_ITERS=$2; shift 2 ;;
         --lat-iters) LAT_ITERS=$2; shift 2 ;;
-        *) echo "bench-dgram-auth.sh: unknown option $1" >&2; exit 2 ;;
+        -h|--help) sed -n '5,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench-dgram-auth.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
 done
 [[ $BW_ITERS =~ ^[0-9]+$ && $BW_ITERS -ge 1 ]] || { echo "bench-dgram-auth.sh: --bw-iters: a positive number" >&2; exit 2; }

@@ -5,6 +5,12 @@
 # ranks pinned to two cores. Prints a table; writes out/sweep.csv and the
 # plot out/sweep.png. Extra arguments go to cvia-bench (try --help).
 set -euo pipefail
+case "${1:-}" in
+    -h|--help)
+        sed -n '3,6p' "$0" | sed 's/^# \{0,1\}//'
+        echo "usage: demo.sh [cvia-bench options]   (cvia-bench's own: build/cvia-bench --help)"
+        exit 0 ;;
+esac
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh build
 ./scripts/build.sh build

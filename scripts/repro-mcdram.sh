@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
         --repeat) repeat=$2 repeat_given=1; shift ;;
         --fastpath) fastpath=$2; shift ;;
         --footprint) fponly=1 ;;
-        -h|--help) sed -n '3,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '5,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "repro-mcdram.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
     shift

@@ -4,6 +4,20 @@
 # times: a normal build, one with -fsanitize=address,undefined, and one
 # with -fsanitize=thread.
 set -euo pipefail
+case "${1:-}" in
+    -h|--help)
+        cat <<'USAGE'
+test.sh: install what the tests need (scripts/install-deps.sh test), then
+build and run the whole suite three times: a normal RelWithDebInfo build
+(build/), AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and
+ThreadSanitizer (build-tsan/). Exits non-zero when a test fails or when the
+skips exceed .ci/max-skips. Takes no arguments; to run part of the suite,
+use ctest in a build directory (cd build && ctest -R REGEX).
+USAGE
+        exit 0 ;;
+    "") ;;
+    *) echo "test.sh: takes no arguments (try --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh test
 jobs=$(nproc)
