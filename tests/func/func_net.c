@@ -46,12 +46,18 @@
  * plain socket, xdp's AF_XDP socket or eth standing in), checked before
  * `stream` runs. FUNC_NET_HOLD, when set, names a file rank 0 waits for
  * (60 s at most, progressing) before `stream` runs (hosts.sh --ping).
+ * FUNC_NET_FORK=1: every rank forks right after cvia_init a child that
+ * leaves the session and lives, without exec, until its rank has exited;
+ * after cvia_finalize the rank checks (ip link, 3 s) that no XDP program
+ * is left on its host's interfaces: the child's inherited descriptors
+ * must not keep the rank's program attached.
  * FUNC_NET_SEED (default 1) seeds sizes, tags and payloads of `stream`;
  * FUNC_NET_MSGS and FUNC_NET_WRITES change its counts, FUNC_NET_QUIET_MS
  * its pause after the withdrawal; FUNC_NET_PORT (default 47000) is the
  * base of the garbage case's ports. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -184,6 +190,32 @@ static void stream_check_msg(unsigned i, int partner, const unsigned char *buf,
              partner, m.tag, m.len);
     if ((bad = verify(buf, m.len, seed_of(3, partner, rank, i))) != (size_t)-1)
         FAIL("message %u (%zu B, tag %d): byte %zu differs", i, m.len, m.tag, bad);
+}
+
+/* 1 if `ip link` in this rank's namespace still shows an XDP program
+ * after `secs` seconds of looking (the last descriptor of a BPF link
+ * detaches it as it closes) */
+static int xdp_attached_for(double secs)
+{
+    const double until = now() + secs;
+
+    for (;;) {
+        char line[512];
+        int seen = 0;
+        FILE *f = popen("ip link show 2>/dev/null", "r");
+        if (!f)
+            FAIL("popen(ip link show): %s", strerror(errno));
+        while (fgets(line, sizeof(line), f))
+            if (strstr(line, " xdp ") || strstr(line, " xdp/") || strstr(line, " xdpgeneric") ||
+                strstr(line, " xdpdrv"))
+                seen = 1;
+        pclose(f);
+        if (!seen)
+            return 0;
+        if (now() > until)
+            return 1;
+        usleep(50000);
+    }
 }
 
 static int case_stream(void)
@@ -1011,6 +1043,27 @@ int main(int argc, char **argv)
     }
     rank = cvia_rank();
     size = cvia_size();
+    if (getenv("FUNC_NET_FORK")) {
+        /* a child forked without exec that outlives its rank by seconds:
+         * it must not keep what the rank held on the interface (hosts.sh
+         * checks, once the job is over, that no XDP program is left) */
+        pid_t parent = getpid(), pid = fork();
+        if (pid < 0)
+            FAIL("fork: %s", strerror(errno));
+        if (pid == 0) {
+            int null = open("/dev/null", O_RDWR);
+            setsid();
+            if (null >= 0) {
+                dup2(null, 0);
+                dup2(null, 1);
+                dup2(null, 2);
+            }
+            /* until the rank is gone (60 s at most) */
+            for (int i = 0; i < 1200 && getppid() == parent; i++)
+                usleep(50000);
+            _exit(0);
+        }
+    }
     if (!strcmp(argv[1], "stream"))         ret = case_stream();
     else if (!strcmp(argv[1], "silent"))    return case_silent(0);
     else if (!strcmp(argv[1], "silent-rx")) return case_silent(1);
@@ -1023,6 +1076,9 @@ int main(int argc, char **argv)
     }
     if ((rc = cvia_finalize()))
         FAIL("cvia_finalize: %s", cvia_strerror(rc));
+    if (getenv("FUNC_NET_FORK") && !ret && xdp_attached_for(3.0))
+        FAIL("an XDP program is still attached to this host's interface 3 s after "
+             "cvia_finalize, while the child forked at init lives on");
     if (rank == 0 && !ret)
         printf("ok %s (%d ranks)\n", argv[1], size);
     return ret;

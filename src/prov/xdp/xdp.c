@@ -126,7 +126,65 @@ struct xdp_link {
     /* the program */
     int    map_fd, prog_fd, link_fd;
     int    generic;
+    struct xdp_link *live_next;   /* xdp_live's list */
 };
+
+/* ---- forked children ------------------------------------------------- */
+
+/* The program stays attached while any descriptor of its BPF link is
+ * open, and the interface's queue stays taken while any descriptor of the
+ * socket is: both are inherited by a child the rank forks (exec closes
+ * them, fork alone does not). A child that outlived its rank would keep
+ * the program steering the next job's frames to a dead socket and the
+ * queue from the next job's rank. So every open link is listed here, and
+ * a forked child closes its copies of those two descriptors at once and
+ * forgets the rest (a child cannot use its parent's corevia context). */
+static pthread_mutex_t xdp_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xdp_link *xdp_live;
+static pthread_once_t xdp_fork_once = PTHREAD_ONCE_INIT;
+
+static void xdp_fork_prepare(void) { pthread_mutex_lock(&xdp_live_lock); }
+static void xdp_fork_parent(void)  { pthread_mutex_unlock(&xdp_live_lock); }
+static void xdp_fork_child(void)
+{
+    for (struct xdp_link *x = xdp_live; x; x = x->live_next) {
+        if (x->link_fd >= 0)
+            close(x->link_fd);
+        if (x->fd >= 0)
+            close(x->fd);
+        /* what xdp_close would release again: the child's copies stay
+         * allocated, unused */
+        x->link_fd = x->fd = -1;
+        x->xsk = NULL;
+        x->umem = NULL;
+    }
+    xdp_live = NULL;
+    pthread_mutex_init(&xdp_live_lock, NULL);
+}
+static void xdp_fork_init(void)
+{
+    pthread_atfork(xdp_fork_prepare, xdp_fork_parent, xdp_fork_child);
+}
+
+static void xdp_live_add(struct xdp_link *x)
+{
+    pthread_once(&xdp_fork_once, xdp_fork_init);
+    pthread_mutex_lock(&xdp_live_lock);
+    x->live_next = xdp_live;
+    xdp_live = x;
+    pthread_mutex_unlock(&xdp_live_lock);
+}
+
+static void xdp_live_remove(struct xdp_link *x)
+{
+    pthread_mutex_lock(&xdp_live_lock);
+    for (struct xdp_link **pp = &xdp_live; *pp; pp = &(*pp)->live_next)
+        if (*pp == x) {
+            *pp = x->live_next;
+            break;
+        }
+    pthread_mutex_unlock(&xdp_live_lock);
+}
 
 static struct xdp_link *xl(struct dg_ep *ep)
 {
@@ -328,6 +386,7 @@ static void xdp_close(struct dg_ep *ep)
 
     if (!x)
         return;
+    xdp_live_remove(x);
     if (x->xsk) {   /* what the kernel dropped: nothing, where the rings keep up */
         struct xdp_statistics st = { 0 };
         socklen_t l = sizeof(st);
@@ -419,6 +478,7 @@ static int xdp_open(struct dg_ep *ep, char *addr, size_t cap)
         return -ENOMEM;
     x->fd = x->map_fd = x->prog_fd = x->link_fd = -1;
     ep->link_priv = x;
+    xdp_live_add(x);
     if ((rc = cvia__param_load(&cvia__xdp_param_table, &x->cfg)))
         goto err;
     if (x->cfg.frames & (x->cfg.frames - 1)) {
