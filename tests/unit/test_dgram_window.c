@@ -3,7 +3,8 @@
 /* The datagram engine's window (sequence numbers, acknowledgements,
  * retransmission, reordering) between two real engines over a simulated
  * link that drops, duplicates, delays (so reorders) and corrupts
- * datagrams, on a virtual clock. Rank 0 sends a stream of messages of
+ * datagrams, and at times takes only part of a batch (a full link: the
+ * engine must send the rest again), on a virtual clock. Rank 0 sends a stream of messages of
  * random sizes (one segment to many) to rank 1; every message must arrive
  * exactly once, in order, with every byte, and every send must complete.
  * The engines are dgram_wire.c, dgram_tx.c and dgram_rx.c as built into
@@ -34,7 +35,7 @@
 #define NMSG    120
 #define MAXLEN  (24u << 10)
 #define MAXPKT  8192      /* datagrams in the simulated network */
-#define STEPS   400000    /* virtual-time steps before the scenario fails */
+#define STEPS   1000000   /* virtual-time steps before the scenario fails (20 s) */
 #define STEP_S  20e-6     /* one step of the virtual clock */
 
 /* ---- the virtual clock ------------------------------------------------ */
@@ -67,6 +68,8 @@ static struct pkt net[MAXPKT];
 static int net_hi;   /* no packet at or above: the scans stop there */
 static double p_drop, p_dup, p_corrupt, max_delay;
 static double fixed_delay;   /* added to every datagram's delay */
+static double p_partial;     /* a send takes only part of its batch (a full link) */
+static unsigned sim_batch = 16;   /* the engines' batch (CVIA_DGRAM_BATCH) */
 /* directed cases: rank 0's data segments by sequence number from its first
  * (rel): how often each went out, when first and last; which to lose on
  * their first try */
@@ -98,6 +101,8 @@ static int sim_send(struct dg_ep *ep, struct dg_out *out, int n)
 {
     static uint8_t buf[9216];
 
+    if (n > 1 && urand() < p_partial)
+        n = (int)(urand() * n);   /* the link is full after these (0: at once) */
     for (int i = 0; i < n; i++) {
         size_t len = 0;
         for (int k = 0; k < out[i].iovcnt; k++) {
@@ -342,7 +347,7 @@ static void ep_setup(struct dg_ep *ep, int rank, const uint8_t *same_host,
     ep->cfg.peer_timeout = 1e9;   /* the scenario's step bound decides */
     ep->cfg.csum_payload = 1;     /* corruption is in the model: checked (auth off) */
     ep->cfg.auth = auth;
-    ep->cfg.batch = 16;
+    ep->cfg.batch = sim_batch;
     cvia_mlock_init(&ep->qlock);
     cvia_mlock_init(&ep->busy);
     if (cvia__dg_ep_alloc(ep) || cvia__dg_ep_segment(ep, seg)) {
@@ -367,13 +372,17 @@ static void run(struct dg_ep *ep)
 }
 
 static int scenario(int k, double drop, double dup, double corrupt, double delay, int window,
-                    size_t seg)
+                    size_t seg, double partial)
 {
     static const uint8_t host0[2] = { 1, 0 }, host1[2] = { 0, 1 };
     struct dg_ep a, b;
     int step, nsends_done = 0;
 
-    p_drop = drop, p_dup = dup, p_corrupt = corrupt, max_delay = delay;
+    p_drop = drop, p_dup = dup, p_corrupt = corrupt, max_delay = delay, p_partial = partial;
+    /* with part of a batch refused, small batches: the engine then also
+     * flushes in the middle of sending what it cut, and the link refuses
+     * some of that (the case a full link showed: never sent again) */
+    sim_batch = partial > 0 ? 4 : 16;
     auth = k % 3 != 2;
     memset(net, 0, sizeof(net));
     net_hi = 0;
@@ -429,9 +438,10 @@ static int scenario(int k, double drop, double dup, double corrupt, double delay
                  "%lu duplicated, %lu corrupted, %lu over the network's room)", k, fail_why,
                  ndelivered, NMSG, nsends_done, n_sent, n_dropped, n_dup, n_corrupt, n_full);
     tap_ok(!failed, "%s, window %d, segment %zu, loss %.0f %%, dup %.0f %%, corrupt %.0f %%, "
-           "delay <= %.1f ms: %d messages exactly once, in order, intact (%lu datagrams, "
-           "%llu sent again: %llu by SACK, %llu timeouts; %.1f ms virtual)", auth ? "MAC" : "CRC",
-           window, seg, drop * 100, dup * 100, corrupt * 100, delay * 1e3, NMSG, n_sent,
+           "delay <= %.1f ms, part of a batch %.0f %%: %d messages exactly once, in order, "
+           "intact (%lu datagrams, %llu sent again: %llu by SACK, %llu timeouts; %.1f ms "
+           "virtual)", auth ? "MAC" : "CRC", window, seg, drop * 100, dup * 100, corrupt * 100,
+           delay * 1e3, partial * 100, NMSG, n_sent,
            (unsigned long long)a.st.retx, (unsigned long long)a.st.fretx,
            (unsigned long long)a.st.rtos, (clk - 1000.0) * 1e3);
     cvia__dg_ep_free(&a);
@@ -449,7 +459,8 @@ static void directed_setup(struct dg_ep *a, struct dg_ep *b, int window, size_t 
 {
     static const uint8_t host0[2] = { 1, 0 }, host1[2] = { 0, 1 };
 
-    p_drop = p_dup = p_corrupt = max_delay = 0;
+    p_drop = p_dup = p_corrupt = max_delay = p_partial = 0;
+    sim_batch = 16;
     fixed_delay = delay;
     auth = 1;
     memset(net, 0, sizeof(net));
@@ -785,14 +796,20 @@ static int esn_case(void)
 
 int main(int argc, char **argv)
 {
-    static const struct { double drop, dup, corrupt, delay; int window; size_t seg; } base[] = {
-        { 0, 0, 0, 0, 32, 4096 },              /* a clean link */
-        { 0.10, 0, 0, 0, 32, 4096 },           /* loss */
-        { 0, 0.20, 0, 0, 16, 1432 },           /* duplicates */
-        { 0, 0, 0, 0.004, 32, 4096 },          /* reordering by delay */
-        { 0, 0, 0.10, 0, 8, 8192 },            /* corruption */
-        { 0.10, 0.10, 0.05, 0.003, 32, 1432 }, /* all at once */
-        { 0.30, 0.10, 0.05, 0.002, 64, 4096 }, /* heavy loss */
+    static const struct {
+        double drop, dup, corrupt, delay; int window; size_t seg; double partial;
+    } base[] = {
+        { 0, 0, 0, 0, 32, 4096, 0 },              /* a clean link */
+        { 0.10, 0, 0, 0, 32, 4096, 0 },           /* loss */
+        { 0, 0.20, 0, 0, 16, 1432, 0 },           /* duplicates */
+        { 0, 0, 0, 0.004, 32, 4096, 0 },          /* reordering by delay */
+        { 0, 0, 0.10, 0, 8, 8192, 0 },            /* corruption */
+        { 0.10, 0.10, 0.05, 0.003, 32, 1432, 0 }, /* all at once */
+        { 0.30, 0.10, 0.05, 0.002, 64, 4096, 0 }, /* heavy loss */
+        /* a link that takes part of a batch and is full for the rest (a
+         * small eth ring under a rate limit): what it did not take is
+         * sent again, first segments of a message included */
+        { 0, 0, 0, 0.001, 64, 1432, 0.5 },
     };
     const int nbase = (int)(sizeof(base) / sizeof(base[0]));
     int n = argc > 1 ? atoi(argv[1]) : 12, ok = 1;
@@ -812,12 +829,13 @@ int main(int argc, char **argv)
     for (int k = 0; k < n; k++) {
         if (k < nbase) {
             ok &= scenario(k, base[k].drop, base[k].dup, base[k].corrupt, base[k].delay,
-                           base[k].window, base[k].seg);
+                           base[k].window, base[k].seg, base[k].partial);
         } else {   /* random mixes */
             static const int wins[] = { 8, 16, 32, 64 };
             static const size_t segs[] = { 1432, 4096, 8192 };
             ok &= scenario(k, urand() * 0.3, urand() * 0.2, urand() * 0.1, urand() * 0.005,
-                           wins[(int)(urand() * 4)], segs[(int)(urand() * 3)]);
+                           wins[(int)(urand() * 4)], segs[(int)(urand() * 3)],
+                           urand() < 0.5 ? urand() * 0.5 : 0);
         }
     }
     {

@@ -414,9 +414,20 @@ int cvia__dg_tx(struct dg_ep *ep)
         }
         /* send what was cut and never sent */
         while (dg_seq_lt(pp->snd_tx, pp->snd_nxt)) {
-            struct dg_slot *s = slot_of(ep, pp, pp->snd_tx);
-            if (!s->sent_at && !s->sacked && dg_out_add(ep, peer, s))
-                break;   /* the link is full: later */
+            const uint32_t at = pp->snd_tx;
+            struct dg_slot *s = slot_of(ep, pp, at);
+            if (!s->sent_at && !s->sacked) {
+                if (dg_out_add(ep, peer, s))
+                    break;   /* the link is full: later */
+                /* dg_out_add flushed a full batch first, and the link took
+                 * only part of it: the rest is unsent again and snd_tx went
+                 * back to its first. Go on from there, not from at + 1,
+                 * or those segments would never go: a slot that was never
+                 * sent has no timeout either, and the peer stalls (seen
+                 * with a small eth ring under a rate limit) */
+                if (pp->snd_tx != at)
+                    continue;
+            }
             pp->snd_tx++;
         }
     }
