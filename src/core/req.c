@@ -92,11 +92,6 @@ void cvia__req_pool_fini(struct cvia_ctx *c)
     }
 }
 
-int cvia__req_done(const struct cvia_req *r)
-{
-    return atomic_load_explicit(&r->complete, memory_order_acquire);
-}
-
 static void req_done(struct cvia_req *r, int status)
 {
     r->status = status;

@@ -361,7 +361,11 @@ int shm_progress(struct cvia_prov_ep *ep)
         else {
             if (atomic_load_explicit(&pp->rv_pending, memory_order_relaxed))
                 events += shm_rndv_progress(ep, p);
-            if (!atomic_load_explicit(&pp->gone, memory_order_relaxed))
+            /* an empty ring (the wait loop's usual finding) is one load of
+             * the slot's sequence word: no lock, no call. rx_pos read as a
+             * hint: a thread draining it now delivers what we would. */
+            if (!atomic_load_explicit(&pp->gone, memory_order_relaxed) &&
+                cvia_ring_peek(&pp->rx_ring, CVIA_HINT_LOAD(pp->rx_pos)))
                 events += shm_poll_peer(ep, p, 0);
         }
         if (++p == size)
