@@ -130,7 +130,7 @@ static int shm_push_ring(struct cvia_prov_ep *ep, int peer)
                 left -= k;
             }
             if (left)
-                memcpy(dst, (const char *)x->buf + (w - hdr_len), left);
+                shm_copy_payload(dst, (const char *)x->buf + (w - hdr_len), left);
             s->flags = flags;
             s->len = (uint32_t)n;
             x->done += n;
@@ -287,7 +287,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
         off = x->done;
         if (off < x->len) {   /* bytes past the receive capacity are dropped */
             size_t keep = x->len - off < n ? x->len - off : n;
-            memcpy((char *)x->buf + off, payload + skip, keep);
+            shm_copy_payload((char *)x->buf + off, payload + skip, keep);
         }
         x->done += n;
         cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
