@@ -158,18 +158,12 @@ static long thread_nivcsw(void)
  * pinned together, an oversubscribed node): spinning then only delays the
  * rank we wait for, so it is skipped for a while. Every liveness interval
  * look for dead peers, so a wait on a dead peer ends in bounded time. */
-void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block)
+void cvia__idle_step(struct cvia_ctx *c, struct cvia_idle *w, int may_block, unsigned s)
 {
     static _Thread_local double shared_until;   /* core found shared until then */
-    unsigned s = ++w->n;
     double t, el;
 
-    /* the spin phase reads the clock every 16th poll only: a ping-pong's
-     * wait is a few polls, and each clock read is one more */
-    if (w->spinning && (s & 15) && s != 1) {
-        cvia_cpu_relax();
-        return;
-    }
+    /* cvia__idle (core.h) did the spin phase's polls between clock reads */
     t = cvia__clock_s();
     if (s == 1)
         w->t0 = t;

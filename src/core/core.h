@@ -160,14 +160,35 @@ void cvia__rma_fini(struct cvia_ctx *c);
 
 /* context.c */
 int  cvia__progress(struct cvia_ctx *c);
-int  cvia__req_done(const struct cvia_req *r);
+/* Has @r completed (its status valid)? Inline: a wait loop asks at every
+ * poll. */
+static inline int cvia__req_done(const struct cvia_req *r)
+{
+    return atomic_load_explicit(&r->complete, memory_order_acquire);
+}
+
 /* A waiter's back-off state: zero it when a wait starts or progress is made. */
 struct cvia_idle {
     unsigned n;     /* idle polls in a row */
     int      spinning;   /* in the spin phase (clock read every 16th poll) */
     double   t0;    /* when the first of them was */
 };
-void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block);
+void cvia__idle_step(struct cvia_ctx *c, struct cvia_idle *w, int may_block, unsigned s);
+
+/* Back off after an idle poll (context.c, cvia__idle_step). The spin
+ * phase reads the clock every 16th poll only, and its other polls are a
+ * pause inline here: a ping-pong's wait is a few polls, and a call per
+ * poll lengthened the loop that notices the message. */
+static inline void cvia__idle(struct cvia_ctx *c, struct cvia_idle *w, int may_block)
+{
+    unsigned s = ++w->n;
+
+    if (w->spinning && (s & 15) && s != 1) {
+        cvia_cpu_relax();
+        return;
+    }
+    cvia__idle_step(c, w, may_block, s);
+}
 
 /* The network providers' wait descriptors (wait_fd) into @fds, POLLIN,
  * and, if @who, each one's provider index; at most @cap; their count

@@ -41,6 +41,19 @@ static void q_remove(struct cvia_req_queue *q, struct cvia_req *r)
     r->next = r->prev = NULL;
 }
 
+/* Zero a request with 16-byte stores: gcc made memset of the 128 bytes a
+ * `rep stos`, whose start-up cost sat on every message (two requests per
+ * round trip and rank). */
+static inline void req_zero(struct cvia_req *r)
+{
+    typedef unsigned char v16 __attribute__((vector_size(16), may_alias, aligned(8)));
+    _Static_assert(sizeof(struct cvia_req) == 128, "req_zero writes 128 bytes");
+    v16 *p = (v16 *)(void *)r, z = { 0 };
+
+    p[0] = z; p[1] = z; p[2] = z; p[3] = z;
+    p[4] = z; p[5] = z; p[6] = z; p[7] = z;
+}
+
 /* with c->lock held */
 static struct cvia_req *req_alloc_locked(struct cvia_ctx *c)
 {
@@ -60,7 +73,7 @@ struct cvia_req *cvia__req_alloc(struct cvia_ctx *c)
     cvia_mlock_unlock(&c->lock);
     if (!r && !(r = malloc(sizeof(*r))))
         return NULL;
-    memset(r, 0, sizeof(*r));
+    req_zero(r);
     return r;
 }
 
@@ -90,11 +103,6 @@ void cvia__req_pool_fini(struct cvia_ctx *c)
         c->free_reqs = r->next;
         free(r);
     }
-}
-
-int cvia__req_done(const struct cvia_req *r)
-{
-    return atomic_load_explicit(&r->complete, memory_order_acquire);
 }
 
 static void req_done(struct cvia_req *r, int status)

@@ -43,7 +43,10 @@ static inline int cvia_spin_trylock(cvia_spinlock_t *l)
            !atomic_exchange_explicit(&l->held, 1, memory_order_acquire);
 }
 
-static inline void cvia_spin_lock(cvia_spinlock_t *l)
+/* The contended part of cvia_spin_lock, out of line: inlined, its loop and
+ * its sched_yield call made every caller save registers it did not need
+ * on the uncontended path. */
+__attribute__((noinline, cold, unused)) static void cvia_spin_lock_slow(cvia_spinlock_t *l)
 {
     unsigned spins = 0;
 
@@ -53,6 +56,12 @@ static inline void cvia_spin_lock(cvia_spinlock_t *l)
         else
             sched_yield();
     }
+}
+
+static inline void cvia_spin_lock(cvia_spinlock_t *l)
+{
+    if (__builtin_expect(!cvia_spin_trylock(l), 0))
+        cvia_spin_lock_slow(l);
 }
 
 static inline void cvia_spin_unlock(cvia_spinlock_t *l)

@@ -36,6 +36,13 @@ void cvia__mlock_check_owner(const cvia_mlock_t *m)
     }
 }
 
+void cvia__mlock_check_take(cvia_mlock_t *m)
+{
+    cvia__mlock_check_owner(m);
+    if (atomic_exchange_explicit(&m->l.held, 1, memory_order_acquire))
+        cvia__mlock_misuse(m);
+}
+
 _Noreturn void cvia__mlock_misuse(const cvia_mlock_t *m)
 {
     cvia_error(CORE, "CVIA_THREAD_CHECK: two threads inside corevia at once at %s (lock %p); "
