@@ -46,7 +46,7 @@ TAG=cmpmpi
 INTRA_ALL="ompi-ob1 ompi-ucx ompi-ofi-corevia ompi-ofi-corevia-safe ompi-ofi-corevia-dom ompi-ofi-corevia-base"
 INTRA_DEFAULT="ompi-ob1 ompi-ucx ompi-ofi-corevia ompi-ofi-corevia-safe"
 FABRIC_BASE=
-HOSTS_ALL="ompi-ob1-tcp ompi-ofi-tcp ompi-ofi-udp ompi-ofi-corevia-udp ompi-ofi-corevia-eth"
+HOSTS_ALL="ompi-ob1-tcp ompi-ofi-tcp ompi-ofi-udp ompi-ofi-corevia-udp ompi-ofi-corevia-eth ompi-ofi-corevia-udp-base ompi-ofi-corevia-eth-base"
 
 usage() {
     cat <<EOF
@@ -81,6 +81,9 @@ Configurations (rank 0 on CPU 0, rank 1 on CPU 1 in every scenario):
     ompi-ofi-udp          pml cm, mtl ofi, provider "udp;ofi_rxd"
     ompi-ofi-corevia-udp  pml cm, mtl ofi, provider corevia, CVIA_NET=udp
     ompi-ofi-corevia-eth  pml cm, mtl ofi, provider corevia, CVIA_NET=eth
+    ompi-ofi-corevia-udp-base, ompi-ofi-corevia-eth-base
+                          the same with the provider of --fabric-base DIR (added
+                          beside each of the two when --fabric-base is given)
 
 Options (default in brackets):
   --runs N          interleaved rounds; per-size medians across them [$RUNS]
@@ -94,7 +97,8 @@ Options (default in brackets):
   --configs LIST    comma-separated subset of the configurations above [all]
   --fabric DIR      the directory holding libcorevia-fi.so, FI_PROVIDER_PATH
   --fabric-base DIR another build's provider directory: adds the configuration
-                    ompi-ofi-corevia-base (before/after in one session)
+                    ompi-ofi-corevia-base (before/after in one session), and
+                    with --hosts ompi-ofi-corevia-udp-base / -eth-base
                     [\$CVIA_FABRIC_DIR, else BUILD/fabric]
   --build DIR       corevia build directory; osu_mpi goes to DIR/peers
                     [\$CVIA_BUILD or build]
@@ -197,6 +201,20 @@ if [ "$INTRA" = 1 ]; then
 fi
 if [ "$HOSTS" = 1 ]; then
     c=$(pick "$HOSTS_ALL")
+    [ -n "$CONFIGS" ] || c=${c// ompi-ofi-corevia-udp-base/}
+    [ -n "$CONFIGS" ] || c=${c// ompi-ofi-corevia-eth-base/}
+    # the other build's provider beside each corevia network configuration
+    # chosen (with --fabric-base; asked for by name, it needs one)
+    for b in udp eth; do
+        c=" ${c# } "
+        if [ -n "$FABRIC_BASE" ] && [[ "$c" == *" ompi-ofi-corevia-$b "* ]] &&
+           [[ "$c" != *" ompi-ofi-corevia-$b-base "* ]]; then
+            c="$c ompi-ofi-corevia-$b-base"
+        fi
+        [[ "$c" != *" ompi-ofi-corevia-$b-base "* ]] || [ -n "$FABRIC_BASE" ] ||
+            die_usage "--configs: ompi-ofi-corevia-$b-base needs --fabric-base DIR"
+    done
+    c=$(echo $c)
     if [ -n "${c// /}" ]; then
         for m in $(printf '%s\n' ${MTUS//,/ } | sort -n -u); do SCENARIOS+=("hosts-m$m"); SCFG[hosts-m$m]=$c; done
     fi
@@ -342,6 +360,11 @@ config_cmd() {
                                 -x "FI_PROVIDER=udp;ofi_rxd") ;;
     ompi-ofi-corevia-udp) CMD+=("${cvia[@]}" -x CVIA_NET=udp) ;;
     ompi-ofi-corevia-eth) CMD+=("${cvia[@]}" -x CVIA_NET=eth) ;;
+    ompi-ofi-corevia-udp-base|ompi-ofi-corevia-eth-base)
+                          local b=${cfg#ompi-ofi-corevia-}; b=${b%-base}
+                          CMD+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include corevia
+                                --mca btl self -x "FI_PROVIDER_PATH=$FABRIC_BASE" -x FI_PROVIDER=corevia
+                                -x CVIA_NET="$b") ;;
     *) fatal "internal: unknown configuration $cfg" ;;
     esac
 }

@@ -27,6 +27,7 @@ struct udp_cfg {
     long port;
     int  gso;
     int  gro;
+    int  connect;
 };
 
 static const struct cvia_param udp_params[] = {
@@ -42,6 +43,12 @@ static const struct cvia_param udp_params[] = {
     { "GRO", "yes", CVIA_PARAM_BOOL, offsetof(struct udp_cfg, gro),
       "Accept coalesced datagrams (UDP_GRO) and split them here: one receive for a run "
       "of segments.", 0, 0, NULL },
+    { "CONNECT", "yes", CVIA_PARAM_BOOL, offsetof(struct udp_cfg, connect),
+      "With one peer on another host (in a job started by a launcher), connect the socket "
+      "to it: the kernel then finds the route once instead of at every send, and hands "
+      "arriving datagrams to the socket without a route lookup of their own (early "
+      "demultiplexing). A job with more remote peers, or without a launcher, keeps one "
+      "unconnected socket for all.", 0, 0, NULL },
     { NULL }
 };
 
@@ -60,6 +67,8 @@ struct udp_link {
     char   ifname[IF_NAMESIZE];
     struct sockaddr_in self;    /* what peers send to: the interface's address, our port */
     struct sockaddr_in *peer;   /* [size] */
+    int    connected;           /* the socket is connected to the only remote peer */
+    int    rx_dirty;            /* receive headers the last recvmmsg wrote */
     struct mmsghdr *msgs;       /* [batch] */
     struct iovec *giov;         /* [3 * batch] a GSO run's gathered pieces */
     int   *gcount;              /* [batch] datagrams in each message sent */
@@ -218,6 +227,7 @@ static int udp_open(struct dg_ep *ep, char *addr, size_t cap)
         u->iov[i].iov_base = u->bufs + (size_t)i * u->bufsz;
         u->iov[i].iov_len = u->bufsz;
     }
+    u->rx_dirty = n;   /* the first receive sets every header */
     ep->rx_call = 1;   /* every receive is a recvmmsg: CVIA_DGRAM_RX_GAP */
     inet_ntop(AF_INET, &ip, ips, sizeof(ips));
     snprintf(addr, cap, "%s:%u", ips, (unsigned)ntohs(sa.sin_port));
@@ -245,6 +255,16 @@ static int udp_attach(struct dg_ep *ep, int peer, const char *addr)
     sa->sin_port = htons((uint16_t)atoi(colon + 1));
     if (inet_pton(AF_INET, ip, &sa->sin_addr) != 1 || !sa->sin_port)
         goto bad;
+    /* the only remote peer of a launcher's job: one route lookup for all
+     * sends, early demultiplexing of what arrives; nothing else may come
+     * (udp_from_peer takes only its address anyway) */
+    if (u->cfg.connect && !ep->dyn && ep->nremote == 1) {
+        if (connect(u->fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+            u->connected = 1;
+        else
+            cvia_warn(NET, "udp: connecting the socket to rank %d (%s): %s; sending "
+                      "unconnected", peer, addr, strerror(errno));
+    }
     return 0;
 bad:
     cvia_error(NET, "udp: rank %d published a bad address '%s'", peer, addr);
@@ -290,8 +310,10 @@ static int udp_group(struct dg_ep *ep, struct udp_link *u, struct dg_out *out, i
                 j++;
             }
         memset(mh, 0, sizeof(*mh));
-        mh->msg_name = &u->peer[out[i].peer];
-        mh->msg_namelen = sizeof(struct sockaddr_in);
+        if (!u->connected) {   /* a connected socket's route is cached: no address */
+            mh->msg_name = &u->peer[out[i].peer];
+            mh->msg_namelen = sizeof(struct sockaddr_in);
+        }
         mh->msg_iov = &u->giov[g];
         for (int k = i; k < j; k++)
             for (int v = 0; v < out[k].iovcnt; v++)
@@ -346,11 +368,12 @@ static int udp_send(struct dg_ep *ep, struct dg_out *out, int n)
 static int udp_recv(struct dg_ep *ep, struct dg_in *in, int max)
 {
     struct udp_link *u = ul(ep);
-    int rc, n = 0;
+    int rc, n = 0, was = u->rx_dirty;
 
-    /* the buffers were set at open: only what the kernel changes is reset
-     * (a poll that finds nothing must stay cheap) */
-    for (int i = 0; i < max; i++) {
+    /* the buffers were set at open: only what the kernel changes is reset,
+     * in the headers the last calls filled (a poll that finds nothing must
+     * stay cheap) */
+    for (int i = 0; i < max && i < was; i++) {
         struct msghdr *m = &u->rmsgs[i].msg_hdr;
         m->msg_name = &u->from[i];
         m->msg_namelen = sizeof(u->from[i]);
@@ -364,6 +387,7 @@ static int udp_recv(struct dg_ep *ep, struct dg_in *in, int max)
         rc = recvmmsg(u->fd, u->rmsgs, (unsigned)max, MSG_DONTWAIT, NULL);
     while (rc < 0 && errno == EINTR);
     ep->rx_drained = rc < max;
+    u->rx_dirty = was > max ? was : rc > 0 ? rc : 0;
     if (rc < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED ? 0 : -errno;
     for (int i = 0; i < rc; i++) {
@@ -417,8 +441,9 @@ static void udp_describe(struct dg_ep *ep, char *buf, size_t cap)
 {
     struct udp_link *u = ul(ep);
 
-    snprintf(buf, cap, "UDP on %s (MTU %d), sendmmsg/recvmmsg batches of %ld", u->ifname,
-             u->mtu, ep->cfg.batch);
+    snprintf(buf, cap, "UDP on %s (MTU %d), sendmmsg/recvmmsg batches of %ld%s", u->ifname,
+             u->mtu, ep->cfg.batch,
+             u->connected ? ", socket connected to its one remote peer" : "");
 }
 
 /* Launcher-free: DG_NET_UDP, flags (the engine's), port, IPv4 address,
