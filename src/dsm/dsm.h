@@ -75,7 +75,7 @@ enum { PF_NONE = 0, PF_FLIGHT, PF_STALE };   /* STALE: invalidated again meanwhi
  * one process (its protection, its poll mark) is in d->uprot, d->upollw. */
 struct dsm_unit {
     uint8_t  state;
-    uint8_t  xpad;
+    uint8_t  mpend;      /* groups: a barrier's merge of it is pending */
     int16_t  home;       /* -1: not decided yet (first touch) */
     uint8_t  pf;         /* PF_*: a prefetch of this unit is on its way */
     uint8_t  pad;

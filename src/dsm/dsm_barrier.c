@@ -51,7 +51,9 @@ static void prot_runs(struct dsm *d, const uint32_t *t, size_t n)
  * member through this barrier invalidates it for the host (x->iepoch),
  * and the others only drop their own access while it is still invalid.
  * A copy the host writes (another member is past the barrier already, or
- * wrote it after its release) is merged instead (@mg). Under lock. */
+ * wrote it after its release) is merged instead (@mg); the members that
+ * come later merge it too while that merge is pending (x->mpend), so that
+ * none reads it unmerged. Under lock. */
 static void union_xg(struct dsm *d, uint32_t u, uint64_t w, uint32_t *pf, size_t *npf,
                      uint32_t *mg, size_t *nmg)
 {
@@ -62,6 +64,8 @@ static void union_xg(struct dsm *d, uint32_t u, uint64_t w, uint32_t *pf, size_t
     if (x->iepoch == d->epoch + 1) {
         if (x->state == U_INVALID)
             d->uprot[u] = P_NONE;
+        else if (x->mpend)       /* not merged yet: do it too, rather than read it */
+            mg[(*nmg)++] = u;
         return;
     }
     x->iepoch = d->epoch + 1;
@@ -76,6 +80,7 @@ static void union_xg(struct dsm *d, uint32_t u, uint64_t w, uint32_t *pf, size_t
             pf[(*npf)++] = u;
         x->used = 0;
     } else if (x->state == U_DIRTY) {
+        x->mpend = 1;
         mg[(*nmg)++] = u;
     }
 }

@@ -615,6 +615,7 @@ void dsm_merge(struct dsm *d, uint32_t u)
 
     cvia_spin_lock(d->lk);
     if (x->state != U_DIRTY || dsm_ghome(d, x->home)) {
+        x->mpend = 0;
         if (x->state == U_CLEAN && !dsm_ghome(d, x->home)) {
             x->state = U_INVALID;
             x->used = 0;
@@ -650,7 +651,12 @@ void dsm_merge(struct dsm *d, uint32_t u)
                 }
             }
         }
+    } else if (x->state == U_CLEAN) {   /* cleaned meanwhile: dropped instead */
+        x->state = U_INVALID;
+        x->used = 0;
+        dsm_unit_prot(d, u, P_NONE);
     }
+    x->mpend = 0;
     cvia_spin_unlock(d->lk);
 }
 
