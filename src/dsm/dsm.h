@@ -219,6 +219,8 @@ struct dsm_xctl {
     _Atomic uint32_t rel;     /* the release mutex (Drepper's three states) */
     char pad1[60];
     size_t ndirty;            /* units in the host's dirty list (under lock) */
+    uint64_t ntracked;        /* home units of the host that left U_EXCL, in the
+                                 tracked list (under lock; each at most once) */
 };
 
 /* ---- the DSM ---------------------------------------------------------------- */
@@ -259,6 +261,9 @@ struct dsm {
     struct dsm_xctl *xctl;    /* the segment's control part */
     size_t    xbytes;         /* the whole segment, mapped at xmap */
     char     *xmap;
+    uint32_t *tracked;        /* the host's tracked list (in the segment) */
+    uint64_t  trk_rel, trk_tick; /* how much of it this rank's release and poll
+                                 tick have taken in */
     uint32_t *mine;           /* units this rank wrote since its last release */
     size_t    nmine;
     uint32_t *mq;             /* svc: dirty units a poll note asked to merge */

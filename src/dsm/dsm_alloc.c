@@ -44,15 +44,14 @@ static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
                 home == CVIA_DSM_HOME_BLOCK ? (int)(i * (size_t)d->size / nu) : -1;
         if (d->xg) {
             /* the host's table: installed by the first member to get here
-             * (the others may be using it already); every unit is tracked
-             * at its home, so a copy may always be read without asking */
+             * (the others may be using it already); as with one level,
+             * every copy starts valid (zeros) and every home unit tracked */
             if (x->state == U_NONE) {
                 x->home = (int16_t)h;
                 x->state = U_CLEAN;
-                x->sticky = 1;
-                x->fetched = 1;
             }
-            d->uprot[u0 + i] = x->state == U_INVALID ? P_NONE : P_READ;
+            d->uprot[u0 + i] = x->state == U_INVALID ? P_NONE :
+                               x->state == U_EXCL ? P_RW : P_READ;
             continue;
         }
         x->home = (int16_t)h;

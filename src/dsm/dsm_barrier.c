@@ -59,7 +59,22 @@ static void union_xg(struct dsm *d, uint32_t u, uint64_t w, uint32_t *pf, size_t
 {
     struct dsm_unit *x = &d->u[u];
 
-    if (dsm_ghome(d, x->home) || !(w & ~d->gmask))
+    if (dsm_ghome(d, x->home)) {
+        /* as one level: a home unit written by this host alone (every
+         * other host drops its copy at this barrier) and never fetched
+         * since it was untracked becomes exclusive: writable on every
+         * rank of the host without a fault, until a fetch tracks it again
+         * (the tracked list, dsm_proto.c) */
+        if (x->iepoch != d->epoch + 1) {
+            x->iepoch = d->epoch + 1;
+            if (x->state == U_CLEAN && !x->sticky && !(w & ~d->gmask))
+                x->state = U_EXCL;
+        }
+        if (x->state != U_DIRTY)
+            d->uprot[u] = x->state == U_EXCL ? P_RW : P_READ;
+        return;
+    }
+    if (!(w & ~d->gmask))
         return;
     if (x->iepoch == d->epoch + 1) {
         if (x->state == U_INVALID)

@@ -137,6 +137,12 @@ static int fault_xg(struct dsm *d, size_t u, int write, double t0)
     const uint64_t me = 1ull << d->rank;
     struct timespec nap = { 0, 20000 };
 
+    if (dsm_ghome(d, x->home) && x->state == U_EXCL) {
+        dsm_unit_prot(d, u, P_RW);   /* untracked: no copy on another host */
+        cvia_spin_unlock(d->lk);
+        d->st.fault_time += cvia__clock_s() - t0;
+        return 0;
+    }
     if (!dsm_ghome(d, x->home)) {
         for (int again = 0; x->state == U_INVALID;) {
             if (x->pf != PF_NONE) {   /* a member of this host fetches it */

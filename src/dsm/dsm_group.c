@@ -180,7 +180,7 @@ static int open_segment(struct dsm *d, const char *name)
 
 static size_t xctl_bytes(const struct dsm *d)
 {
-    size_t n = d->page + d->nunits * sizeof(struct dsm_unit) + d->nunits * sizeof(uint32_t);
+    size_t n = d->page + d->nunits * sizeof(struct dsm_unit) + 2 * d->nunits * sizeof(uint32_t);
     return (n + d->page - 1) / d->page * d->page;
 }
 
@@ -195,6 +195,7 @@ static int xmap(struct dsm *d, int fd)
     d->xctl = p;
     d->u = (struct dsm_unit *)(void *)((char *)p + d->page);
     d->dirty = (uint32_t *)(void *)((char *)d->u + d->nunits * sizeof(struct dsm_unit));
+    d->tracked = d->dirty + d->nunits;
     return 0;
 }
 
@@ -208,6 +209,7 @@ void dsm_group_xfini(struct dsm *d)
         d->u = NULL;
         d->dirty = NULL;
     }
+    d->tracked = NULL;
 }
 
 static void xundo(struct dsm *d)

@@ -165,7 +165,8 @@ int dsm_map_real(struct dsm *d)
         /* the host's states moved on while this rank replayed */
         for (size_t u = 0; u < dsm_top(d) / d->unit; u++)
             d->uprot[u] = d->u[u].state == U_INVALID ? P_NONE :
-                          d->u[u].state == U_NONE ? P_NONE : P_READ;
+                          d->u[u].state == U_NONE ? P_NONE :
+                          d->u[u].state == U_EXCL ? P_RW : P_READ;
     }
     dsm_prot_all(d);
 #ifdef MADV_POPULATE_WRITE

@@ -384,6 +384,8 @@ static int end_interval_xg(struct dsm *d)
     char *scr = NULL;
     size_t n, nk = 0;
 
+    size_t nd, nt;
+
     atomic_store(&d->in_release, 1);
     dsm_rel_lock(d);
     cvia_spin_lock(d->lk);
@@ -393,7 +395,9 @@ static int end_interval_xg(struct dsm *d)
         dsm_unit_prot(d, u, P_READ);
     }
     d->nmine = 0;
-    n = d->xctl->ndirty;
+    nd = d->xctl->ndirty;
+    nt = (size_t)(d->xctl->ntracked - d->trk_rel);
+    n = nd + nt;
     if (!n) {
         cvia_spin_unlock(d->lk);
         dsm_rel_unlock(d);
@@ -404,8 +408,18 @@ static int end_interval_xg(struct dsm *d)
     keys = malloc(n * sizeof(*keys));
     if (!units || !keys)
         dsm_fatal(-ENOMEM, "out of memory");
-    memcpy(units, d->dirty, n * sizeof(*units));
-    for (size_t i = 0; i < n; i++) {
+    memcpy(units, d->dirty, nd * sizeof(*units));
+    /* home units tracked again since this rank's last release: it may
+     * have written them without a fault meanwhile, so its notice names
+     * them, and its next write faults */
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t u = d->tracked[d->trk_rel + i];
+        units[nd + i] = u;
+        if (d->uprot[u] == P_RW && !(d->u[u].state == U_DIRTY && (d->u[u].wmask & (1ull << d->rank))))
+            dsm_unit_prot(d, u, P_READ);
+    }
+    d->trk_rel += nt;
+    for (size_t i = 0; i < nd; i++) {
         struct dsm_unit *x = &d->u[units[i]];
         if (!dsm_ghome(d, x->home) && x->state == U_DIRTY)
             keys[nk++] = ((uint64_t)(uint16_t)x->home << 32) | units[i];
@@ -424,7 +438,7 @@ static int end_interval_xg(struct dsm *d)
     }
 
     cvia_spin_lock(d->lk);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < nd; i++) {
         struct dsm_unit *x = &d->u[units[i]];
         size_t off = (size_t)units[i] * d->unit;
         if (x->state != U_DIRTY || x->wmask)
@@ -601,13 +615,17 @@ static void poll_tick_xg(struct dsm *d)
     size_t n, nr = 0, cap = 0;
     cvia_req_t *reqs = NULL;
 
+    size_t np, nt;
+
     atomic_store(&d->pflush, 1);
-    if (atomic_load(&d->in_fin) || !d->npollw || !dsm_rel_trylock(d)) {
+    if (atomic_load(&d->in_fin) || !dsm_rel_trylock(d)) {
         atomic_store(&d->pflush, 0);
         return;
     }
     cvia_spin_lock(d->lk);
-    n = d->npollw;
+    np = d->npollw;
+    nt = (size_t)(d->xctl->ntracked - d->trk_tick);
+    n = np + nt;
     if (!n || d->scratch) {
         cvia_spin_unlock(d->lk);
         dsm_rel_unlock(d);
@@ -616,7 +634,17 @@ static void poll_tick_xg(struct dsm *d)
     }
     if (!(note = malloc(n * 2 * sizeof(*note))))
         dsm_fatal(-ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) {
+    /* home units tracked again since the last tick: this rank may have
+     * written them without a fault; named, and write-protected here */
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t u = d->tracked[d->trk_tick + i];
+        note[2 * (np + i)] = u;
+        note[2 * (np + i) + 1] = d->epoch;
+        if (d->uprot[u] == P_RW && !(d->u[u].state == U_DIRTY && (d->u[u].wmask & (1ull << d->rank))))
+            dsm_unit_prot(d, u, P_READ);
+    }
+    d->trk_tick += nt;
+    for (size_t i = 0; i < np; i++) {
         uint32_t u = d->pollw[i];
         struct dsm_unit *x = &d->u[u];
         note[2 * i] = u;

@@ -331,8 +331,13 @@ static void on_fetch(struct dsm *d, const struct dsm_hdr *h)
      * tracked for good */
     x->copyset |= 1ull << src;
     x->sticky = 1;
-    if (x->state == U_EXCL)
+    if (x->state == U_EXCL) {
         x->state = U_CLEAN;
+        /* groups: the other ranks of this host may write it without a
+         * fault until they take this in (their next release, poll tick) */
+        if (d->xg)
+            d->tracked[d->xctl->ntracked++] = (uint32_t)u;
+    }
     if (x->state == U_CLEAN)
         dsm_unit_prot(d, u, P_READ);
     cvia_spin_unlock(d->lk);

@@ -29,6 +29,12 @@
  *             no synchronization between them, once for a unit homed on
  *             the other host and once for one homed on their own; after a
  *             barrier the other host's ranks must read both ranks' bytes
+ *   excl      (np 4 under func/hosts.sh) a unit homed on rank 0 and written
+ *             by rank 2 alone becomes exclusive to their host at a barrier
+ *             (rank 2 then writes it with no fault); rank 1 on the other
+ *             host reads it (the home tracks it again), then rank 2 writes
+ *             it once more with no synchronization in between: after the
+ *             next barrier every rank must read rank 2's last value
  * Every rank prints "ok CASE" on success. */
 #include <errno.h>
 #include <fcntl.h>
@@ -447,6 +453,45 @@ static int t_hostmerge(void)
     return 0;
 }
 
+static int t_excl(void)
+{
+    size_t unit = cvia_dsm_unit();
+    int rounds = iters(5);
+    uint32_t *x;
+    volatile uint32_t *flag;
+
+    if (np != 4)
+        FAIL("excl wants 4 ranks on two hosts, not %d", np);
+    CHECK(cvia_dsm_alloc((size_t)rounds * unit, 0, (void **)&x));   /* a fresh unit a round */
+    CHECK(cvia_dsm_alloc(unit, 2, (void **)&flag));
+    CHECK(cvia_dsm_barrier());
+    for (int k = 0; k < rounds; k++) {
+        volatile uint32_t *xk = x + (size_t)k * unit / 4;
+        if (me == 2)
+            xk[0] = 100u + (uint32_t)k;
+        CHECK(cvia_dsm_barrier());   /* written by its home's host alone: exclusive there */
+        CHECK(cvia_dsm_barrier());
+        if (me == 1) {
+            if (xk[0] != 100u + (uint32_t)k)
+                FAIL("round %d: read %u, expected rank 2's %u", k, xk[0], 100u + (uint32_t)k);
+            flag[0] = (uint32_t)k + 1;   /* a copy is here now: rank 2 may go on */
+        } else if (me == 2) {
+            unsigned long end = cvia_parmacs_clock_us() + 10000000ul;
+            while (flag[0] != (uint32_t)k + 1 && cvia_parmacs_clock_us() < end)
+                ;
+            if (flag[0] != (uint32_t)k + 1)
+                FAIL("round %d: rank 1's flag never came (within 10 s)", k);
+            xk[0] = 200u + (uint32_t)k;
+        }
+        CHECK(cvia_dsm_barrier());
+        if (xk[0] != 200u + (uint32_t)k)
+            FAIL("round %d: after the barrier the unit reads %u, expected rank 2's last "
+                 "write %u", k, xk[0], 200u + (uint32_t)k);
+        CHECK(cvia_dsm_barrier());
+    }
+    return 0;
+}
+
 static int t_levels(void)
 {
     const char *want = getenv("DSM_TEST_EXPECT");
@@ -520,6 +565,7 @@ int main(int argc, char **argv)
     else if (!strcmp(c, "levels"))    rc = t_levels();
     else if (!strcmp(c, "ownbytes"))  rc = t_ownbytes();
     else if (!strcmp(c, "hostmerge")) rc = t_hostmerge();
+    else if (!strcmp(c, "excl"))      rc = t_excl();
     else if (!strcmp(c, "big"))       rc = t_big();
     else if (!strcmp(c, "all"))
         rc = t_counter() || t_merge() || t_barrier() || t_migrate() || t_touch();
