@@ -18,8 +18,8 @@
  * one-level protocol (a warning, not an error); ranks that disagree on
  * CVIA_DSM_LEVELS stop at init.
  *
- * Not built yet (DESIGN.md): groups when the job spans hosts (per-host
- * unit tables, twins and intervals); such a job runs one-level. */
+ * When the job spans hosts, the ranks of each host form a group instead
+ * (below, "groups across hosts"). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
