@@ -366,12 +366,9 @@ static void flush_diffs(struct dsm *d, const uint64_t *keys, size_t n, const cha
     }
 }
 
-/* dsm_end_interval with groups across hosts. The interval is the units
- * this rank wrote since its last release (at a barrier, where every
- * member releases: every unit in the host's dirty list); a unit's diff
- * carries every member's bytes so far (released early: later values,
- * which RC allows). Measured: diffing the host's whole list at every
- * lock release made water 0.75x one level on 2 hosts x 2 ranks. Under the release
+/* dsm_end_interval with groups across hosts. The interval is the host's:
+ * every unit in the host's dirty list, whoever wrote it (a member's bytes
+ * released early are later values, which RC allows). Under the release
  * mutex, which keeps one release, merge or poll flush of the host at a
  * time: this rank write-protects what it wrote and clears its mark, takes
  * a copy of each dirty copy, sends its diff against the twin and makes
@@ -379,39 +376,39 @@ static void flush_diffs(struct dsm *d, const uint64_t *keys, size_t n, const cha
  * it and goes with a later diff). A unit leaves the dirty list when no
  * member has written it since its last release and, for a copy, nothing
  * differs from the twin. */
-static int end_interval_xg(struct dsm *d, int barrier)
+static int end_interval_xg(struct dsm *d)
 {
     const uint64_t me = 1ull << d->rank;
     uint32_t *units;
     uint64_t *keys;
     char *scr = NULL;
-    size_t n, nk = 0, nd, nt;
+    size_t n, nk = 0;
+
+    size_t nd, nt;
 
     atomic_store(&d->in_release, 1);
     dsm_rel_lock(d);
     cvia_spin_lock(d->lk);
-    nd = barrier ? d->xctl->ndirty : d->nmine;
-    nt = (size_t)(d->xctl->ntracked - d->trk_rel);
-    n = nd + nt;
-    units = malloc((n ? n : 1) * sizeof(*units));
-    keys = malloc((n ? n : 1) * sizeof(*keys));
-    if (!units || !keys)
-        dsm_fatal(-ENOMEM, "out of memory");
-    memcpy(units, barrier ? d->dirty : d->mine, nd * sizeof(*units));
     for (size_t i = 0; i < d->nmine; i++) {
         uint32_t u = d->mine[i];
         d->u[u].wmask &= ~me;
         dsm_unit_prot(d, u, P_READ);
     }
     d->nmine = 0;
+    nd = d->xctl->ndirty;
+    nt = (size_t)(d->xctl->ntracked - d->trk_rel);
+    n = nd + nt;
     if (!n) {
         cvia_spin_unlock(d->lk);
         dsm_rel_unlock(d);
         atomic_store(&d->in_release, 0);
-        free(units);
-        free(keys);
         return 0;
     }
+    units = malloc(n * sizeof(*units));
+    keys = malloc(n * sizeof(*keys));
+    if (!units || !keys)
+        dsm_fatal(-ENOMEM, "out of memory");
+    memcpy(units, d->dirty, nd * sizeof(*units));
     /* home units tracked again since this rank's last release: it may
      * have written them without a fault meanwhile, so its notice names
      * them, and its next write faults */
@@ -473,7 +470,7 @@ static int end_interval_xg(struct dsm *d, int barrier)
 int dsm_end_interval(struct dsm *d, int barrier)
 {
     if (d->xg)
-        return end_interval_xg(d, barrier);
+        return end_interval_xg(d);
 
     uint32_t *units;
     uint64_t *keys;
