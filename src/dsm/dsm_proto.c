@@ -382,9 +382,7 @@ static int end_interval_xg(struct dsm *d)
     uint32_t *units;
     uint64_t *keys;
     char *scr = NULL;
-    size_t n, nk = 0;
-
-    size_t nd, nt;
+    size_t n, nk = 0, nd, nt;
 
     atomic_store(&d->in_release, 1);
     dsm_rel_lock(d);
@@ -415,7 +413,7 @@ static int end_interval_xg(struct dsm *d)
     for (size_t i = 0; i < nt; i++) {
         uint32_t u = d->tracked[d->trk_rel + i];
         units[nd + i] = u;
-        if (d->uprot[u] == P_RW && !(d->u[u].state == U_DIRTY && (d->u[u].wmask & (1ull << d->rank))))
+        if (d->uprot[u] == P_RW && !(d->u[u].state == U_DIRTY && (d->u[u].wmask & me)))
             dsm_unit_prot(d, u, P_READ);
     }
     d->trk_rel += nt;
@@ -640,7 +638,8 @@ static void poll_tick_xg(struct dsm *d)
         uint32_t u = d->tracked[d->trk_tick + i];
         note[2 * (np + i)] = u;
         note[2 * (np + i) + 1] = d->epoch;
-        if (d->uprot[u] == P_RW && !(d->u[u].state == U_DIRTY && (d->u[u].wmask & (1ull << d->rank))))
+        if (d->uprot[u] == P_RW &&
+            !(d->u[u].state == U_DIRTY && (d->u[u].wmask & (1ull << d->rank))))
             dsm_unit_prot(d, u, P_READ);
     }
     d->trk_tick += nt;
