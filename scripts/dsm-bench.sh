@@ -13,6 +13,9 @@
 #                                           # the paper's figure 3 (fetch modes)
 #   scripts/dsm-bench.sh --configs "seq hdsm2 hone2 hcopy2 hzcopy2"
 #                                           # across two emulated hosts
+#   scripts/dsm-bench.sh --configs "seq hdsm4 hone4"
+#                                           # 2 hosts x 2 ranks: groups
+#                                           # (two levels) against one level
 #   scripts/dsm-bench.sh --fetch            # the mechanism alone: time of a
 #                                           # fault that fetches one unit,
 #                                           # units of 4k, 16k, 64k
@@ -36,8 +39,10 @@
 #   hdsmN   N ranks over two emulated hosts (network namespaces of
 #           scripts/netlab.sh, rank r on host r % 2 + 1, as the dsm.hosts.*
 #           tests place them): shm inside a host, --net between; the
-#           DSM's defaults (CVIA_DSM_LEVELS=2 asked for: groups across hosts
-#           are not built, so today such a job runs one-level)
+#           DSM's defaults (CVIA_DSM_LEVELS=2: with two ranks or more on a
+#           host, hdsm4 for instance, the ranks of each host share the
+#           region and HLRC runs between the hosts; hdsm2, one rank per
+#           host, runs one-level)
 #   honeN   the same with CVIA_DSM_LEVELS=1
 #   hcopyN, hzcopyN, hpullN  the same, one-level, with that fetch mode
 #           (the issue's target across hosts: zero-copy >= copying)
@@ -49,7 +54,8 @@
 # the other's time over this one's): dsm1 >= 0.95x thr1; dsm2 >= 0.9x
 # thr2 and >= 1.3x seq; and dsm2 against one2 (what two-level sharing gives).
 # and across hosts: hdsm2 >= 1.0x seq (faster than sequential; FFT is
-# exempt), hzcopy2 >= 1.0x hcopy2. The h* configurations need root (the
+# exempt), hzcopy2 >= 1.0x hcopy2; and hdsm4 against hone4 (what groups
+# across hosts give). The h* configurations need root (the
 # namespaces); the lab is removed at the end, also on failure.
 
 set -u -o pipefail
@@ -300,7 +306,7 @@ function med(s,   a, n, i, j, t) {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)), $(uname -r)"
     echo "# $ROUNDS rounds, medians of the parallel section (s) [min-max]; copy/zcopy/pull on $NP ranks"
     echo "# dsmN: two-level (CVIA_DSM_LEVELS=2, the default); oneN, copy, zcopy, pull: one-level; load average before $load0, after $load1"
-    [ "$HOSTS" = 1 ] && echo "# h*: two emulated hosts (rank r on host r % 2 + 1), $NET between; hdsmN asks for two levels, which a job across hosts runs one-level (groups across hosts not built)"
+    [ "$HOSTS" = 1 ] && echo "# h*: two emulated hosts (rank r on host r % 2 + 1), $NET between; hdsmN: two levels (groups per host where a host has two ranks or more), honeN, hcopyN, hzcopyN, hpullN: one-level"
     echo
     awk -F, -v cfgs="$CONFIGS" -v apps="$APPS" "$AWK_MED"'
     NR > 1 { v[$1 "," $2] = v[$1 "," $2] " " $4; busy += $6; nb++ }
@@ -327,6 +333,7 @@ function med(s,   a, n, i, j, t) {
         if (has["copy"] && has["zcopy"]) { rn[++nr] = "zcopy vs copy"; rnum[nr] = "copy"; rden[nr] = "zcopy"; rt[nr] = "" }
         if (has["hdsm2"] && has["seq"]) { rn[++nr] = "hdsm2 vs seq (> 1, FFT exempt)"; rnum[nr] = "seq"; rden[nr] = "hdsm2"; rt[nr] = 1.0 }
         if (has["hdsm2"] && has["hone2"]) { rn[++nr] = "hdsm2 vs hone2"; rnum[nr] = "hone2"; rden[nr] = "hdsm2"; rt[nr] = "" }
+        if (has["hdsm4"] && has["hone4"]) { rn[++nr] = "hdsm4 vs hone4"; rnum[nr] = "hone4"; rden[nr] = "hdsm4"; rt[nr] = "" }
         if (has["hcopy2"] && has["hzcopy2"]) { rn[++nr] = "hzcopy2 vs hcopy2 (>= 1)"; rnum[nr] = "hcopy2"; rden[nr] = "hzcopy2"; rt[nr] = 1.0 }
         printf "| app |"; for (i = 1; i <= nc; i++) printf " %s |", c[i]
         for (k = 1; k <= nr; k++) printf " %s |", rn[k]

@@ -69,22 +69,29 @@ enum { P_NONE = 0, P_READ = 1, P_RW = 3 };
 
 enum { PF_NONE = 0, PF_FLIGHT, PF_STALE };   /* STALE: invalidated again meanwhile */
 
+/* One per unit; with groups across hosts (dsm_group.c, d->xg) the table
+ * lives in the host's segment and every member of the host reads and
+ * writes the same entries under the host's lock (d->lk). What belongs to
+ * one process (its protection, its poll mark) is in d->uprot, d->upollw. */
 struct dsm_unit {
     uint8_t  state;
-    uint8_t  prot;       /* protection of the app view (or due, in scratch) */
+    uint8_t  mpend;      /* groups: a barrier's merge of it is pending */
     int16_t  home;       /* -1: not decided yet (first touch) */
     uint8_t  pf;         /* PF_*: a prefetch of this unit is on its way */
     uint8_t  pad;
     uint8_t  used;       /* touched since it was fetched: worth a prefetch */
     uint8_t  fetched:1;  /* non-home: fetched before, so the home tracks it */
     uint8_t  sticky:1;   /* home: fetched by somebody once, tracked for good */
-    uint8_t  pollw:1;    /* written since the last poll tick (in d->pollw) */
+    uint8_t  spare:1;
     uint8_t  noted:1;    /* non-home: a poll note came (a fetch then repeats) */
     uint8_t  indirty:1;  /* in d->dirty (a unit dropped by a poll note while
                             dirty may be written again in the same interval) */
     uint32_t wepoch;     /* epoch of the first write since the last poll tick */
     uint64_t copyset;    /* home: other ranks that may hold a valid copy */
     uint64_t bwriters;   /* barrier scratch: writers in the epoch */
+    uint64_t wmask;      /* groups: members that wrote it since their last release */
+    uint32_t iepoch;     /* groups: the barrier (epoch + 1) a member invalidated it at */
+    uint32_t pad2;
 };
 
 /* ---- intervals and write notices --------------------------------------- */
@@ -204,6 +211,18 @@ struct dsm_lockst {
     uint8_t  have_token, held, waiting;
 };
 
+/* ---- groups across hosts: the head of the host's segment ---------------- */
+
+struct dsm_xctl {
+    cvia_spinlock_t lock;     /* the host's d->lk */
+    char pad0[60];
+    _Atomic uint32_t rel;     /* the release mutex (Drepper's three states) */
+    char pad1[60];
+    size_t ndirty;            /* units in the host's dirty list (under lock) */
+    uint64_t ntracked;        /* home units of the host that left U_EXCL, in the
+                                 tracked list (under lock; each at most once) */
+};
+
 /* ---- the DSM ---------------------------------------------------------------- */
 
 struct dsm {
@@ -228,7 +247,30 @@ struct dsm {
     int      late_locks;      /* end of the late lock ids known here */
 
     cvia_spinlock_t lock;     /* see the top of this file */
+    cvia_spinlock_t *lk;      /* &lock, or the host's lock in its segment (xg) */
     struct dsm_unit *u;
+    uint8_t  *uprot;          /* [unit] protection of this process's app view
+                                 (or due, in scratch) */
+    uint8_t  *upollw;         /* [unit] in d->pollw */
+    /* groups across hosts (dsm_group.c): the ranks of one host share the
+     * region, its twins and its unit table (a segment per host); HLRC runs
+     * between hosts */
+    int       xg;
+    uint64_t  gmask;          /* the ranks of this host */
+    int       gleader;        /* its lowest rank */
+    struct dsm_xctl *xctl;    /* the segment's control part */
+    size_t    xbytes;         /* the whole segment, mapped at xmap */
+    char     *xmap;
+    uint32_t *tracked;        /* the host's tracked list (in the segment) */
+    uint64_t  trk_rel, trk_tick; /* how much of it this rank's release and poll
+                                 tick have taken in */
+    uint32_t *mine;           /* units this rank wrote since its last release */
+    size_t    nmine;
+    uint32_t *mq;             /* svc: dirty units a poll note asked to merge */
+    size_t    nmq, mq_cap;
+    char     *mbuf;           /* one unit, for a merge's read */
+    uint32_t *amq;            /* app: dirty units an acquire's notices name */
+    size_t    namq, amq_cap;
     uint32_t *dirty;          /* units written this interval */
     size_t   ndirty;
     uint32_t *pollw;          /* units written since the last poll tick */
@@ -338,6 +380,19 @@ int  dsm_group_lock(struct dsm *d, int id);   /* 1 if it waited */
 void dsm_group_unlock(struct dsm *d, int id);
 void dsm_group_barrier(struct dsm *d);
 void dsm_group_full(struct dsm *d, size_t len) __attribute__((noreturn));
+/* groups across hosts */
+static inline int dsm_ghome(const struct dsm *d, int home)   /* home on this host */
+{
+    return home == d->rank || (d->xg && home >= 0 && (d->gmask >> home) & 1);
+}
+void dsm_group_xfini(struct dsm *d);                   /* unmaps the table */
+void dsm_rel_lock(struct dsm *d);
+int  dsm_rel_trylock(struct dsm *d);
+void dsm_rel_unlock(struct dsm *d);
+void dsm_merge(struct dsm *d, uint32_t u);             /* with dsm_rel_lock held */
+void dsm_merge_list(struct dsm *d, const uint32_t *u, size_t n);  /* app thread */
+void dsm_merge_queued(struct dsm *d);                   /* svc */
+void dsm_merge_acquired(struct dsm *d);                 /* app: merge d->amq */
 
 /* dsm_alloc.c */
 int  dsm_alloc_late(size_t len, int home, void **ptr_p);

@@ -42,16 +42,28 @@ static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
         int h = home >= 0 ? home :
                 home == CVIA_DSM_HOME_RR ? (int)((u0 + i) % (size_t)d->size) :
                 home == CVIA_DSM_HOME_BLOCK ? (int)(i * (size_t)d->size / nu) : -1;
+        if (d->xg) {
+            /* the host's table: installed by the first member to get here
+             * (the others may be using it already); as with one level,
+             * every copy starts valid (zeros) and every home unit tracked */
+            if (x->state == U_NONE) {
+                x->home = (int16_t)h;
+                x->state = U_CLEAN;
+            }
+            d->uprot[u0 + i] = x->state == U_INVALID ? P_NONE :
+                               x->state == U_EXCL ? P_RW : P_READ;
+            continue;
+        }
         x->home = (int16_t)h;
         /* every copy starts valid: the memory reads as zeros everywhere;
          * with the region shared on this host, every rank writes it as its
          * home would with no copy elsewhere */
         if ((h == d->rank && d->size == 1) || d->grp) {
             x->state = U_EXCL;
-            x->prot = P_RW;
+            d->uprot[u0 + i] = P_RW;
         } else {
             x->state = U_CLEAN;
-            x->prot = P_READ;
+            d->uprot[u0 + i] = P_READ;
             if (h == d->rank)
                 x->copyset = dsm_all_others(d, h);
         }
@@ -61,8 +73,8 @@ static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
         size_t i = 0;
         while (i < nu) {
             size_t j = i + 1;
-            int p = d->u[u0 + i].prot;
-            while (j < nu && d->u[u0 + j].prot == p)
+            int p = d->uprot[u0 + i];
+            while (j < nu && d->uprot[u0 + j] == p)
                 j++;
             mprotect(d->base + (u0 + i) * d->unit, (j - i) * d->unit, p);
             i = j;
@@ -105,9 +117,9 @@ int cvia_dsm_alloc(size_t len, int home, void **ptr_p)
         return -EINVAL;
     home = resolve_home(d, home);
     nu = units_for(d, len);
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (nu > (d->region - d->brk) / d->unit) {
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         dsm_err("allocation of %zu bytes does not fit: %zu of the region's %zu bytes "
                 "are left (CVIA_DSM_SIZE)", len, d->region - d->brk, d->region);
         return -ENOMEM;
@@ -115,7 +127,7 @@ int cvia_dsm_alloc(size_t len, int home, void **ptr_p)
     u0 = d->brk / d->unit;
     units_install(d, u0, nu, home);
     __atomic_store_n(&d->brk, d->brk + nu * d->unit, __ATOMIC_RELEASE);
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     *ptr_p = d->base + u0 * d->unit;
     return 0;
 }
@@ -136,9 +148,9 @@ int cvia_dsm_home_of(const void *addr)
         return -CVIA_ENOINIT;
     if (a < d->base || a >= d->base + dsm_top(d))
         return -EINVAL;
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     h = d->u[(size_t)(a - d->base) / d->unit].home;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     return h;
 }
 
@@ -150,12 +162,12 @@ static void log_late(struct dsm *d, uint32_t first)
 {
     struct dsm_mail *ready = NULL, **pp;
 
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (d->late_n == d->late_cap) {
         uint32_t cap = d->late_cap ? 2 * d->late_cap : 64;
         uint32_t *p = realloc(d->late_log, cap * sizeof(*p));
         if (!p) {
-            cvia_spin_unlock(&d->lock);
+            cvia_spin_unlock(d->lk);
             dsm_fatal(-ENOMEM, "out of memory");
         }
         d->late_log = p;
@@ -172,7 +184,7 @@ static void log_late(struct dsm *d, uint32_t first)
             pp = &m->next;
         }
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     while (ready) {
         struct dsm_mail *m = ready;
         struct dsm_hdr r = { .type = M_ALLOC_A, .a = m->h.a, .b = d->late_log[m->h.a] };
@@ -269,7 +281,7 @@ int dsm_late_replay(int n, uint32_t *first_p)
 /* Any rank: make a late allocation known here. */
 static void install(struct dsm *d, int kind, uint32_t first, uint32_t n, int home)
 {
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (kind == LATE_MEM) {
         size_t end = ((size_t)first + n) * d->unit;
         units_install(d, first, n, home);
@@ -278,7 +290,7 @@ static void install(struct dsm *d, int kind, uint32_t first, uint32_t n, int hom
     } else if ((int)(first + n) > d->late_locks) {
         __atomic_store_n(&d->late_locks, (int)(first + n), __ATOMIC_RELEASE);
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
 }
 
 /* Rank 0: place request @h, install it here and tell the others. Returns
@@ -290,23 +302,23 @@ static int start(struct dsm *d, const struct dsm_hdr *h, uint32_t *first_p)
 
     if (!n || (h->pad == LATE_MEM && (home >= d->size || home < CVIA_DSM_HOME_FIRST_TOUCH)))
         return EINVAL;
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (h->pad == LATE_MEM) {
         size_t top = dsm_top(d);
         if (n > (d->region - top) / d->unit) {
-            cvia_spin_unlock(&d->lock);
+            cvia_spin_unlock(d->lk);
             return ENOMEM;
         }
         *first_p = (uint32_t)(top / d->unit);
     } else {
         int top = d->next_lock > d->late_locks ? d->next_lock : d->late_locks;
         if ((long)n > d->cfg.max_locks - top) {
-            cvia_spin_unlock(&d->lock);
+            cvia_spin_unlock(d->lk);
             return ENOSPC;
         }
         *first_p = (uint32_t)top;
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     install(d, h->pad, *first_p, n, home);
     struct dsm_hdr note = { .type = M_ALLOC_NOTE, .pad = h->pad, .a = *first_p, .b = n,
                             .c = (uint64_t)(int64_t)home };
@@ -390,7 +402,7 @@ void dsm_on_alloc(struct dsm *d, const struct dsm_hdr *h)
     case M_ALLOC_Q: {
         struct dsm_hdr r = { .type = M_ALLOC_A, .a = h->a };
         int now;
-        cvia_spin_lock(&d->lock);
+        cvia_spin_lock(d->lk);
         if ((now = h->a < d->late_n)) {
             r.b = d->late_log[h->a];
         } else {
@@ -398,7 +410,7 @@ void dsm_on_alloc(struct dsm *d, const struct dsm_hdr *h)
             m->next = d->late_wait;
             d->late_wait = m;
         }
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         if (now)
             dsm_send(d, h->src, &r, NULL, 0);
         break;

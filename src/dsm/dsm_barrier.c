@@ -37,17 +37,74 @@ static void prot_runs(struct dsm *d, const uint32_t *t, size_t n)
         return;
     while (i < n) {
         size_t j = i + 1;
-        int p = d->u[t[i]].prot;
-        while (j < n && t[j] == t[j - 1] + 1 && d->u[t[j]].prot == p)
+        int p = d->uprot[t[i]];
+        while (j < n && t[j] == t[j - 1] + 1 && d->uprot[t[j]] == p)
             j++;
         mprotect(d->base + (size_t)t[i] * d->unit, (j - i) * d->unit, p);
         i = j;
     }
 }
 
+/* Groups across hosts: unit @u was written in the epoch by @w (ranks).
+ * Units of this host's homes stay as they are (always tracked); a copy
+ * written only on this host is current (one memory); else the first
+ * member through this barrier invalidates it for the host (x->iepoch),
+ * and the others only drop their own access while it is still invalid.
+ * A copy the host writes (another member is past the barrier already, or
+ * wrote it after its release) is merged instead (@mg); the members that
+ * come later merge it too while that merge is pending (x->mpend), so that
+ * none reads it unmerged. Under lock. */
+static void union_xg(struct dsm *d, uint32_t u, uint64_t w, uint32_t *pf, size_t *npf,
+                     uint32_t *mg, size_t *nmg)
+{
+    struct dsm_unit *x = &d->u[u];
+
+    if (dsm_ghome(d, x->home)) {
+        /* as one level: a home unit written by this host alone (every
+         * other host drops its copy at this barrier) and never fetched
+         * since it was untracked becomes exclusive: writable on every
+         * rank of the host without a fault, until a fetch tracks it again
+         * (the tracked list, dsm_proto.c) */
+        if (x->iepoch != d->epoch + 1) {
+            x->iepoch = d->epoch + 1;
+            if (x->state == U_CLEAN && !x->sticky && !(w & ~d->gmask))
+                x->state = U_EXCL;
+        }
+        if (x->state != U_DIRTY)
+            d->uprot[u] = x->state == U_EXCL ? P_RW : P_READ;
+        return;
+    }
+    if (!(w & ~d->gmask))
+        return;
+    if (x->iepoch == d->epoch + 1) {
+        if (x->state == U_INVALID)
+            d->uprot[u] = P_NONE;
+        else if (x->mpend)       /* not merged yet: do it too, rather than read it */
+            mg[(*nmg)++] = u;
+        return;
+    }
+    x->iepoch = d->epoch + 1;
+    if (x->pf == PF_FLIGHT)
+        x->pf = PF_STALE;
+    if (x->state == U_CLEAN || x->state == U_INVALID) {
+        if (x->state == U_CLEAN)
+            ADD(invalidations, 1);
+        x->state = U_INVALID;
+        d->uprot[u] = P_NONE;
+        if (x->used && *npf < (size_t)d->cfg.prefetch && !x->pf)
+            pf[(*npf)++] = u;
+        x->used = 0;
+    } else if (x->state == U_DIRTY) {
+        x->mpend = 1;
+        mg[(*nmg)++] = u;
+    }
+}
+
 /* Under lock. Units this rank held valid and now invalidates go into
- * @pf (up to CVIA_DSM_PREFETCH) to be fetched again at once. */
-static int apply_union(struct dsm *d, const char *p, size_t len, uint32_t *pf, size_t *npf)
+ * @pf (up to CVIA_DSM_PREFETCH) to be fetched again at once; with
+ * groups, units to merge go into *@mg_p (malloc'd). */
+static int apply_union(struct dsm *d, const char *p, size_t len, uint32_t *pf, size_t *npf,
+                       uint32_t **mg_p, size_t *nmg)
 {
     const char *q = p, *end = p + len;
     uint32_t *touched = NULL;
@@ -85,12 +142,16 @@ static int apply_union(struct dsm *d, const char *p, size_t len, uint32_t *pf, s
         }
         q += 4 * (size_t)h[2];
     }
+    if (d->xg && nt && !(*mg_p = malloc(nt * sizeof(**mg_p))))
+        dsm_fatal(-ENOMEM, "out of memory");
     for (size_t i = 0; i < nt; i++) {
         struct dsm_unit *x = &d->u[touched[i]];
         uint64_t w = x->bwriters;
 
         x->bwriters = 0;
-        if (x->home == d->rank) {
+        if (d->xg) {
+            union_xg(d, touched[i], w, pf, npf, *mg_p, nmg);
+        } else if (x->home == d->rank) {
             uint64_t keep = 0;
             if (!(w & (w - 1)) && !(w & me) && (x->copyset & w))
                 keep = w;
@@ -98,13 +159,13 @@ static int apply_union(struct dsm *d, const char *p, size_t len, uint32_t *pf, s
             /* a unit somebody fetched once stays tracked: it may be read
              * again without asking us (pull) */
             x->state = keep || x->sticky ? U_CLEAN : U_EXCL;
-            x->prot = keep || x->sticky ? P_READ : P_RW;
+            d->uprot[touched[i]] = keep || x->sticky ? P_READ : P_RW;
         } else if (w != me) {
             if (x->pf == PF_FLIGHT)
                 x->pf = PF_STALE;
             if (x->state == U_CLEAN || x->state == U_DIRTY) {
                 x->state = U_INVALID;
-                x->prot = P_NONE;
+                d->uprot[touched[i]] = P_NONE;
                 ADD(invalidations, 1);
                 if (x->used && *npf < (size_t)d->cfg.prefetch && !x->pf)
                     pf[(*npf)++] = touched[i];
@@ -129,8 +190,8 @@ int cvia_dsm_barrier(void)
     struct dsm_buf b = { 0 };
     struct dsm_hdr h = { .type = M_BAR_ARRIVE };
     struct dsm_mail *m;
-    uint32_t *pf = NULL;
-    size_t npf = 0;
+    uint32_t *pf = NULL, *mg = NULL;
+    size_t npf = 0, nmg = 0;
     double t0;
     int rc;
 
@@ -141,9 +202,9 @@ int cvia_dsm_barrier(void)
     t0 = cvia__clock_s();
     if (d->grp) {          /* one memory: meet on the host's counter */
         dsm_group_barrier(d);
-        cvia_spin_lock(&d->lock);
+        cvia_spin_lock(d->lk);
         d->epoch++;
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         ADD(barriers, 1);
         d->st.barrier_time += cvia__clock_s() - t0;
         return 0;
@@ -151,23 +212,25 @@ int cvia_dsm_barrier(void)
     if (d->cfg.prefetch && !(pf = malloc((size_t)d->cfg.prefetch * sizeof(*pf))))
         return -ENOMEM;
     dsm_end_interval(d, 1);
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     dsm_own_since_barrier(d, &b);
     h.a = d->epoch;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     dsm_send(d, 0, &h, b.p, b.len);
     dsm_buf_free(&b);
 
     m = dsm_mbox_wait(d, M_BAR_RELEASE, 0, h.a);
-    cvia_spin_lock(&d->lock);
-    rc = apply_union(d, m->data, m->len, pf, &npf);
+    cvia_spin_lock(d->lk);
+    rc = apply_union(d, m->data, m->len, pf, &npf, &mg, &nmg);
     dsm_log_gc(d);
     memcpy(d->bar_vt, d->vt, (size_t)d->size * sizeof(*d->vt));
     d->epoch++;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     dsm_kick(d);   /* fetches that waited for this epoch */
     if (rc)
         dsm_fatal(rc, "barrier: malformed write notices");
+    dsm_merge_list(d, mg, nmg);
+    free(mg);
     dsm_prefetch(d, pf, npf);
     free(pf);
     dsm_mail_free(m);
@@ -271,9 +334,9 @@ static void send_all_notices(struct dsm *d, int dest, struct dsm_hdr *h)
     if (!zero)
         dsm_fatal(-ENOMEM, "out of memory");
     dsm_end_interval(d, 0);
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     dsm_records_since(d, zero, &b);
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     dsm_send(d, dest, h, b.p, b.len);
     dsm_buf_free(&b);
     free(zero);
@@ -283,11 +346,12 @@ static int take_notices(struct dsm *d, struct dsm_mail *m)
 {
     int rc;
 
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     rc = dsm_records_apply(d, m->data, m->len);
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     if (rc)
         dsm_fatal(rc, "malformed write notices from rank %d", m->h.src);
+    dsm_merge_acquired(d);
     dsm_mail_free(m);
     return 0;
 }
@@ -310,9 +374,9 @@ int dsm_become(int proc)
     struct dsm *d = &dsm__g;
     int rc;
 
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     rc = d->scratch ? dsm_map_real(d) : 0;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     if (rc) {
         dsm_err("mapping the shared region: %s", strerror(-rc));
         return rc;

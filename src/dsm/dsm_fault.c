@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <ucontext.h>
 
 #include "dsm/dsm.h"
@@ -31,11 +32,9 @@ static int installed;
 
 void dsm_unit_prot(struct dsm *d, size_t u, int prot)
 {
-    struct dsm_unit *x = &d->u[u];
-
-    if (x->prot == prot)
+    if (d->uprot[u] == prot)
         return;
-    x->prot = (uint8_t)prot;
+    d->uprot[u] = (uint8_t)prot;
     if (!d->scratch)
         mprotect(d->base + u * d->unit, d->unit, prot);
 }
@@ -46,8 +45,8 @@ void dsm_prot_all(struct dsm *d)
 
     while (i < n) {
         size_t j = i + 1;
-        int p = d->u[i].prot;
-        while (j < n && d->u[j].prot == p)
+        int p = d->uprot[i];
+        while (j < n && d->uprot[j] == p)
             j++;
         mprotect(d->base + i * d->unit, (j - i) * d->unit, p);
         i = j;
@@ -95,8 +94,8 @@ void dsm_poll_mark(struct dsm *d, struct dsm_unit *x, size_t u)
     if (d->cfg.poll <= 0 || d->size < 2)
         return;
     x->wepoch = d->epoch;   /* the latest: copies fetched up to it are dropped */
-    if (!x->pollw) {
-        x->pollw = 1;
+    if (!d->upollw[u]) {
+        d->upollw[u] = 1;
         d->pollw[d->npollw++] = (uint32_t)u;
     }
 }
@@ -106,10 +105,87 @@ static void make_dirty(struct dsm *d, size_t u)
     d->u[u].state = U_DIRTY;
     if (!d->u[u].indirty) {
         d->u[u].indirty = 1;
-        d->dirty[d->ndirty++] = (uint32_t)u;
+        if (d->xg)
+            d->dirty[d->xctl->ndirty++] = (uint32_t)u;
+        else
+            d->dirty[d->ndirty++] = (uint32_t)u;
     }
     dsm_poll_mark(d, &d->u[u], u);
     ADD(write_faults, 1);
+}
+
+/* Groups: this rank writes unit @u (a DIRTY unit of its host) until its
+ * next release. Under lock. */
+static void mark_mine(struct dsm *d, size_t u)
+{
+    uint64_t me = 1ull << d->rank;
+
+    if (!(d->u[u].wmask & me)) {
+        d->u[u].wmask |= me;
+        d->mine[d->nmine++] = (uint32_t)u;
+    }
+}
+
+/* dsm_fault with groups across hosts (d->xg), entered under lock with the
+ * unit allocated and its home known. The state is the host's; the
+ * protection is this process's. A unit another member is fetching is
+ * waited for (the fetch lands in the one page); a fetch that an
+ * invalidation overtook (PF_STALE) is repeated. */
+static int fault_xg(struct dsm *d, size_t u, int write, double t0)
+{
+    struct dsm_unit *x = &d->u[u];
+    const uint64_t me = 1ull << d->rank;
+    struct timespec nap = { 0, 20000 };
+
+    if (dsm_ghome(d, x->home) && x->state == U_EXCL) {
+        dsm_unit_prot(d, u, P_RW);   /* untracked: no copy on another host */
+        cvia_spin_unlock(d->lk);
+        d->st.fault_time += cvia__clock_s() - t0;
+        return 0;
+    }
+    if (!dsm_ghome(d, x->home)) {
+        for (int again = 0; x->state == U_INVALID;) {
+            if (x->pf != PF_NONE) {   /* a member of this host fetches it */
+                cvia_spin_unlock(d->lk);
+                nanosleep(&nap, NULL);
+                cvia_spin_lock(d->lk);
+                continue;
+            }
+            x->pf = PF_FLIGHT;
+            cvia_spin_unlock(d->lk);
+            fault_request(d, u, FK_FETCH);
+            cvia_spin_lock(d->lk);
+            if (d->cfg.fetch == DSM_FETCH_COPY)
+                memcpy(d->pview + u * d->unit, d->land, d->unit);
+            int stale = x->pf == PF_STALE;
+            x->pf = PF_NONE;
+            ADD(fetches, 1);
+            ADD(pages_fetched, d->unit / d->page);
+            ADD(fetch_bytes, d->unit);
+            if (stale && ++again < 64)   /* invalidated while on its way */
+                continue;
+            x->state = U_CLEAN;
+            x->used = 1;
+            x->fetched = 1;
+            if (!write)
+                ADD(read_faults, 1);
+        }
+        if (write && x->state == U_CLEAN) {
+            memcpy(d->twins + u * d->unit, d->pview + u * d->unit, d->unit);
+            ADD(twins, 1);
+        }
+    }
+    if (write) {
+        if (x->state != U_DIRTY)
+            make_dirty(d, u);
+        else
+            dsm_poll_mark(d, x, u);
+        mark_mine(d, u);
+    }
+    dsm_unit_prot(d, u, x->state == U_DIRTY && (x->wmask & me) ? P_RW : P_READ);
+    cvia_spin_unlock(d->lk);
+    d->st.fault_time += cvia__clock_s() - t0;
+    return 0;
 }
 
 /* Resolve an access to unit @u. Returns 0, or -EFAULT when @u is not
@@ -119,28 +195,30 @@ int dsm_fault(struct dsm *d, size_t u, int write)
     double t0 = cvia__clock_s();
     struct dsm_unit *x = &d->u[u];
 
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (x->state == U_NONE) {
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         return -EFAULT;
     }
     if (x->home < 0 && (write || x->state == U_INVALID)) {
         /* first touch: the unit's manager decides who is home */
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         fault_request(d, u, FK_CLAIM);
-        cvia_spin_lock(&d->lock);
+        cvia_spin_lock(d->lk);
     }
+    if (d->xg)
+        return fault_xg(d, u, write, t0);
     if (x->home == d->rank) {
         if (write && x->state == U_CLEAN)
             make_dirty(d, u);
         else if (write && x->state == U_DIRTY)   /* re-armed by a poll tick */
             dsm_poll_mark(d, x, u);
         dsm_unit_prot(d, u, x->state == U_CLEAN ? P_READ : P_RW);
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         d->st.fault_time += cvia__clock_s() - t0;
         return 0;
     }
-    if (x->state == U_CLEAN && x->prot == P_NONE) {
+    if (x->state == U_CLEAN && d->uprot[u] == P_NONE) {
         /* a prefetched unit, touched for the first time: it is in place,
          * this fault only records the use */
         x->used = 1;
@@ -153,10 +231,10 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         d->fault.kind = FK_WAITPF;
         atomic_fetch_add(&d->app_waiting, 1);
         atomic_store_explicit(&d->fault.state, F_SENT, memory_order_release);
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         dsm_kick(d);
         fault_sleep(d);
-        cvia_spin_lock(&d->lock);
+        cvia_spin_lock(d->lk);
         x->used = 1;
         ADD(prefetch_waits, 1);
         if (!write)
@@ -167,9 +245,9 @@ int dsm_fault(struct dsm *d, size_t u, int write)
          * a write the fetch missed: fetch once more (the note is sent once
          * the write is at its home, so the second fetch has it) */
         x->noted = 0;
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         fault_request(d, u, FK_FETCH);
-        cvia_spin_lock(&d->lock);
+        cvia_spin_lock(d->lk);
         if (d->cfg.fetch == DSM_FETCH_COPY)   /* the paper's base: one more copy */
             memcpy(d->pview + u * d->unit, d->land, d->unit);
         if (x->noted && again < 2)
@@ -191,7 +269,7 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         dsm_poll_mark(d, x, u);
     }
     dsm_unit_prot(d, u, x->state == U_DIRTY ? P_RW : P_READ);
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     d->st.fault_time += cvia__clock_s() - t0;
     return 0;
 }
@@ -236,17 +314,20 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
         struct dsm_hdr h = { .type = M_FETCH, .a = units[i], .pad = 1 };
         int slot = 0, home;
 
-        cvia_spin_lock(&d->lock);
-        if (x->state != U_INVALID || x->pf || x->home < 0 || x->home == d->rank ||
-            (d->cfg.fetch == DSM_FETCH_COPY && !d->npf_free)) {
-            cvia_spin_unlock(&d->lock);
+        cvia_spin_lock(d->lk);
+        if (x->state != U_INVALID || x->pf || x->home < 0 || dsm_ghome(d, x->home) ||
+            (d->cfg.fetch == DSM_FETCH_COPY && !d->npf_free) ||
+            (d->xg && !(reqs && x->fetched))) {   /* groups: pulls only */
+            cvia_spin_unlock(d->lk);
             continue;
         }
         home = x->home;
         if (reqs && x->fetched) {
             size_t off = (size_t)units[i] * d->unit;
             x->noted = 0;
-            cvia_spin_unlock(&d->lock);
+            if (d->xg)    /* members of this host wait for it */
+                x->pf = PF_FLIGHT;
+            cvia_spin_unlock(d->lk);
             int rc = cvia_read(d->pview + off, d->unit, &d->peer_view[home], off, &reqs[np]);
             if (rc)
                 dsm_fatal(rc, "reading unit %u from rank %d: %s", units[i], home,
@@ -260,7 +341,7 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
         }
         x->pf = PF_FLIGHT;
         h.b = d->epoch;
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         dsm_send(d, home, &h, NULL, 0);
         ADD(prefetches, 1);
     }
@@ -269,13 +350,20 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
         if (rc)
             dsm_fatal(rc, "reading unit %u: %s", pulled[i], cvia_strerror(rc));
     }
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     for (size_t i = 0; i < np; i++) {
         struct dsm_unit *x = &d->u[pulled[i]];
         /* valid, but left inaccessible until touched (see dsm_page_landed);
-         * unless a poll note came meanwhile: then fetched again on touch */
-        if (x->noted)
+         * unless a poll note came meanwhile: then fetched again on touch
+         * (groups: or an invalidation, which marks the flight stale) */
+        if (d->xg) {
+            int stale = x->pf != PF_FLIGHT;
+            x->pf = PF_NONE;
+            if (stale)
+                continue;
+        } else if (x->noted) {
             continue;
+        }
         x->state = U_CLEAN;
         ADD(prefetches, 1);
         ADD(fetches, 1);
@@ -283,7 +371,7 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
         ADD(fetch_bytes, d->unit);
         ADD(rdma_bytes, d->unit);
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     free(reqs);
     free(pulled);
 }
@@ -311,7 +399,7 @@ void dsm_page_landed(struct dsm *d, uint64_t imm)
     if (u >= d->nunits)
         dsm_fatal(-CVIA_EPROTO, "a unit %zu beyond the region arrived", u);
     x = &d->u[u];
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (d->cfg.fetch == DSM_FETCH_COPY) {
         if (x->pf == PF_FLIGHT)
             memcpy(d->pview + u * d->unit, d->land + (size_t)tag * d->unit, d->unit);
@@ -329,7 +417,7 @@ void dsm_page_landed(struct dsm *d, uint64_t imm)
     if (atomic_load(&d->fault.state) == F_SENT && d->fault.kind == FK_WAITPF &&
         d->fault.unit == u)
         fault_done(d);
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
 }
 
 static void segv_handler(int sig, siginfo_t *si, void *uc)
@@ -342,7 +430,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
         size_t u = (size_t)(a - d->base) / d->unit;
         int w = fault_is_write(uc);
         if (w < 0)   /* a fault on a readable unit can only be a write */
-            w = __atomic_load_n(&d->u[u].prot, __ATOMIC_RELAXED) == P_READ;
+            w = __atomic_load_n(&d->uprot[u], __ATOMIC_RELAXED) == P_READ;
         if (dsm_fault(d, u, w) == 0) {
             errno = saved;
             return;

@@ -18,13 +18,14 @@
  * one-level protocol (a warning, not an error); ranks that disagree on
  * CVIA_DSM_LEVELS stop at init.
  *
- * Not built yet (DESIGN.md): groups when the job spans hosts (per-host
- * unit tables, twins and intervals); such a job runs one-level. */
+ * When the job spans hosts, the ranks of each host form a group instead
+ * (below, "groups across hosts"). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -54,6 +55,8 @@ struct dsm_gctl {
 struct group_offer {
     int32_t levels;       /* rank 0's CVIA_DSM_LEVELS */
     int32_t grp;          /* 1: open @name */
+    int32_t xg;           /* 1: the job spans hosts: groups per host if worth it */
+    int32_t pad;
     char    name[64];
 };
 
@@ -161,42 +164,236 @@ static int open_segment(struct dsm *d, const char *name)
     return 0;
 }
 
+/* ---- groups across hosts ------------------------------------------------------
+ *
+ * When the job spans hosts (CVIA_DSM_LEVELS=2, some host with two ranks or
+ * more), the ranks of each host (corevia's cvia_peer_local) form a group
+ * whose lowest rank, the leader, creates a segment as the one-host path
+ * does: [region][twins][control: struct dsm_xctl, the unit table, the
+ * dirty list]. Every member maps the region as both its views, so the
+ * hardware keeps it coherent on the host, and works on the one unit table
+ * and twins under the segment's lock (d->lk), with its own protections.
+ * HLRC runs between hosts: homes stay ranks, but every member of a home's
+ * host treats the unit as home (dsm_ghome); intervals are per rank and
+ * name every unit the host has dirty (dsm_proto.c). Locks and barriers
+ * are still the one-level messages between all ranks. */
+
+static size_t xctl_bytes(const struct dsm *d)
+{
+    size_t n = d->page + d->nunits * sizeof(struct dsm_unit) + 2 * d->nunits * sizeof(uint32_t);
+    return (n + d->page - 1) / d->page * d->page;
+}
+
+static int xmap(struct dsm *d, int fd)
+{
+    void *p = mmap(NULL, xctl_bytes(d), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                   (off_t)(2 * d->region));
+    if (p == MAP_FAILED)
+        return -errno;
+    d->xmap = p;
+    d->xbytes = xctl_bytes(d);
+    d->xctl = p;
+    d->u = (struct dsm_unit *)(void *)((char *)p + d->page);
+    d->dirty = (uint32_t *)(void *)((char *)d->u + d->nunits * sizeof(struct dsm_unit));
+    d->tracked = d->dirty + d->nunits;
+    return 0;
+}
+
+void dsm_group_xfini(struct dsm *d)
+{
+    if (d->xmap)
+        munmap(d->xmap, d->xbytes);
+    d->xmap = NULL;
+    d->xctl = NULL;
+    if (d->xg) {
+        d->u = NULL;
+        d->dirty = NULL;
+    }
+    d->tracked = NULL;
+}
+
+static void xundo(struct dsm *d)
+{
+    dsm_group_xfini(d);
+    d->xg = 0;
+    d->lk = &d->lock;
+    if (d->memfd >= 0)
+        close(d->memfd);
+    d->memfd = -1;
+    if (d->gname[0])
+        shm_unlink(d->gname);
+    d->gname[0] = '\0';
+}
+
+/* Leader: create the host's segment; 0 or a negative errno. */
+static int xcreate(struct dsm *d)
+{
+    size_t bytes = 2 * d->region + xctl_bytes(d);
+    int fd, rc;
+
+    if ((fd = cvia__shm_create(d->gname, sizeof(d->gname), NULL)) < 0) {
+        dsm_warn("creating the host's shared region %s: %s", d->gname, strerror(-fd));
+        d->gname[0] = '\0';
+        return fd;
+    }
+    d->memfd = fd;
+    rc = fchmod(fd, 0600) || ftruncate(fd, (off_t)bytes) ? -errno : xmap(d, fd);
+    if (rc) {
+        dsm_warn("sizing the host's shared region %s (%zu bytes): %s", d->gname, bytes,
+                 strerror(-rc));
+        xundo(d);
+    }
+    return rc;
+}
+
+/* Member: open the leader's segment; 0 or a negative errno. */
+static int xopen(struct dsm *d, const char *name)
+{
+    struct stat st;
+    int fd, rc;
+
+    fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        rc = -errno;
+        dsm_warn("opening the host's shared region %s: %s", name, strerror(errno));
+        return rc;
+    }
+    d->memfd = fd;
+    if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 0777) != 0600 ||
+        (size_t)st.st_size != 2 * d->region + xctl_bytes(d)) {
+        dsm_warn("the host's shared region %s is not this user's 0600 segment of %zu "
+                 "bytes", name, 2 * d->region + xctl_bytes(d));
+        xundo(d);
+        return -EACCES;
+    }
+    if ((rc = xmap(d, fd))) {
+        dsm_warn("mapping the host's shared region %s: %s", name, strerror(-rc));
+        xundo(d);
+    }
+    return rc;
+}
+
+/* Every rank, once rank 0 said the job spans hosts with groups worth
+ * having: leaders create, members open, rank 0 collects every host's
+ * outcome and tells everyone. 0 (d->xg tells the outcome) or an error. */
+static int xsetup(struct dsm *d, uint64_t leaders)
+{
+    int32_t ok = 1, all = 1;
+    char name[64];
+    int rc = 0;
+
+    if (d->rank == d->gleader) {
+        ok = !xcreate(d);
+        memset(name, 0, sizeof(name));
+        if (ok)
+            snprintf(name, sizeof(name), "%s", d->gname);
+        for (int r = d->rank + 1; r < d->size && !rc; r++)
+            if ((d->gmask >> r) & 1)
+                rc = cvia_send(name, sizeof(name), r, DSM_TAG_INIT);
+        for (int r = d->rank + 1; r < d->size && !rc; r++) {
+            int32_t v;
+            if ((d->gmask >> r) & 1 && !(rc = cvia_recv(&v, sizeof(v), r, DSM_TAG_INIT, NULL)))
+                ok &= v == 1;
+        }
+        if (d->gname[0])
+            shm_unlink(d->gname);
+        d->gname[0] = '\0';
+        if (!rc && d->rank != 0)
+            rc = cvia_send(&ok, sizeof(ok), 0, DSM_TAG_INIT);
+    } else {
+        rc = cvia_recv(name, sizeof(name), d->gleader, DSM_TAG_INIT, NULL);
+        name[sizeof(name) - 1] = '\0';
+        if (!rc) {
+            ok = name[0] && !xopen(d, name);
+            rc = cvia_send(&ok, sizeof(ok), d->gleader, DSM_TAG_INIT);
+        }
+    }
+    if (!rc && d->rank == 0) {
+        all = ok;
+        for (int r = 1; r < d->size && !rc; r++) {
+            int32_t v;
+            if (!((leaders >> r) & 1))   /* the other hosts' leaders report */
+                continue;
+            if (!(rc = cvia_recv(&v, sizeof(v), r, DSM_TAG_INIT, NULL)))
+                all &= v == 1;
+        }
+        for (int r = 1; r < d->size && !rc; r++)
+            rc = cvia_send(&all, sizeof(all), r, DSM_TAG_INIT);
+    } else if (!rc) {
+        rc = cvia_recv(&all, sizeof(all), 0, DSM_TAG_INIT, NULL);
+    }
+    if (rc || all != 1) {
+        xundo(d);
+        if (!rc && d->rank == 0)
+            dsm_warn("a rank could not open its host's shared region: every rank runs "
+                     "the one-level protocol");
+        return rc;
+    }
+    d->xg = 1;
+    d->lk = &d->xctl->lock;
+    d->gspin = (int)__builtin_popcountll(d->gmask) > sysconf(_SC_NPROCESSORS_ONLN) ? 0 :
+               d->cfg.wait_spin;
+    dsm_info("CVIA_DSM_LEVELS=2: %d ranks of this host share the region; HLRC between hosts",
+             (int)__builtin_popcountll(d->gmask));
+    return 0;
+}
+
+/* What every rank answers rank 0's offer with. */
+struct group_answer {
+    int32_t ok;           /* 1 opened (or nothing to open), 0 not, -1 other levels */
+    int32_t leader;       /* the lowest rank of its host */
+    int32_t members;      /* ranks on its host */
+};
+
 int dsm_group_setup(struct dsm *d)
 {
     struct group_offer o;
-    int32_t ok = 1, all = 1;
+    struct group_answer a;
+    int32_t all = 1, maxm = 1;
+    uint64_t leaders = 1;
     int rc = 0;
 
     d->grp = 0;
+    d->xg = 0;
     d->gctl = NULL;
     d->gname[0] = '\0';
     if (d->size == 1)
         return 0;
+    d->gmask = 1ull << d->rank;
+    for (int r = 0; r < d->size; r++)
+        if (r != d->rank && cvia_peer_local(r) == 1)
+            d->gmask |= 1ull << r;
+    d->gleader = __builtin_ctzll(d->gmask);
     memset(&o, 0, sizeof(o));
     if (d->rank == 0) {
         o.levels = (int32_t)d->cfg.levels;
-        o.grp = d->cfg.levels == 2;
-        for (int r = 1; r < d->size && o.grp; r++)
-            if (cvia_peer_local(r) != 1)
-                o.grp = 0;
+        o.grp = d->cfg.levels == 2 && d->gmask == (d->size >= 64 ? ~0ull : (1ull << d->size) - 1);
+        o.xg = d->cfg.levels == 2 && !o.grp;
         if (o.grp && create_segment(d))
             o.grp = 0;
         snprintf(o.name, sizeof(o.name), "%s", d->gname);
         for (int r = 1; r < d->size && !rc; r++)
             rc = cvia_send(&o, sizeof(o), r, DSM_TAG_INIT);
         for (int r = 1; r < d->size && !rc; r++) {
-            int32_t v;
-            if (!(rc = cvia_recv(&v, sizeof(v), r, DSM_TAG_INIT, NULL))) {
-                if (v < 0)
+            if (!(rc = cvia_recv(&a, sizeof(a), r, DSM_TAG_INIT, NULL))) {
+                if (a.ok < 0)
                     all = -1;
-                else if (!v && all > 0)
+                else if (!a.ok && all > 0)
                     all = 0;
+                if (a.leader == r)
+                    leaders |= 1ull << r;
+                if (a.members > maxm)
+                    maxm = a.members;
             }
         }
         if (d->gname[0])          /* every rank that could open it has */
             shm_unlink(d->gname);
         d->gname[0] = '\0';
-        if (!o.grp && all > 0)
+        if ((int)__builtin_popcountll(d->gmask) > maxm)
+            maxm = (int)__builtin_popcountll(d->gmask);
+        if (all > 0 && o.xg)      /* groups across hosts: worth it with a host of two */
+            all = maxm > 1 ? 2 : 0;
+        else if (!o.grp && all > 0)
             all = 0;
         for (int r = 1; r < d->size && !rc; r++)
             rc = cvia_send(&all, sizeof(all), r, DSM_TAG_INIT);
@@ -204,19 +401,24 @@ int dsm_group_setup(struct dsm *d)
         if ((rc = cvia_recv(&o, sizeof(o), 0, DSM_TAG_INIT, NULL)))
             return rc;
         o.name[sizeof(o.name) - 1] = '\0';
+        a.ok = 1;
+        a.leader = d->gleader;
+        a.members = (int32_t)__builtin_popcountll(d->gmask);
         if (o.levels != (int32_t)d->cfg.levels) {
             dsm_err("rank 0 runs with CVIA_DSM_LEVELS %d, this rank with %ld: every rank "
                     "needs the same", (int)o.levels, d->cfg.levels);
-            ok = -1;
+            a.ok = -1;
         } else if (o.grp) {
-            ok = !open_segment(d, o.name);
+            a.ok = !open_segment(d, o.name);
         }
-        if ((rc = cvia_send(&ok, sizeof(ok), 0, DSM_TAG_INIT)) ||
+        if ((rc = cvia_send(&a, sizeof(a), 0, DSM_TAG_INIT)) ||
             (rc = cvia_recv(&all, sizeof(all), 0, DSM_TAG_INIT, NULL))) {
             undo(d);
             return rc;
         }
     }
+    if (!rc && all == 2)
+        return xsetup(d, leaders);
     if (rc || all != 1) {
         undo(d);
         if (rc)
@@ -309,10 +511,22 @@ static int wait_while(struct dsm *d, _Atomic uint32_t *w, uint32_t val, struct g
     return atomic_load_explicit(w, memory_order_acquire) != val;
 }
 
+static int word_lock(struct dsm *d, _Atomic uint32_t *w);
+static void word_unlock(_Atomic uint32_t *w);
+
 /* Returns 1 if the lock had to wait. */
 int dsm_group_lock(struct dsm *d, int id)
 {
-    _Atomic uint32_t *w = lock_word(d, id);
+    return word_lock(d, lock_word(d, id));
+}
+
+void dsm_group_unlock(struct dsm *d, int id)
+{
+    word_unlock(lock_word(d, id));
+}
+
+static int word_lock(struct dsm *d, _Atomic uint32_t *w)
+{
     uint32_t c = 0;
     struct gwait g = { 0, 0 };
 
@@ -334,10 +548,8 @@ int dsm_group_lock(struct dsm *d, int id)
     return 1;
 }
 
-void dsm_group_unlock(struct dsm *d, int id)
+static void word_unlock(_Atomic uint32_t *w)
 {
-    _Atomic uint32_t *w = lock_word(d, id);
-
     if (atomic_fetch_sub(w, 1) != 1) {
         atomic_store(w, 0);
         gfutex_wake(w, 1);
@@ -365,4 +577,126 @@ void dsm_group_barrier(struct dsm *d)
     while (atomic_load(&g->bar_gen) == gen)
         gfutex_wait(&g->bar_gen, gen);
     atomic_fetch_sub(&g->bar_sleepers, 1);
+}
+
+/* ---- groups across hosts: the release mutex and two-way merges ---------------------
+ *
+ * One release, merge or poll flush of a host at a time (the release
+ * mutex, a futex word in the segment): while one runs no diff of the host
+ * is in flight but its own, and the twins are its alone. */
+
+void dsm_rel_lock(struct dsm *d)
+{
+    word_lock(d, &d->xctl->rel);
+}
+
+int dsm_rel_trylock(struct dsm *d)
+{
+    uint32_t c = 0;
+    return atomic_compare_exchange_strong(&d->xctl->rel, &c, 1);
+}
+
+void dsm_rel_unlock(struct dsm *d)
+{
+    word_unlock(&d->xctl->rel);
+}
+
+/* A unit the host writes (DIRTY) was written on another host: the home's
+ * copy is read into a buffer, and only the bytes where it differs from the
+ * twin are written into the page and the twin. Bytes the host wrote since
+ * its last diff differ from the twin in the page but not at the home (the
+ * host's diffs made the home equal to the twin there, and none is in
+ * flight: the caller holds the release mutex), so they stay; no member is
+ * stopped. A unit that became clean meanwhile is simply dropped. */
+void dsm_merge(struct dsm *d, uint32_t u)
+{
+    struct dsm_unit *x = &d->u[u];
+    size_t off = (size_t)u * d->unit;
+    cvia_req_t req = NULL;
+    int home, rc;
+
+    cvia_spin_lock(d->lk);
+    if (x->state != U_DIRTY || dsm_ghome(d, x->home)) {
+        x->mpend = 0;
+        if (x->state == U_CLEAN && !dsm_ghome(d, x->home)) {
+            x->state = U_INVALID;
+            x->used = 0;
+            ADD(invalidations, 1);
+        }
+        if (x->state == U_INVALID)
+            dsm_unit_prot(d, u, P_NONE);
+        cvia_spin_unlock(d->lk);
+        return;
+    }
+    home = x->home;
+    cvia_spin_unlock(d->lk);
+    rc = cvia_read(d->mbuf, d->unit, &d->peer_view[home], off, &req);
+    if (!rc)
+        rc = cvia_wait(&req, NULL);
+    if (rc)
+        dsm_fatal(rc, "reading unit %u from rank %d: %s", u, home, cvia_strerror(rc));
+    ADD(rdma_bytes, d->unit);
+    ADD(fetches, 1);
+    ADD(fetch_bytes, d->unit);
+    cvia_spin_lock(d->lk);
+    if (x->state == U_DIRTY) {
+        const unsigned char *h = (const unsigned char *)d->mbuf;
+        unsigned char *pg = (unsigned char *)d->pview + off;
+        unsigned char *tw = (unsigned char *)d->twins + off;
+        for (size_t i = 0; i < d->unit; i += 8) {
+            if (!memcmp(h + i, tw + i, 8))
+                continue;
+            for (size_t j = i; j < i + 8; j++) {
+                if (h[j] != tw[j]) {
+                    pg[j] = h[j];
+                    tw[j] = h[j];
+                }
+            }
+        }
+    } else if (x->state == U_CLEAN) {   /* cleaned meanwhile: dropped instead */
+        x->state = U_INVALID;
+        x->used = 0;
+        dsm_unit_prot(d, u, P_NONE);
+    }
+    x->mpend = 0;
+    cvia_spin_unlock(d->lk);
+}
+
+void dsm_merge_list(struct dsm *d, const uint32_t *u, size_t n)
+{
+    if (!n)
+        return;
+    dsm_rel_lock(d);
+    for (size_t i = 0; i < n; i++)
+        dsm_merge(d, u[i]);
+    dsm_rel_unlock(d);
+}
+
+void dsm_merge_acquired(struct dsm *d)
+{
+    uint32_t *q;
+    size_t n;
+
+    if (!d->xg || !d->namq)
+        return;
+    q = d->amq;
+    n = d->namq;
+    d->amq = NULL;
+    d->namq = d->amq_cap = 0;
+    dsm_merge_list(d, q, n);
+    free(q);
+}
+
+/* The service thread, for poll notes: only when the mutex is free (the
+ * application thread may hold it, waiting for this thread's service). */
+void dsm_merge_queued(struct dsm *d)
+{
+    if (!d->nmq || atomic_load(&d->in_fin))
+        return;
+    if (!dsm_rel_trylock(d))
+        return;
+    for (size_t i = 0; i < d->nmq; i++)
+        dsm_merge(d, d->mq[i]);
+    d->nmq = 0;
+    dsm_rel_unlock(d);
 }

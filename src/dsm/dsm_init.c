@@ -161,6 +161,13 @@ int dsm_map_real(struct dsm *d)
     if (p == MAP_FAILED)
         return -errno;
     d->scratch = 0;
+    if (d->xg) {
+        /* the host's states moved on while this rank replayed */
+        for (size_t u = 0; u < dsm_top(d) / d->unit; u++)
+            d->uprot[u] = d->u[u].state == U_INVALID ? P_NONE :
+                          d->u[u].state == U_NONE ? P_NONE :
+                          d->u[u].state == U_EXCL ? P_RW : P_READ;
+    }
     dsm_prot_all(d);
 #ifdef MADV_POPULATE_WRITE
     if (d->grp &&   /* as units_install does for the units allocated so far */
@@ -174,7 +181,7 @@ static int map_region(struct dsm *d, int scratch)
 {
     void *p;
 
-    if (d->grp)                /* the host's segment, sized by rank 0 */
+    if (d->grp || d->xg)       /* the host's segment, sized by its leader */
         goto mapped;
     d->memfd = memfd_create("cvia-dsm", MFD_CLOEXEC);
     if (d->memfd < 0) {
@@ -204,8 +211,12 @@ mapped:
         return -errno;
     }
     d->scratch = scratch;
-    d->twins = mmap(NULL, d->region, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (d->xg)                 /* the host's twins, after its region */
+        d->twins = mmap(NULL, d->region, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                        d->memfd, (off_t)d->region);
+    else
+        d->twins = mmap(NULL, d->region, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (d->twins == MAP_FAILED) {
         d->twins = NULL;
         return -ENOMEM;
@@ -226,8 +237,17 @@ static int alloc_tables(struct dsm *d)
 {
     size_t P = (size_t)d->size;
 
-    d->u = calloc(d->nunits, sizeof(*d->u));
-    d->dirty = malloc(d->nunits * sizeof(*d->dirty));
+    if (!d->xg) {              /* else the host's, in its segment */
+        d->u = calloc(d->nunits, sizeof(*d->u));
+        d->dirty = malloc(d->nunits * sizeof(*d->dirty));
+    } else {
+        d->mine = malloc(d->nunits * sizeof(*d->mine));
+        d->mbuf = malloc(d->unit);
+        if (!d->mine || !d->mbuf)
+            return -ENOMEM;
+    }
+    d->uprot = calloc(d->nunits, 1);
+    d->upollw = calloc(d->nunits, 1);
     d->pollw = malloc(d->nunits * sizeof(*d->pollw));
     d->vt = calloc(P, sizeof(*d->vt));
     d->bar_vt = calloc(P, sizeof(*d->bar_vt));
@@ -256,7 +276,7 @@ static int alloc_tables(struct dsm *d)
     d->tx_seq = calloc(P * 4, sizeof(uint64_t));
     d->out_head = calloc(P, sizeof(*d->out_head));
     d->out_tail = calloc(P, sizeof(*d->out_tail));
-    if (!d->u || !d->dirty || !d->pollw || !d->vt || !d->bar_vt || !d->log || !d->flags ||
+    if (!d->u || !d->dirty || !d->pollw || !d->uprot || !d->upollw || !d->vt || !d->bar_vt || !d->log || !d->flags ||
         !d->ack_src || !d->dw_seq || !d->dw_next || !d->land || !d->stage[0] ||
         !d->stage[1] || !d->peer_view || !d->diffarea || !d->inbox || !d->credit ||
         !d->tx_seq || !d->out_head || !d->out_tail || !d->pf_free)
@@ -273,7 +293,7 @@ static int alloc_tables(struct dsm *d)
     d->peer_land = d->peer_view + 3 * P;
     d->peer_inbox = d->peer_view + 4 * P;
     d->peer_credit = d->peer_view + 5 * P;
-    for (size_t i = 0; i < d->nunits; i++)
+    for (size_t i = 0; i < d->nunits && !d->xg; i++)
         d->u[i].home = -1;
     return dsm_locks_init(d);
 }
@@ -373,7 +393,13 @@ static void release_all(struct dsm *d)
     }
     dsm_locks_fini(d);
     dsm_alloc_fini(d);
-    free(d->u); free(d->dirty); free(d->pollw); free(d->stale); free(d->vt); free(d->bar_vt); free(d->log);
+    if (!d->xg) {
+        free(d->u);
+        free(d->dirty);
+    }
+    dsm_group_xfini(d);
+    free(d->uprot); free(d->upollw); free(d->mine); free(d->mbuf); free(d->mq); free(d->amq);
+    free(d->pollw); free(d->stale); free(d->vt); free(d->bar_vt); free(d->log);
     free((void *)d->flags); free(d->ack_src); free(d->dw_seq); free(d->dw_next);
     if (d->land)
         munmap(d->land, d->unit * (size_t)(1 + d->cfg.prefetch));
@@ -397,6 +423,7 @@ int dsm_init_common(int *argc, char ***argv, int replay)
     memset(d, 0, sizeof(*d));
     d->fatal_fn = fn;
     d->memfd = -1;
+    d->lk = &d->lock;
     if (!cvia_initialized()) {
         if ((rc = cvia_init(argc, argv)))
             return rc;
@@ -518,9 +545,9 @@ int cvia_dsm_touch(const void *addr, size_t len, int write)
     for (size_t u = (size_t)(a - d->base) / d->unit;
          u <= (size_t)(a + len - 1 - d->base) / d->unit && !rc; u++) {
         int need = write ? P_RW : P_READ;
-        cvia_spin_lock(&d->lock);
-        int ok = (d->u[u].prot & need) == need;
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_lock(d->lk);
+        int ok = (d->uprot[u] & need) == need;
+        cvia_spin_unlock(d->lk);
         if (!ok)
             rc = dsm_fault(d, u, write);
     }

@@ -44,14 +44,14 @@ int cvia_dsm_lock_create(int *id_p)
         return -CVIA_ENOINIT;
     if (!id_p)
         return -EINVAL;
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (d->next_lock >= d->cfg.max_locks) {
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         dsm_err("more than %ld locks (CVIA_DSM_MAX_LOCKS)", d->cfg.max_locks);
         return -ENOSPC;
     }
     id = d->next_lock++;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     *id_p = id;
     return 0;
 }
@@ -93,18 +93,18 @@ int cvia_dsm_lock(int id)
         return 0;
     t0 = cvia__clock_s();
     L = &d->locks[id];
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (L->held) {
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         dsm_err("lock %d: this rank already holds it", id);
         return -EDEADLK;
     }
     if (d->grp) {          /* the region is one memory: the futex word alone */
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         int waited = dsm_group_lock(d, id);
-        cvia_spin_lock(&d->lock);
+        cvia_spin_lock(d->lk);
         L->held = 1;
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         if (waited) {
             ADD(lock_remote, 1);
             d->st.lock_time += cvia__clock_s() - t0;
@@ -115,32 +115,33 @@ int cvia_dsm_lock(int id)
     }
     if (L->have_token) {
         L->held = 1;
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         ADD(lock_local, 1);
         return 0;
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
 
     /* what we wrote must reach its homes before notices invalidate it */
     dsm_end_interval(d, 0);
     if (!(vt = malloc((size_t)d->size * sizeof(*vt))))
         return -ENOMEM;
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     L->waiting = 1;
     memcpy(vt, d->vt, (size_t)d->size * sizeof(*vt));
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     dsm_send(d, id % d->size, &h, vt, (size_t)d->size * sizeof(*vt));
     free(vt);
 
     m = dsm_mbox_wait(d, M_GRANT, -1, (uint32_t)id);
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     L->have_token = 1;
     L->held = 1;
     L->waiting = 0;
     rc = dsm_records_apply(d, m->data, m->len);
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     if (rc)
         dsm_fatal(rc, "lock %d: malformed write notices from rank %d", id, m->h.src);
+    dsm_merge_acquired(d);
     dsm_mail_free(m);
     ADD(lock_remote, 1);
     d->st.lock_time += cvia__clock_s() - t0;
@@ -159,24 +160,24 @@ int cvia_dsm_unlock(int id)
     if (d->scratch)
         return 0;
     L = &d->locks[id];
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (!L->held) {
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         dsm_err("unlock of lock %d, which this rank does not hold (unlock without "
                 "lock, or a second unlock)", id);
         return -EPERM;
     }
     if (d->grp) {
         L->held = 0;
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         dsm_group_unlock(d, id);
         return 0;
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
 
     dsm_end_interval(d, 0);
 
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     L->held = 0;
     if (L->next >= 0) {
         next = L->next;
@@ -186,7 +187,7 @@ int cvia_dsm_unlock(int id)
         free(L->next_vt);
         L->next_vt = NULL;
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     if (next >= 0)
         grant(d, id, next, &notes);
     return 0;
@@ -202,7 +203,7 @@ static void forward_in(struct dsm *d, int id, int req, const char *vtp, size_t l
 
     if (len != (size_t)d->size * sizeof(uint32_t))
         dsm_fatal(-CVIA_EPROTO, "lock %d: request of rank %d without its vector time", id, req);
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (L->have_token && !L->held) {
         L->have_token = 0;
         vt = malloc(len);
@@ -210,20 +211,20 @@ static void forward_in(struct dsm *d, int id, int req, const char *vtp, size_t l
             dsm_fatal(-ENOMEM, "out of memory");
         memcpy(vt, vtp, len);
         dsm_records_since(d, vt, &notes);
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         free(vt);
         grant(d, id, req, &notes);
         return;
     }
     if (L->next >= 0) {
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         dsm_fatal(-CVIA_EPROTO, "lock %d: two ranks queued behind rank %d", id, d->rank);
     }
     if (!(L->next_vt = malloc(len)))
         dsm_fatal(-ENOMEM, "out of memory");
     memcpy(L->next_vt, vtp, len);
     L->next = req;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
 }
 
 void dsm_on_lock_req(struct dsm *d, const struct dsm_hdr *h, const char *p, size_t len)
@@ -233,10 +234,10 @@ void dsm_on_lock_req(struct dsm *d, const struct dsm_hdr *h, const char *p, size
     if (h->a >= (uint32_t)d->cfg.max_locks || (int)(h->a % (uint32_t)d->size) != d->rank)
         dsm_fatal(-CVIA_EPROTO, "a request for lock %u that rank %d does not manage",
                   h->a, d->rank);
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     prev = d->locks[id].tail;
     d->locks[id].tail = h->src;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     if (prev == d->rank) {
         forward_in(d, id, h->src, p, len);
     } else {

@@ -97,9 +97,11 @@ static const struct cvia_param dsm_params[] = {
       "2: when every rank runs on one host, the ranks map one shared segment "
       "(0600, unlinked as soon as all have it) as the region, so the hardware "
       "keeps it coherent: no fault, fetch, twin or diff, and locks and "
-      "barriers are futex words in shared memory. A job whose ranks span "
-      "hosts runs the one-level protocol (groups per host are not built "
-      "yet). 1: every rank keeps its own copy and runs the home-based "
+      "barriers are futex words in shared memory. When the ranks span "
+      "hosts and a host has two or more, the ranks of each host share one "
+      "segment (region, twins, unit table) and the home-based protocol runs "
+      "between hosts only (groups; locks and barriers stay messages). "
+      "1: every rank keeps its own copy and runs the home-based "
       "protocol with every other rank, on one host too (the paper's "
       "comparison). Every rank needs the same value.", 1, 2, NULL },
     { NULL }

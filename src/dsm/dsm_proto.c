@@ -139,6 +139,34 @@ int dsm_records_apply(struct dsm *d, const char *p, size_t len)
             if (u >= d->nunits)
                 return -CVIA_EPROTO;
             x = &d->u[u];
+            if (d->xg) {
+                /* groups: a member's write is in this memory already; a
+                 * unit of this host's homes is current; a dirty copy is
+                 * merged (dsm_merge_acquired), not dropped */
+                if ((d->gmask >> h[0]) & 1 || dsm_ghome(d, x->home))
+                    continue;
+                if (x->pf == PF_FLIGHT)
+                    x->pf = PF_STALE;
+                if (x->state == U_DIRTY) {
+                    if (d->namq == d->amq_cap) {
+                        size_t cap = d->amq_cap ? 2 * d->amq_cap : 64;
+                        uint32_t *q = realloc(d->amq, cap * sizeof(*q));
+                        if (!q)
+                            dsm_fatal(-ENOMEM, "out of memory");
+                        d->amq = q;
+                        d->amq_cap = cap;
+                    }
+                    d->amq[d->namq++] = u;
+                    continue;
+                }
+                if (x->state == U_CLEAN) {
+                    x->state = U_INVALID;
+                    x->used = 0;
+                    ADD(invalidations, 1);
+                }
+                dsm_unit_prot(d, u, P_NONE);
+                continue;
+            }
             if (x->pf == PF_FLIGHT)   /* it may carry data older than this notice */
                 x->pf = PF_STALE;
             if (x->home != d->rank && (x->state == U_CLEAN || x->state == U_DIRTY)) {
@@ -273,11 +301,11 @@ static void pk_run(struct packer *k, uint32_t off, uint32_t len, const char *dat
     }
 }
 
-/* The runs of bytes that differ between unit @u and its twin. */
-static size_t diff_unit(struct packer *k, uint32_t u)
+/* The runs of bytes that differ between unit @u (its bytes at @cur) and
+ * its twin. */
+static size_t diff_unit(struct packer *k, uint32_t u, const unsigned char *cur)
 {
     struct dsm *d = k->d;
-    const unsigned char *cur = (const unsigned char *)d->pview + (size_t)u * d->unit;
     const unsigned char *tw = (const unsigned char *)d->twins + (size_t)u * d->unit;
     size_t i = 0, n = d->unit, changed = 0;
 
@@ -311,8 +339,9 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Send the diffs of the non-home units in @keys ((home << 32) | unit,
- * sorted), then wait until every home has applied them. */
-static void flush_diffs(struct dsm *d, const uint64_t *keys, size_t n)
+ * sorted), then wait until every home has applied them. The bytes are
+ * the units' own, or @scr[i] for keys[i] (groups: a copy taken once). */
+static void flush_diffs(struct dsm *d, const uint64_t *keys, size_t n, const char *scr)
 {
     struct packer k = { .d = d };
     uint64_t used[DSM_MAX_RANKS / 64 + 1] = { 0 };
@@ -322,7 +351,8 @@ static void flush_diffs(struct dsm *d, const uint64_t *keys, size_t n)
         used[k.home / 64] |= 1ull << (k.home % 64);
         pk_open(&k);
         for (; i < n && (int)(keys[i] >> 32) == k.home; i++) {
-            size_t c = diff_unit(&k, (uint32_t)keys[i]);
+            const char *cur = scr ? scr + i * d->unit : d->pview + (keys[i] & 0xffffffffu) * d->unit;
+            size_t c = diff_unit(&k, (uint32_t)keys[i], (const unsigned char *)cur);
             ADD(diffs, 1);
             ADD(diff_bytes, c);
         }
@@ -336,8 +366,110 @@ static void flush_diffs(struct dsm *d, const uint64_t *keys, size_t n)
     }
 }
 
+/* dsm_end_interval with groups across hosts. The interval is the host's:
+ * every unit in the host's dirty list, whoever wrote it (a member's bytes
+ * released early are later values, which RC allows). Under the release
+ * mutex, which keeps one release, merge or poll flush of the host at a
+ * time: this rank write-protects what it wrote and clears its mark, takes
+ * a copy of each dirty copy, sends its diff against the twin and makes
+ * the copy the twin (a byte another member writes meanwhile differs from
+ * it and goes with a later diff). A unit leaves the dirty list when no
+ * member has written it since its last release and, for a copy, nothing
+ * differs from the twin. */
+static int end_interval_xg(struct dsm *d)
+{
+    const uint64_t me = 1ull << d->rank;
+    uint32_t *units;
+    uint64_t *keys;
+    char *scr = NULL;
+    size_t n, nk = 0, nd, nt;
+
+    atomic_store(&d->in_release, 1);
+    dsm_rel_lock(d);
+    cvia_spin_lock(d->lk);
+    for (size_t i = 0; i < d->nmine; i++) {
+        uint32_t u = d->mine[i];
+        d->u[u].wmask &= ~me;
+        dsm_unit_prot(d, u, P_READ);
+    }
+    d->nmine = 0;
+    nd = d->xctl->ndirty;
+    nt = (size_t)(d->xctl->ntracked - d->trk_rel);
+    n = nd + nt;
+    if (!n) {
+        cvia_spin_unlock(d->lk);
+        dsm_rel_unlock(d);
+        atomic_store(&d->in_release, 0);
+        return 0;
+    }
+    units = malloc(n * sizeof(*units));
+    keys = malloc(n * sizeof(*keys));
+    if (!units || !keys)
+        dsm_fatal(-ENOMEM, "out of memory");
+    memcpy(units, d->dirty, nd * sizeof(*units));
+    /* home units tracked again since this rank's last release: it may
+     * have written them without a fault meanwhile, so its notice names
+     * them, and its next write faults */
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t u = d->tracked[d->trk_rel + i];
+        units[nd + i] = u;
+        if (d->uprot[u] == P_RW && !(d->u[u].state == U_DIRTY && (d->u[u].wmask & me)))
+            dsm_unit_prot(d, u, P_READ);
+    }
+    d->trk_rel += nt;
+    for (size_t i = 0; i < nd; i++) {
+        struct dsm_unit *x = &d->u[units[i]];
+        if (!dsm_ghome(d, x->home) && x->state == U_DIRTY)
+            keys[nk++] = ((uint64_t)(uint16_t)x->home << 32) | units[i];
+    }
+    cvia_spin_unlock(d->lk);
+
+    if (nk) {
+        qsort(keys, nk, sizeof(*keys), cmp_u64);
+        if (!(scr = malloc(nk * d->unit)))
+            dsm_fatal(-ENOMEM, "out of memory");
+        for (size_t i = 0; i < nk; i++)
+            memcpy(scr + i * d->unit, d->pview + (keys[i] & 0xffffffffu) * d->unit, d->unit);
+        flush_diffs(d, keys, nk, scr);
+        for (size_t i = 0; i < nk; i++)
+            memcpy(d->twins + (keys[i] & 0xffffffffu) * d->unit, scr + i * d->unit, d->unit);
+    }
+
+    cvia_spin_lock(d->lk);
+    for (size_t i = 0; i < nd; i++) {
+        struct dsm_unit *x = &d->u[units[i]];
+        size_t off = (size_t)units[i] * d->unit;
+        if (x->state != U_DIRTY || x->wmask)
+            continue;
+        if (!dsm_ghome(d, x->home) && memcmp(d->pview + off, d->twins + off, d->unit))
+            continue;
+        x->state = U_CLEAN;
+        x->indirty = 0;
+    }
+    {
+        size_t k = 0;
+        for (size_t i = 0; i < d->xctl->ndirty; i++)
+            if (d->u[d->dirty[i]].indirty)
+                d->dirty[k++] = d->dirty[i];
+        d->xctl->ndirty = k;
+    }
+    log_append(d, d->rank, d->vt[d->rank] + 1, (uint32_t)n, units);
+    d->vt[d->rank]++;
+    ADD(intervals, 1);
+    cvia_spin_unlock(d->lk);
+    dsm_rel_unlock(d);
+    atomic_store(&d->in_release, 0);
+    free(scr);
+    free(units);
+    free(keys);
+    return 0;
+}
+
 int dsm_end_interval(struct dsm *d, int barrier)
 {
+    if (d->xg)
+        return end_interval_xg(d);
+
     uint32_t *units;
     uint64_t *keys;
     size_t n, nk = 0;
@@ -348,10 +480,10 @@ int dsm_end_interval(struct dsm *d, int barrier)
     atomic_store(&d->in_release, 1);
     while (atomic_load(&d->pflush))
         sched_yield();
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     n = d->ndirty;
     if (!n) {
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         atomic_store(&d->in_release, 0);
         return 0;
     }
@@ -375,14 +507,14 @@ int dsm_end_interval(struct dsm *d, int barrier)
             keys[nk++] = ((uint64_t)(uint16_t)x->home << 32) | units[i];
         }
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
 
     if (nk) {
         qsort(keys, nk, sizeof(*keys), cmp_u64);
-        flush_diffs(d, keys, nk);
+        flush_diffs(d, keys, nk, NULL);
     }
 
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     for (size_t i = 0; i < nk; i++) {
         uint32_t u = (uint32_t)keys[i];
         /* a poll note came while the diff was on its way: our copy may
@@ -393,7 +525,7 @@ int dsm_end_interval(struct dsm *d, int barrier)
     log_append(d, d->rank, d->vt[d->rank] + 1, (uint32_t)n, units);
     d->vt[d->rank]++;
     ADD(intervals, 1);
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     atomic_store(&d->in_release, 0);
     free(units);
     free(keys);
@@ -468,8 +600,85 @@ static void write_runs(struct dsm *d, const struct prun *runs, size_t nr,
     }
 }
 
+/* dsm_poll_tick with groups across hosts: this rank's writes since its
+ * last tick (its own marks: protections are per process), flushed under
+ * the release mutex (a release or merge that holds it carries them, and
+ * the marks wait for the next tick), announced to the ranks of the other
+ * hosts only (this host's see them in the one memory). */
+static void poll_tick_xg(struct dsm *d)
+{
+    uint32_t *note = NULL;
+    struct prun *runs = NULL;
+    struct dsm_buf bytes = { 0 };
+    size_t n, nr = 0, cap = 0;
+    cvia_req_t *reqs = NULL;
+
+    size_t np, nt;
+
+    atomic_store(&d->pflush, 1);
+    if (atomic_load(&d->in_fin) || !dsm_rel_trylock(d)) {
+        atomic_store(&d->pflush, 0);
+        return;
+    }
+    cvia_spin_lock(d->lk);
+    np = d->npollw;
+    nt = (size_t)(d->xctl->ntracked - d->trk_tick);
+    n = np + nt;
+    if (!n || d->scratch) {
+        cvia_spin_unlock(d->lk);
+        dsm_rel_unlock(d);
+        atomic_store(&d->pflush, 0);
+        return;
+    }
+    if (!(note = malloc(n * 2 * sizeof(*note))))
+        dsm_fatal(-ENOMEM, "out of memory");
+    /* home units tracked again since the last tick: this rank may have
+     * written them without a fault; named, and write-protected here */
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t u = d->tracked[d->trk_tick + i];
+        note[2 * (np + i)] = u;
+        note[2 * (np + i) + 1] = d->epoch;
+        if (d->uprot[u] == P_RW &&
+            !(d->u[u].state == U_DIRTY && (d->u[u].wmask & (1ull << d->rank))))
+            dsm_unit_prot(d, u, P_READ);
+    }
+    d->trk_tick += nt;
+    for (size_t i = 0; i < np; i++) {
+        uint32_t u = d->pollw[i];
+        struct dsm_unit *x = &d->u[u];
+        note[2 * i] = u;
+        note[2 * i + 1] = x->wepoch;
+        d->upollw[u] = 0;
+        if (x->state != U_DIRTY)
+            continue;
+        dsm_unit_prot(d, u, P_READ);
+        if (!dsm_ghome(d, x->home))
+            collect_runs(d, u, x->home, &runs, &nr, &cap, &bytes);
+    }
+    d->npollw = 0;
+    cvia_spin_unlock(d->lk);
+    if (nr && !(reqs = calloc(nr, sizeof(*reqs))))
+        dsm_fatal(-ENOMEM, "out of memory");
+    write_runs(d, runs, nr, &bytes, reqs);
+    dsm_rel_unlock(d);
+    free(reqs);
+    for (int r = 0; r < d->size; r++) {
+        struct dsm_hdr h = { .type = M_POLLNOTE, .a = (uint32_t)n };
+        if (!((d->gmask >> r) & 1))
+            dsm_send(d, r, &h, note, n * 2 * sizeof(*note));
+    }
+    atomic_store(&d->pflush, 0);
+    free(note);
+    free(runs);
+    dsm_buf_free(&bytes);
+}
+
 void dsm_poll_tick(struct dsm *d)
 {
+    if (d->xg) {
+        poll_tick_xg(d);
+        return;
+    }
     uint32_t *note = NULL;
     struct prun *runs = NULL;
     struct dsm_buf bytes = { 0 };
@@ -482,10 +691,10 @@ void dsm_poll_tick(struct dsm *d)
         atomic_store(&d->pflush, 0);
         return;
     }
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     n = d->npollw;
     if (!n || d->scratch) {
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         atomic_store(&d->pflush, 0);
         return;
     }
@@ -496,7 +705,7 @@ void dsm_poll_tick(struct dsm *d)
         struct dsm_unit *x = &d->u[u];
         note[2 * i] = u;
         note[2 * i + 1] = x->wepoch;
-        x->pollw = 0;
+        d->upollw[u] = 0;
         if (x->state != U_DIRTY)
             continue;
         /* the next write faults again (and marks it for the next tick) */
@@ -505,7 +714,7 @@ void dsm_poll_tick(struct dsm *d)
             collect_runs(d, u, x->home, &runs, &nr, &cap, &bytes);
     }
     d->npollw = 0;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
 
     if (nr && !(reqs = calloc(nr, sizeof(*reqs))))
         dsm_fatal(-ENOMEM, "out of memory");
@@ -559,7 +768,7 @@ static void drop_dirty(struct dsm *d)
         atomic_store(&d->pflush, 0);
         return;
     }
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     for (size_t i = 0; i < d->nstale; i++) {
         uint32_t u = d->stale[i];
         struct dsm_unit *x = &d->u[u];
@@ -572,7 +781,7 @@ static void drop_dirty(struct dsm *d)
         ADD(invalidations, 1);
     }
     d->nstale = 0;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     if (nr && !(reqs = calloc(nr, sizeof(*reqs))))
         dsm_fatal(-ENOMEM, "out of memory");
     write_runs(d, runs, nr, &bytes, reqs);
@@ -586,18 +795,44 @@ void dsm_on_pollnote(struct dsm *d, const struct dsm_hdr *h, const char *p, size
 {
     if (len != (size_t)h->a * 8)
         dsm_fatal(-CVIA_EPROTO, "a malformed poll note from rank %d", h->src);
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     for (uint32_t i = 0; i < h->a; i++) {
         uint32_t v[2];
         struct dsm_unit *x;
         memcpy(v, p + 8 * (size_t)i, 8);
         if (v[0] >= d->nunits) {
-            cvia_spin_unlock(&d->lock);
+            cvia_spin_unlock(d->lk);
             dsm_fatal(-CVIA_EPROTO, "a poll note from rank %d names unit %u", h->src, v[0]);
         }
         x = &d->u[v[0]];
-        if (x->home == d->rank || x->home < 0)
+        if (dsm_ghome(d, x->home) || x->home < 0)
             continue;
+        if (d->xg) {
+            /* the host's copy: dropped for every member (each member's
+             * own access is dropped by its own copy of the note); a copy
+             * the host writes is merged by the service thread */
+            if (x->pf == PF_FLIGHT)
+                x->pf = PF_STALE;
+            if (x->state == U_DIRTY) {
+                if (d->nmq == d->mq_cap) {
+                    size_t cap = d->mq_cap ? 2 * d->mq_cap : 64;
+                    uint32_t *q = realloc(d->mq, cap * sizeof(*q));
+                    if (!q)
+                        dsm_fatal(-ENOMEM, "out of memory");
+                    d->mq = q;
+                    d->mq_cap = cap;
+                }
+                d->mq[d->nmq++] = v[0];
+                continue;
+            }
+            if (x->state == U_CLEAN) {
+                x->state = U_INVALID;
+                x->used = 0;
+                ADD(invalidations, 1);
+            }
+            dsm_unit_prot(d, v[0], P_NONE);
+            continue;
+        }
         x->noted = 1;
         if (x->pf == PF_FLIGHT)
             x->pf = PF_STALE;
@@ -611,11 +846,11 @@ void dsm_on_pollnote(struct dsm *d, const struct dsm_hdr *h, const char *p, size
             dsm_unit_prot(d, v[0], P_NONE);
             ADD(invalidations, 1);
         } else if (x->state == U_DIRTY && !stale_dirty(d, v[0])) {
-            cvia_spin_unlock(&d->lock);
+            cvia_spin_unlock(d->lk);
             dsm_fatal(-ENOMEM, "out of memory");
         }
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     drop_dirty(d);
 }
 

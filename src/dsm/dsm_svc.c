@@ -245,10 +245,10 @@ static void mbox_put(struct dsm *d, const struct dsm_hdr *h, char *data, size_t 
     m->h = *h;
     m->data = data;
     m->len = len;
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     *d->mbox_tail = m;
     d->mbox_tail = &m->next;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     atomic_fetch_add(&d->mbox_seq, 1);
     dsm_futex_wake(&d->mbox_seq);
     d->woke_app = 1;
@@ -270,7 +270,7 @@ struct dsm_mail *dsm_mbox_wait(struct dsm *d, int type, int src, uint32_t a)
         uint32_t seq = atomic_load(&d->mbox_seq);
         struct dsm_mail **pp, *m = NULL;
 
-        cvia_spin_lock(&d->lock);
+        cvia_spin_lock(d->lk);
         for (pp = &d->mbox; *pp; pp = &(*pp)->next) {
             struct dsm_mail *c = *pp;
             if (c->h.type == type && (src < 0 || c->h.src == src) &&
@@ -282,7 +282,7 @@ struct dsm_mail *dsm_mbox_wait(struct dsm *d, int type, int src, uint32_t a)
                 break;
             }
         }
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         if (m)
             return m;
         atomic_fetch_add(&d->app_waiting, 1);
@@ -314,11 +314,11 @@ static void on_fetch(struct dsm *d, const struct dsm_hdr *h)
     cvia_req_t req = NULL;
     void *bounce = NULL;
 
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (h->b > d->epoch) {
         /* the requester passed a barrier this rank is still finishing:
          * serve it once the barrier's copyset changes are done */
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         defer(d, h);
         return;
     }
@@ -331,11 +331,16 @@ static void on_fetch(struct dsm *d, const struct dsm_hdr *h)
      * tracked for good */
     x->copyset |= 1ull << src;
     x->sticky = 1;
-    if (x->state == U_EXCL)
+    if (x->state == U_EXCL) {
         x->state = U_CLEAN;
+        /* groups: the other ranks of this host may write it without a
+         * fault until they take this in (their next release, poll tick) */
+        if (d->xg)
+            d->tracked[d->xctl->ntracked++] = (uint32_t)u;
+    }
     if (x->state == U_CLEAN)
         dsm_unit_prot(d, u, P_READ);
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
 
     /* the tag tells the requester a fault's unit (0) from a prefetch's */
     uint64_t tag = h->pad ? (h->c ? h->c - 1 : 1) : 0;
@@ -363,11 +368,11 @@ static void on_claim(struct dsm *d, const struct dsm_hdr *h)
 {
     struct dsm_hdr r = { .type = M_CLAIMED, .a = h->a };
 
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (d->u[h->a].home < 0)
         d->u[h->a].home = (int16_t)h->src;
     r.b = (uint32_t)d->u[h->a].home;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     dsm_send(d, h->src, &r, NULL, 0);
 }
 
@@ -382,13 +387,13 @@ static void on_claimed(struct dsm *d, const struct dsm_hdr *h)
 {
     struct dsm_unit *x = &d->u[h->a];
 
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     x->home = (int16_t)h->b;
     if (h->b == (uint32_t)d->rank) {
         /* never written before: every rank's zero copy is valid */
         x->copyset = dsm_all_others(d, d->rank);
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     fault_done(d);
 }
 
@@ -402,11 +407,11 @@ static int poll_fault(struct dsm *d)
         return 0;
     atomic_store(&d->fault.state, F_SENT);
     h.a = d->fault.unit;
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     if (d->fault.kind == FK_FETCH && d->cfg.fetch == DSM_FETCH_PULL &&
         d->u[h.a].fetched) {
         /* the home tracks this unit: read it ourselves */
-        cvia_spin_unlock(&d->lock);
+        cvia_spin_unlock(d->lk);
         dsm_pull(d, h.a);
         fault_done(d);
         return 1;
@@ -420,7 +425,7 @@ static int poll_fault(struct dsm *d)
         h.type = M_CLAIM;
         dest = (int)(h.a % (uint32_t)d->size);
     }
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     dsm_send(d, dest, &h, NULL, 0);
     return 1;
 }
@@ -576,9 +581,9 @@ static int retry_deferred(struct dsm *d, uint32_t *seen)
     struct dsm_mail *list, *m;
     uint32_t e;
 
-    cvia_spin_lock(&d->lock);
+    cvia_spin_lock(d->lk);
     e = d->epoch;
-    cvia_spin_unlock(&d->lock);
+    cvia_spin_unlock(d->lk);
     if (e == *seen || !d->deferred)
         return 0;
     *seen = e;
@@ -640,6 +645,8 @@ static void *svc_main(void *arg)
             n += drain_out(d);
         if (d->deferred)
             n += retry_deferred(d, &seen_epoch);
+        if (d->nmq)            /* groups: dirty copies a poll note named */
+            dsm_merge_queued(d);
         if (ticks && (!(++tloops & 1023) || !n)) {
             double t = cvia__clock_s();
             if (t >= next_tick) {

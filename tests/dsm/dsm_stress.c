@@ -18,8 +18,23 @@
  *   levels    counter, merge, barrier, migrate and touch, then the path the
  *             ranks took, from this rank's counters, against DSM_TEST_EXPECT:
  *             "shared" (CVIA_DSM_LEVELS=2 on one host: no fault, fetch,
- *             twin, diff or write notice at all) or "protocol" (one-level:
- *             this rank fetched or diffed units)
+ *             twin, diff or write notice at all), "protocol" (one-level:
+ *             this rank fetched or diffed units) or "groups" (two hosts
+ *             under func/hosts.sh, ranks r and r + 2 on one host: a rank
+ *             sees its host partner's write with no synchronization at all,
+ *             which with CVIA_DSM_POLL=0 only a shared region gives, and
+ *             the ranks still fetched or diffed across hosts)
+ *   hostmerge two ranks of one host (np 4 under func/hosts.sh: 0 and 2, then
+ *             1 and 3) write disjoint bytes of one unit, interleaved, with
+ *             no synchronization between them, once for a unit homed on
+ *             the other host and once for one homed on their own; after a
+ *             barrier the other host's ranks must read both ranks' bytes
+ *   excl      (np 4 under func/hosts.sh) a unit homed on rank 0 and written
+ *             by rank 2 alone becomes exclusive to their host at a barrier
+ *             (rank 2 then writes it with no fault); rank 1 on the other
+ *             host reads it (the home tracks it again), then rank 2 writes
+ *             it once more with no synchronization in between: after the
+ *             next barrier every rank must read rank 2's last value
  * Every rank prints "ok CASE" on success. */
 #include <errno.h>
 #include <fcntl.h>
@@ -376,14 +391,117 @@ static int t_ownbytes(void)
     return 0;
 }
 
+/* Under func/hosts.sh with 4 ranks: ranks 0 and 2 share a host, 1 and 3
+ * the other. Rank 0 (1) writes a word of a unit homed on the other host,
+ * rank 2 (3) waits for it with no synchronization, at most 10 s. */
+static int host_partner_sees(void)
+{
+    volatile uint32_t *w;
+    size_t unit = cvia_dsm_unit();
+
+    if (np != 4)
+        FAIL("DSM_TEST_EXPECT=groups wants 4 ranks on two hosts, not %d", np);
+    CHECK(cvia_dsm_alloc(2 * unit, CVIA_DSM_HOME_RR, (void **)&w));  /* homes 0, 1 */
+    CHECK(cvia_dsm_barrier());
+    /* rank 0 writes into unit 1 (home rank 1), rank 1 into unit 0 */
+    size_t mine = me % 2 == 0 ? unit / 4 : 0;
+    if (me < 2) {
+        w[mine + 16] = 0xc0ffee00u + (uint32_t)me;
+    } else {
+        unsigned long end = cvia_parmacs_clock_us() + 10000000ul;
+        uint32_t want = 0xc0ffee00u + (uint32_t)(me - 2);
+        while (w[mine + 16] != want && cvia_parmacs_clock_us() < end)
+            ;
+        if (w[mine + 16] != want)
+            FAIL("rank %d's write (0x%x) never showed here in 10 s without "
+                 "synchronization: the region is not shared with this host's ranks",
+                 me - 2, want);
+    }
+    CHECK(cvia_dsm_barrier());
+    return 0;
+}
+
+static int t_hostmerge(void)
+{
+    size_t unit = cvia_dsm_unit();
+    unsigned char *b;
+    int rounds = iters(20);
+
+    if (np != 4)
+        FAIL("hostmerge wants 4 ranks on two hosts, not %d", np);
+    /* unit 0 homed on rank 1 (host 2), unit 1 on rank 0 (host 1) */
+    CHECK(cvia_dsm_alloc(2 * unit, CVIA_DSM_HOME_RR, (void **)&b));
+    CHECK(cvia_dsm_barrier());
+    for (int k = 1; k <= rounds; k++) {
+        int host = k % 2;                 /* the writing host this round */
+        if (me % 2 == host) {
+            /* disjoint bytes of both units, interleaved word by word: the
+             * two members' writes meet in one page and one twin */
+            for (size_t i = (size_t)(me / 2) * 8; i < 2 * unit; i += 16)
+                memset(b + i, (int)(unsigned char)(k * 7 + me + i / 16), 8);
+        }
+        CHECK(cvia_dsm_barrier());
+        for (size_t i = 0; i < 2 * unit; i++) {
+            size_t w = (i / 8) % 2;       /* which member wrote byte i */
+            unsigned char want = (unsigned char)(k * 7 + host + 2 * (int)w + (int)((i & ~(size_t)15) / 16));
+            if (b[i] != want)
+                FAIL("round %d: byte %zu (unit %zu, written by rank %d) is %u, expected %u",
+                     k, i, i / unit, host + 2 * (int)w, b[i], want);
+        }
+        CHECK(cvia_dsm_barrier());
+    }
+    return 0;
+}
+
+static int t_excl(void)
+{
+    size_t unit = cvia_dsm_unit();
+    int rounds = iters(5);
+    uint32_t *x;
+    volatile uint32_t *flag;
+
+    if (np != 4)
+        FAIL("excl wants 4 ranks on two hosts, not %d", np);
+    CHECK(cvia_dsm_alloc((size_t)rounds * unit, 0, (void **)&x));   /* a fresh unit a round */
+    CHECK(cvia_dsm_alloc(unit, 2, (void **)&flag));
+    CHECK(cvia_dsm_barrier());
+    for (int k = 0; k < rounds; k++) {
+        volatile uint32_t *xk = x + (size_t)k * unit / 4;
+        if (me == 2)
+            xk[0] = 100u + (uint32_t)k;
+        CHECK(cvia_dsm_barrier());   /* written by its home's host alone: exclusive there */
+        CHECK(cvia_dsm_barrier());
+        if (me == 1) {
+            if (xk[0] != 100u + (uint32_t)k)
+                FAIL("round %d: read %u, expected rank 2's %u", k, xk[0], 100u + (uint32_t)k);
+            flag[0] = (uint32_t)k + 1;   /* a copy is here now: rank 2 may go on */
+        } else if (me == 2) {
+            unsigned long end = cvia_parmacs_clock_us() + 10000000ul;
+            while (flag[0] != (uint32_t)k + 1 && cvia_parmacs_clock_us() < end)
+                ;
+            if (flag[0] != (uint32_t)k + 1)
+                FAIL("round %d: rank 1's flag never came (within 10 s)", k);
+            xk[0] = 200u + (uint32_t)k;
+        }
+        CHECK(cvia_dsm_barrier());
+        if (xk[0] != 200u + (uint32_t)k)
+            FAIL("round %d: after the barrier the unit reads %u, expected rank 2's last "
+                 "write %u", k, xk[0], 200u + (uint32_t)k);
+        CHECK(cvia_dsm_barrier());
+    }
+    return 0;
+}
+
 static int t_levels(void)
 {
     const char *want = getenv("DSM_TEST_EXPECT");
     cvia_dsm_stats_t s;
 
-    if (!want || (strcmp(want, "shared") && strcmp(want, "protocol")))
-        FAIL("DSM_TEST_EXPECT must be shared or protocol, not '%s'", want ? want : "");
+    if (!want || (strcmp(want, "shared") && strcmp(want, "protocol") && strcmp(want, "groups")))
+        FAIL("DSM_TEST_EXPECT must be shared, protocol or groups, not '%s'", want ? want : "");
     if (t_counter() || t_merge() || t_barrier() || t_migrate() || t_touch())
+        return 1;
+    if (!strcmp(want, "groups") && host_partner_sees())
         return 1;
     CHECK(cvia_dsm_stats(&s));
     uint64_t traffic = s.read_faults + s.write_faults + s.fetches + s.twins + s.diffs +
@@ -396,8 +514,8 @@ static int t_levels(void)
              (unsigned long long)(s.read_faults + s.write_faults),
              (unsigned long long)s.fetches, (unsigned long long)s.diffs,
              (unsigned long long)s.notices_sent);
-    if (!strcmp(want, "protocol") && np > 1 && !(s.fetches + s.diffs))
-        FAIL("expected the one-level protocol, but this rank neither fetched nor diffed");
+    if (strcmp(want, "shared") && np > 1 && !(s.fetches + s.diffs))
+        FAIL("expected the protocol between hosts, but this rank neither fetched nor diffed");
     return 0;
 }
 
@@ -446,6 +564,8 @@ int main(int argc, char **argv)
     else if (!strcmp(c, "fetch"))     rc = t_fetch();
     else if (!strcmp(c, "levels"))    rc = t_levels();
     else if (!strcmp(c, "ownbytes"))  rc = t_ownbytes();
+    else if (!strcmp(c, "hostmerge")) rc = t_hostmerge();
+    else if (!strcmp(c, "excl"))      rc = t_excl();
     else if (!strcmp(c, "big"))       rc = t_big();
     else if (!strcmp(c, "all"))
         rc = t_counter() || t_merge() || t_barrier() || t_migrate() || t_touch();
