@@ -380,6 +380,7 @@ int  dsm_group_lock(struct dsm *d, int id);   /* 1 if it waited */
 void dsm_group_unlock(struct dsm *d, int id);
 void dsm_group_barrier(struct dsm *d);
 void dsm_group_full(struct dsm *d, size_t len) __attribute__((noreturn));
+void dsm_group_reserve(struct dsm *d, size_t u0, size_t nu);
 /* groups across hosts */
 static inline int dsm_ghome(const struct dsm *d, int home)   /* home on this host */
 {

@@ -83,6 +83,7 @@ static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
          * tables), fault the memory in now, as the sequential build's
          * G_MALLOC does by clearing it: not inside the timed part of a
          * program (best effort: before Linux 5.14 it faults in on touch) */
+        dsm_group_reserve(d, u0, nu);
 #ifdef MADV_POPULATE_WRITE
         if ((d->size == 1 || d->grp) &&
             madvise(d->base + u0 * d->unit, nu * d->unit, MADV_POPULATE_WRITE) &&

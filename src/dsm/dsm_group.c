@@ -237,13 +237,39 @@ static int xcreate(struct dsm *d)
         return fd;
     }
     d->memfd = fd;
-    rc = fchmod(fd, 0600) || ftruncate(fd, (off_t)bytes) ? -errno : xmap(d, fd);
+    rc = fchmod(fd, 0600) || ftruncate(fd, (off_t)bytes) ? -errno : 0;
+    /* the control part is written at once: its pages are taken now, so a
+     * /dev/shm too small for them is this warning (one level follows),
+     * not a SIGBUS; the region's and twins' pages are taken as units are
+     * allocated (dsm_group_reserve) */
+    if (!rc)
+        rc = -posix_fallocate(fd, (off_t)(2 * d->region), (off_t)xctl_bytes(d));
+    if (!rc)
+        rc = xmap(d, fd);
     if (rc) {
         dsm_warn("sizing the host's shared region %s (%zu bytes): %s", d->gname, bytes,
                  strerror(-rc));
         xundo(d);
     }
     return rc;
+}
+
+/* Groups across hosts: take the pages of units [u0, u0 + nu) in the
+ * host's segment, region and twins, as they are allocated (every member
+ * does; the second time is free). The segment lives in /dev/shm: where
+ * it cannot hold them the job ends with the cause (dsm_group_full), where
+ * a later touch would be a SIGBUS. */
+void dsm_group_reserve(struct dsm *d, size_t u0, size_t nu)
+{
+    int e;
+
+    if (!d->xg || d->memfd < 0 || !nu)
+        return;
+    e = posix_fallocate(d->memfd, (off_t)(u0 * d->unit), (off_t)(nu * d->unit));
+    if (!e)
+        e = posix_fallocate(d->memfd, (off_t)(d->region + u0 * d->unit), (off_t)(nu * d->unit));
+    if (e == ENOSPC)
+        dsm_group_full(d, 2 * nu * d->unit);
 }
 
 /* Member: open the leader's segment; 0 or a negative errno. */

@@ -169,6 +169,7 @@ int dsm_map_real(struct dsm *d)
                           d->u[u].state == U_EXCL ? P_RW : P_READ;
     }
     dsm_prot_all(d);
+    dsm_group_reserve(d, 0, dsm_top(d) / d->unit);   /* as units_install does */
 #ifdef MADV_POPULATE_WRITE
     if (d->grp &&   /* as units_install does for the units allocated so far */
         madvise(d->base, dsm_top(d), MADV_POPULATE_WRITE) && errno == EFAULT)
