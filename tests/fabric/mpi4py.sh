@@ -28,7 +28,7 @@
 #
 # --tests DIR: the sdist's test/ directory (default: the cache that
 # install-deps.sh fills, ${XDG_CACHE_HOME:-~/.cache}/corevia/mpi4py-3.1.4/test).
-# Environment: CVIA_TEST_TIMEOUT_MULTIPLIER (default 1) scales the 150 s
+# Environment: CVIA_TEST_TIMEOUT_MULTIPLIER (default 1) scales the 110 s
 # bound; MPIRUN_OFI_PROVIDER (default corevia) names the provider, to try a
 # stock one (tcp) on an excluded test.
 # Exit 0: passed; 1: failed; 2: usage; 77: skipped (no mpirun, no mpi4py,
@@ -60,7 +60,7 @@ if [ -n "$hosts" ] && ! [[ $hosts =~ ^[a-z0-9]{1,12}$ ]]; then
 fi
 prov=${MPIRUN_OFI_PROVIDER:-corevia}
 mult=${CVIA_TEST_TIMEOUT_MULTIPLIER:-1}
-limit=$((150 * mult))
+limit=$((110 * mult))
 here=$(cd "$(dirname "$0")" && pwd)
 [ -n "$tests" ] || tests=${XDG_CACHE_HOME:-$HOME/.cache}/corevia/mpi4py-3.1.4/test
 
