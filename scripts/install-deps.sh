@@ -14,7 +14,10 @@
 #          debhelper, devscripts and lintian for the Debian packages,
 #          Slurm (slurmctld, slurmd, srun/sbatch, munge; mpi_pmix.so is in
 #          slurm-wlm-basic-plugins) for scripts/slurmlab.sh and tests.slurm)
-#          and scripts/affinity-eval.sh (iperf3)
+#          and scripts/affinity-eval.sh (iperf3); python3-mpi4py and the
+#          mpi4py 3.1.4 sdist's test/ directory (from PyPI, sha256 pinned,
+#          kept in ${XDG_CACHE_HOME:-~/.cache}/corevia/mpi4py-3.1.4/test)
+#          for tests/fabric/mpi4py.sh (fabric.mpi4py.*)
 #   Installing Slurm and munge must not leave system daemons behind: a
 #   policy-rc.d forbids starting services during the install, and the
 #   packages' services are then stopped and disabled (slurmlab.sh runs
@@ -29,7 +32,8 @@ build_pkgs=(gcc libc6-dev cmake make pkg-config libhwloc-dev libnuma-dev gnuplot
 test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iputils-ping iperf3 bzip2 nftables clang
            libclang-rt-14-dev openmpi-bin libopenmpi-dev libfabric-bin g++ man-db file
            dpkg-dev debhelper devscripts lintian
-           slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge)
+           slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
+           python3-mpi4py python3-distutils)
 daemon_services=(slurmctld slurmd munge)   # each is also the name of its package
 peer_pkgs=(ucx-utils ethtool)
 
@@ -38,9 +42,35 @@ case "$profile" in
     test)  want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     peers|all) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${peer_pkgs[@]}") ;;
     -h|--help)
-        sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-deps.sh: unknown profile '$profile' (build|test|peers|all)" >&2; exit 2 ;;
 esac
+
+# mpi4py's own test suite (tests/fabric/mpi4py.sh): the test/ directory of
+# the sdist that Debian 12's python3-mpi4py was built from, fetched once
+# from PyPI, checked against its pinned sha256, kept in the user's cache
+mpi4py_tests() {
+    local ver=3.1.4
+    local sum=17858f2ebc623220d0120d1fa8d428d033dde749c4bc35b33d81a66ad7f93480
+    # the file's own address on PyPI (as its simple index lists it)
+    local url=https://files.pythonhosted.org/packages/bc/f2/749af7fd0e7703ddca6cea525ab40f26c3ca6cbe6c23658441c6f9705860/mpi4py-$ver.tar.gz
+    local dir=${XDG_CACHE_HOME:-$HOME/.cache}/corevia/mpi4py-$ver tmp
+    [ -f "$dir/test/runtests.py" ] && return 0
+    echo "install-deps: fetching mpi4py $ver's test suite into $dir"
+    mkdir -p "$dir" && tmp=$(mktemp -d "$dir/.fetch.XXXXXX") || return 1
+    if ! python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' \
+            "$url" "$tmp/sdist.tar.gz"; then
+        echo "install-deps: cannot download $url" >&2; rm -rf "$tmp"; return 1
+    fi
+    if ! echo "$sum  $tmp/sdist.tar.gz" | sha256sum -c --quiet -; then
+        echo "install-deps: $url: sha256 is not $sum" >&2; rm -rf "$tmp"; return 1
+    fi
+    tar -xzf "$tmp/sdist.tar.gz" -C "$tmp" "mpi4py-$ver/test" &&
+        rm -rf "$dir/test" && mv "$tmp/mpi4py-$ver/test" "$dir/test"
+    local rc=$?
+    rm -rf "$tmp"
+    return $rc
+}
 
 missing=()
 for p in "${want[@]}"; do
@@ -50,7 +80,8 @@ for p in "${want[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: all ${#want[@]} packages of profile '$profile' are present"
-    exit 0
+    [ "$profile" = build ] || mpi4py_tests
+    exit
 fi
 if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: missing packages: ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2
@@ -91,3 +122,4 @@ for svc in ${new_services[@]+"${new_services[@]}"}; do
         [ -e "/etc/init.d/$svc" ] && "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
     fi
 done
+[ "$profile" = build ] || mpi4py_tests
