@@ -197,6 +197,7 @@ int cvia_inbox_open(int tag, size_t buf_size, int prealloc, cvia_inbox_t *ib_p)
         struct ib_ent *e = malloc(sizeof(*e) + buf_size);
         if (!e)
             break;   /* more come as needed */
+        e->big = NULL;
         e->next = ib->free;
         ib->free = e;
     }
