@@ -551,8 +551,6 @@ int shm_check_peers(struct cvia_prov_ep *ep)
     return lost;
 }
 
-#define SHM_INJECT_AHEAD 2   /* slots whose lines an inject asks for */
-
 /* cvia_inject: the message into one slot of @peer's ring now, or -EAGAIN
  * when that cannot be done at once (messages queued before it, the ring
  * full, more than a slot or a rendezvous's size): no xfer is queued, none
@@ -586,11 +584,6 @@ int shm_inject(struct cvia_prov_ep *ep, int peer, uint16_t ctx, int32_t tag,
         cvia_ring_publish(s, pp->tx_pos);
         pp->tx_pos++;
         shm_wake(pp->seg);
-        /* ask for the next slots' lines for writing now: a stream's
-         * sender otherwise waits for each line in turn, its stores behind
-         * the one to this slot until the line comes */
-        for (int k = 0; k < SHM_INJECT_AHEAD; k++)
-            __builtin_prefetch(cvia_ring_seq(&pp->tx_ring, pp->tx_pos + (uint64_t)k), 1, 3);
     }
     cvia_mlock_unlock(&pp->tx_lock);
     return rc;
