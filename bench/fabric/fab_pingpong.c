@@ -10,6 +10,7 @@
  *
  *   cvia-run -n 2 fab_pingpong [--sizes 8,4096] [--iters N] [--rounds R] [--csv]
  *                              [--thread serialized|multiple] [--calls plain|mtl]
+ *                              [--test latency|rate] [--window W] [--only cvia|fi]
  *
  * --calls mtl: the fi side makes the calls Open MPI's mtl ofi (4.1) makes
  * for a blocking MPI_Send/MPI_Recv ping-pong: fi_tinjectdata (the source
@@ -20,6 +21,19 @@
  * latency over the provider, what is left is Open MPI's own code (pml cm,
  * the mtl's requests and callbacks, opal_progress). Default: plain, the
  * fi_tsend / one-entry reads of any small libfabric program.
+ *
+ * --test rate: the message rate of a stream instead of the ping-pong, as
+ * osu_mbw_mr measures it (one pair): rank 0 posts a window of W (64)
+ * non-blocking sends, waits for them all, then for a 4-byte reply that
+ * rank 1 sends once it has received the whole window into W posted
+ * receives. The cvia side uses cvia_isend/cvia_irecv and cvia_waitall; the
+ * fi side makes the calls Open MPI's mtl ofi makes for it: fi_trecv for
+ * each receive, fi_tsenddata (the source rank as CQ data, a completion per
+ * message) for each send, 100-entry fi_cq_read until -FI_EAGAIN while it
+ * waits, fi_tinjectdata for the reply. Printed: the median over the rounds
+ * of each round's messages per second (10^6/s), and fi / cvia.
+ *
+ * --only cvia|fi: run that side alone (for a profiler); the other reads 0.
  *
  * --thread: the level both APIs run at. serialized (default, a single-
  * threaded program as MPI below MPI_THREAD_MULTIPLE): cvia_init_thread at
@@ -54,6 +68,9 @@ static fi_addr_t peer_addr;
 static int multiple;   /* --thread multiple */
 static int mtl_calls;  /* --calls mtl */
 static size_t inject_size;
+static int rate_test;  /* --test rate */
+static int window = 64;
+static int only = -1;  /* --only cvia|fi: 0 or 1, for profiling one side */
 
 static void die(const char *what, long rc)
 {
@@ -222,6 +239,91 @@ static double round_p50(int use_fi, size_t size, int iters, char *sbuf, char *rb
     return t[iters / 2];
 }
 
+
+/* ---- --test rate ---------------------------------------------------------- */
+
+/* Read the CQ as mtl ofi does (100 entries until -FI_EAGAIN); returns the
+ * completions seen (no error expected). */
+static long fi_drain_mtl(void)
+{
+    static struct fi_cq_tagged_entry e[100];
+    ssize_t n;
+    long got = 0;
+
+    while ((n = fi_cq_read(cq, e, 100)) > 0)
+        got += n;
+    if (n != -FI_EAGAIN) {
+        struct fi_cq_err_entry err = { 0 };
+        fi_cq_readerr(cq, &err, 0);
+        die("completion", -err.err);
+    }
+    return got;
+}
+
+/* One round of @iters windows of @size bytes; returns messages per second. */
+static double round_rate(int use_fi, size_t size, int iters, char *sbuf, char *rbuf)
+{
+    int me = cvia_rank(), peer = 1 - me;
+    cvia_req_t *reqs = calloc((size_t)window, sizeof(*reqs));
+    int ack = 0;
+    double t0 = 0;
+    long rc;
+
+    if (!reqs)
+        die("out of memory", -ENOMEM);
+    for (int i = -iters / 10; i < iters; i++) {
+        if (i == 0)
+            t0 = now_us();
+        if (me == 0) {
+            memset(sbuf, (char)i, size < 8 ? size : 8);
+            if (use_fi) {
+                long need = window;
+                for (int w = 0; w < window; w++)
+                    if ((rc = fi_tsenddata(ep, sbuf, size, NULL, (uint64_t)me, peer_addr, 7,
+                                           &reqs[w])))
+                        die("fi_tsenddata", rc);
+                while (need > 0)
+                    need -= fi_drain_mtl();
+                if ((rc = fi_trecv(ep, &ack, sizeof(ack), NULL, peer_addr, 8, 0, &ack)))
+                    die("fi_trecv", rc);
+                fi_wait_mtl();
+            } else {
+                for (int w = 0; w < window; w++)
+                    if ((rc = cvia_isend(sbuf, size, peer, 7, &reqs[w])))
+                        die("cvia_isend", rc);
+                if ((rc = cvia_waitall((size_t)window, reqs, NULL)) ||
+                    (rc = cvia_recv(&ack, sizeof(ack), peer, 8, NULL)))
+                    die("cvia", rc);
+            }
+        } else {
+            /* each receive of a window into its own slice of rbuf */
+            if (use_fi) {
+                long need = window;
+                for (int w = 0; w < window; w++)
+                    if ((rc = fi_trecv(ep, rbuf + (size_t)w * size, size, NULL, peer_addr, 7, 0,
+                                       &reqs[w])))
+                        die("fi_trecv", rc);
+                while (need > 0)
+                    need -= fi_drain_mtl();
+                if ((rc = fi_tinjectdata(ep, &ack, sizeof(ack), (uint64_t)me, peer_addr, 8)))
+                    die("fi_tinjectdata", rc);
+            } else {
+                for (int w = 0; w < window; w++)
+                    if ((rc = cvia_irecv(rbuf + (size_t)w * size, size, peer, 7, &reqs[w])))
+                        die("cvia_irecv", rc);
+                if ((rc = cvia_waitall((size_t)window, reqs, NULL)) ||
+                    (rc = cvia_send(&ack, sizeof(ack), peer, 8)))
+                    die("cvia", rc);
+            }
+            if (size && (rbuf[0] != (char)i || rbuf[(size_t)(window - 1) * size] != (char)i))
+                die("payload check", rbuf[0]);
+        }
+    }
+    double t = now_us() - t0;
+    free(reqs);
+    return (double)iters * window / t;   /* 10^6 messages per second */
+}
+
 int main(int argc, char **argv)
 {
     size_t sizes[MAX_SIZES] = { 8, 4096 }, nsizes = 2, maxsize = 0;
@@ -231,8 +333,12 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: cvia-run -n 2 fab_pingpong [--sizes S,S,...] [--iters N] "
                    "[--rounds R] [--csv] [--thread serialized|multiple] [--calls plain|mtl]\n"
+                   "       [--test latency|rate] [--window W] [--only cvia|fi]\n"
                    "8 B and 4 KiB half round trips through cvia_send/recv and through\n"
-                   "fi_tsend/trecv with the corevia provider, interleaved; medians.\n");
+                   "fi_tsend/trecv with the corevia provider, interleaved; medians.\n"
+                   "--test rate: osu_mbw_mr's message rate (window W, 64) through\n"
+                   "cvia_isend/irecv and through mtl ofi's calls (fi_tsenddata, fi_trecv,\n"
+                   "100-entry CQ reads), in 10^6 messages/s.\n");
             return 0;
         } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
             char *s = argv[++i], *end;
@@ -265,6 +371,26 @@ int main(int argc, char **argv)
                 return 2;
             }
             mtl_calls = !strcmp(v, "mtl");
+        } else if (!strcmp(argv[i], "--test") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "latency") && strcmp(v, "rate")) {
+                fprintf(stderr, "fab_pingpong: --test: '%s' is not latency or rate\n", v);
+                return 2;
+            }
+            rate_test = !strcmp(v, "rate");
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "cvia") && strcmp(v, "fi")) {
+                fprintf(stderr, "fab_pingpong: --only: '%s' is not cvia or fi\n", v);
+                return 2;
+            }
+            only = !strcmp(v, "fi");
+        } else if (!strcmp(argv[i], "--window") && i + 1 < argc) {
+            window = atoi(argv[++i]);
+            if (window < 1 || window > 4096) {
+                fprintf(stderr, "fab_pingpong: --window must be 1..4096\n");
+                return 2;
+            }
         } else {
             fprintf(stderr, "fab_pingpong: unknown argument '%s' (try --help)\n", argv[i]);
             return 2;
@@ -274,6 +400,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "fab_pingpong: --iters must be >= 10, --rounds 1..99\n");
         return 2;
     }
+    if (rate_test)
+        mtl_calls = 1;   /* the stream is always made of mtl ofi's calls */
     int rc = cvia_init_thread(&argc, &argv, multiple ? CVIA_THREAD_MULTIPLE
                                                      : CVIA_THREAD_SERIALIZED, NULL);
     if (rc) {
@@ -288,7 +416,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < nsizes; k++)
         if (sizes[k] > maxsize)
             maxsize = sizes[k];
-    char *sbuf = calloc(1, maxsize + 1), *rbuf = calloc(1, maxsize + 1);
+    char *sbuf = calloc(1, maxsize + 1), *rbuf = calloc((size_t)window, maxsize + 1);
     double *t = calloc((size_t)iters, sizeof(double));
     double (*p50)[2][100] = calloc(nsizes, sizeof(*p50));
     if (!sbuf || !rbuf || !t || !p50)
@@ -298,14 +426,21 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < nsizes; k++)
             for (int m = 0; m < 2; m++) {
                 int use_fi = (r + m) & 1;   /* alternate which goes first */
-                p50[k][use_fi][r] = round_p50(use_fi, sizes[k], iters, sbuf, rbuf, t);
+                if (only >= 0 && use_fi != only) {
+                    p50[k][use_fi][r] = 0;
+                    continue;
+                }
+                p50[k][use_fi][r] = rate_test ? round_rate(use_fi, sizes[k], iters, sbuf, rbuf)
+                                              : round_p50(use_fi, sizes[k], iters, sbuf, rbuf, t);
             }
     if (cvia_rank() == 0) {
         if (csv)
-            printf("size,cvia_p50_us,fi_p50_us,ratio\n");
+            printf(rate_test ? "size,cvia_mmsg_s,fi_mmsg_s,ratio\n"
+                             : "size,cvia_p50_us,fi_p50_us,ratio\n");
         else
-            printf("# median over %d rounds of each round's p50 half round trip (us), %s\n"
+            printf("# median over %d rounds of each round's %s, %s\n"
                    "# size        cvia          fi     fi/cvia\n", rounds,
+                   rate_test ? "message rate (10^6/s, window of W)" : "p50 half round trip (us)",
                    mtl_calls ? (multiple ? "CVIA_THREAD_MULTIPLE, FI_THREAD_SAFE, mtl ofi's calls"
                                          : "CVIA_THREAD_SERIALIZED, FI_THREAD_DOMAIN, mtl ofi's calls")
                              : (multiple ? "CVIA_THREAD_MULTIPLE, FI_THREAD_SAFE"

@@ -404,6 +404,60 @@ CVIA_API int cvia_mem_alloc(size_t len, const char *kind, void **ptr_p);
 CVIA_API int cvia_mem_free(void *ptr);
 /** @} */
 
+/** @name A layer's small messages without a request each: inboxes and
+ *  inject (version node CVIA_1.2)
+ *
+ * For a layer above corevia that matches messages itself (the libfabric
+ * provider): every message that arrives on @p tag from any peer goes to
+ * the inbox, in the order the peers' messages began to arrive, instead of
+ * to cvia_irecv()'s matching; corevia allocates no request for it and
+ * keeps no receive posted. The layer calls cvia_progress(), takes what
+ * has arrived with cvia_inbox_poll() and hands the buffers back with
+ * cvia_inbox_release(). A message of a peer that dies while it arrives
+ * comes out with a negative status. Messages on @p tag that arrived
+ * before cvia_inbox_open() stay with cvia_irecv().
+ * @{ */
+
+/** An inbox (cvia_inbox_open). */
+typedef struct cvia_inbox *cvia_inbox_t;
+
+/** A message taken from an inbox; its bytes are valid until it is released. */
+typedef struct cvia_inbox_msg {
+    int         source;  /**< the sender */
+    int         status;  /**< 0, or the negative code it failed with */
+    size_t      len;     /**< bytes at buf */
+    const void *buf;     /**< the message */
+    void       *priv;    /**< corevia's */
+} cvia_inbox_msg_t;
+
+/** Send every message with @p tag (>= 0) to a new inbox from now on.
+ *  @p buf_size: bytes of the buffers it keeps (a longer message gets one
+ *  of its own); @p prealloc: buffers made at once (more come as needed).
+ *  -EINVAL for a bad argument, -EBUSY if the tag has one already or
+ *  CVIA_INBOX_MAX (8) are open, -ENOMEM. */
+CVIA_API int cvia_inbox_open(int tag, size_t buf_size, int prealloc, cvia_inbox_t *ib_p);
+/** Take up to @p max messages that have arrived completely, in arrival
+ *  order, without progressing anything. Returns the count. */
+CVIA_API int cvia_inbox_poll(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int max);
+/** Hand back @p n messages taken by cvia_inbox_poll(). */
+CVIA_API void cvia_inbox_release(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int n);
+/** Stop sending the tag's messages to the inbox (later ones go to
+ *  cvia_irecv()'s matching), let those arriving finish, progressing for at
+ *  most CVIA_LIVENESS_INTERVAL, and drop what was not taken or released.
+ *  Before cvia_finalize(). 0, or -ETIMEDOUT when a message was still
+ *  arriving then (the inbox's memory then stays, never reused). */
+CVIA_API int cvia_inbox_close(cvia_inbox_t ib);
+
+/** Send a small message made of two pieces, @p hdr then @p buf (either may
+ *  be empty), to @p dest with @p tag now, without a request, if corevia
+ *  can buffer it at once after @p dest's earlier messages: 0 (sent; both
+ *  buffers are free again), -EAGAIN when it cannot (nothing sent: use
+ *  cvia_isend(); always so for a peer on another host and for a message
+ *  of more than one shm slot), or cvia_isend()'s errors. */
+CVIA_API int cvia_inject(const void *hdr, size_t hlen, const void *buf, size_t len, int dest,
+                         int tag);
+/** @} */
+
 /** Abort the whole job: tell the launcher, which ends every rank.
  *  Does not return. */
 CVIA_API void cvia_abort(int code, const char *why);

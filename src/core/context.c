@@ -17,6 +17,7 @@
 #include <corevia/corevia.h>
 #include "boot/boot.h"
 #include "core/core.h"
+#include "core/inbox.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/clock.h"
@@ -349,8 +350,8 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
     cvia_mlock_init(&c->mr_lock);
     cvia_mlock_init(&c->imm_lock);
     c->up.core = c;
-    c->up.match = cvia__core_match;
-    c->up.complete = cvia__core_complete;
+    c->up.match = cvia__inbox_match;         /* on to cvia__core_match */
+    c->up.complete = cvia__inbox_complete;   /* on to cvia__core_complete */
     c->up.peer_lost = cvia__core_peer_lost;
     c->up.mr_check = cvia__core_mr_check;
     c->up.imm = cvia__core_imm;

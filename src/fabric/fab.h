@@ -20,8 +20,9 @@
  *   fab_param.c  CVIA_FI_* (compiled into libcorevia: the library's table
  *                list names it, as for the DSM)
  *
- * Protocol (one corevia tag per endpoint id, FAB_TAG_BASE + epid, on which
- * the endpoint keeps CVIA_FI_RX_DEPTH receives posted from any live rank):
+ * Protocol (one corevia tag per endpoint id, FAB_TAG_BASE + epid, whose
+ * messages from any peer go to the endpoint's corevia inbox, cvia_inbox_open,
+ * without a corevia request each):
  *   EAGER  header + payload, for messages up to CVIA_FI_EAGER;
  *   RTS    header + the sender's buffer as a read-only corevia region: the
  *          receiver that matches it reads the bytes straight into the
@@ -339,12 +340,6 @@ struct fab_op {
     struct iovec iov[FAB_IOV_MAX];
 };
 
-/* A corevia receive kept posted for arrivals. */
-struct fab_slot {
-    cvia_req_t req;
-    char      *buf;
-};
-
 struct fab_ep {
     struct fid_ep fid;
     struct fab_domain *dom;
@@ -356,7 +351,7 @@ struct fab_ep {
     uint64_t caps;
     int      enabled;
     int      core_held;          /* holds a reference on corevia */
-    int      armed;              /* receive slots posted */
+    int      armed;              /* the inbox open */
     int      arm_rc;             /* arming failed: every operation fails with it */
     uint16_t epid;
     fab_lock_t lock;             /* short sections: a mutex cost 2x on 8 B latency */
@@ -364,9 +359,8 @@ struct fab_ep {
     struct fab_rx    *posted_head[2], *posted_tail[2];
     struct fab_unexp *unexp_head[2], *unexp_tail[2];
     struct fab_op *ops;          /* sends and reads in flight */
-    struct fab_slot *slots;      /* cfg.rx_depth, consumed in posting order */
-    size_t   slot_size, next_slot;
-    size_t   nrepost;            /* slots before next_slot consumed, not posted again yet */
+    cvia_inbox_t inbox;          /* the endpoint's tag's arrivals, once armed */
+    size_t   slot_size;          /* the largest message of ours but a pushed one */
     int      nlost_seen;
     unsigned check_tick;         /* progress rounds, to read the clock rarely */
     double   next_check;
@@ -388,7 +382,7 @@ int  fab_core_hold_if_up(void);     /* 1: a reference taken on corevia, which is
 /* rank, size and job id, before corevia's wire-up too */
 int  fab_job(int32_t *rank, int32_t *size, uint64_t *job);
 int  fab_job_of_one(void);
-/* corevia up and the endpoint's receive slots posted (ep->lock held) */
+/* corevia up and the endpoint's inbox open (ep->lock held) */
 int  fab_ep_arm(struct fab_ep *ep);
 int  fab_errno(int cvia_rc);        /* a corevia code as a negative FI_* code */
 
@@ -451,8 +445,9 @@ int  fab_tx_report(const struct fab_ep *ep, uint64_t flags);
 extern struct fi_ops_msg fab_msg_ops;
 extern struct fi_ops_tagged fab_tagged_ops;
 void fab_progress_locked(struct fab_ep *ep);
-int  fab_slot_post(struct fab_ep *ep, size_t i);
-void fab_slot_repost(struct fab_ep *ep);
+/* Arming: the messages for the endpoint that corevia received before its
+ * inbox opened, handed to the matching first. */
+void fab_take_early(struct fab_ep *ep);
 void fab_ep_flush(struct fab_ep *ep, int err);    /* fail everything left */
 void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);

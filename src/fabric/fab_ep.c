@@ -2,7 +2,7 @@
 /* Copyright (c) 2026 corevia developers */
 /* Endpoints: open (which brings corevia up, through whatever launched the
  * process: cvia-run, or PMIx under mpirun / srun), bind to an AV, CQs and
- * counters, enable (post the receive slots), name, cancel, close. */
+ * counters, enable (open the endpoint's corevia inbox), name, cancel, close. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,14 +63,9 @@ static int fab_ep_close(struct fid *fid)
     fab_lock(&ep->lock);
     if (ep->enabled) {
         fab_ep_flush(ep, -FI_ECANCELED);
-        for (long i = 0; i < fab_cfg.rx_depth; i++) {
-            struct fab_slot *s = &ep->slots[i];
-            /* a slot a message is filling must finish before its buffer goes */
-            if (ep->armed && s->req && cvia_cancel(&s->req))
-                (void)cvia_wait(&s->req, NULL);
-            free(s->buf);
-        }
-        free(ep->slots);
+        /* messages still arriving into the inbox finish first */
+        if (ep->armed)
+            (void)cvia_inbox_close(ep->inbox);
         ep->enabled = 0;
     }
     fab_ep_free_spares(ep);
@@ -152,10 +147,9 @@ static int fab_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     }
 }
 
-/* Bring corevia up (first-use wire-up) and post the receive slots. */
+/* Bring corevia up (first-use wire-up) and open the endpoint's inbox. */
 int fab_ep_arm(struct fab_ep *ep)
 {
-    size_t depth = (size_t)fab_cfg.rx_depth;
     int rc;
 
     if (ep->armed)
@@ -167,26 +161,23 @@ int fab_ep_arm(struct fab_ep *ep)
             return ep->arm_rc = fab_errno(rc);
         ep->core_held = 1;
     }
-    for (size_t i = 0; i < depth; i++)
-        if ((rc = fab_slot_post(ep, i))) {
-            for (size_t j = 0; j < i; j++)
-                (void)cvia_cancel(&ep->slots[j].req);
-            return ep->arm_rc = fab_errno(rc);
-        }
+    /* buffers for the messages of the endpoint's tag, kept by corevia: a
+     * header and an eager payload fit one (longer ones get their own) */
+    if ((rc = cvia_inbox_open(FAB_TAG_BASE + ep->epid, ep->slot_size, (int)fab_cfg.rx_depth,
+                              &ep->inbox)))
+        return ep->arm_rc = fab_errno(rc);
     /* corevia is up: the domain's progress thread may call it now */
     if ((rc = fab_auto_add(ep->dom, ep))) {
-        for (size_t j = 0; j < depth; j++)
-            (void)cvia_cancel(&ep->slots[j].req);
+        (void)cvia_inbox_close(ep->inbox);
         return ep->arm_rc = rc;
     }
     ep->armed = 1;
+    fab_take_early(ep);
     return 0;
 }
 
 static int fab_ep_enable(struct fab_ep *ep)
 {
-    size_t depth = (size_t)fab_cfg.rx_depth;
-
     if (ep->enabled)
         return 0;
     if (!ep->av || (!ep->tx_cq && !ep->tx_cntr) || (!ep->rx_cq && !ep->rx_cntr))
@@ -194,28 +185,12 @@ static int fab_ep_enable(struct fab_ep *ep)
     ep->slot_size = FAB_EAGER_HDR + sizeof(uint64_t) + fab_cfg.eager;
     if (ep->slot_size < sizeof(struct fab_rts))
         ep->slot_size = sizeof(struct fab_rts);
-    if (!(ep->slots = calloc(depth, sizeof(*ep->slots))))
-        return -FI_ENOMEM;
-    for (size_t i = 0; i < depth; i++)
-        if (!(ep->slots[i].buf = malloc(ep->slot_size))) {
-            for (size_t j = 0; j < i; j++)
-                free(ep->slots[j].buf);
-            free(ep->slots);
-            ep->slots = NULL;
-            return -FI_ENOMEM;
-        }
-    ep->next_slot = 0;
-    ep->nrepost = 0;
     ep->nlost_seen = 0;
     ep->enabled = 1;
     /* with the open wire-up corevia is up: arm now; else at first use */
     if (ep->core_held) {
         int rc = fab_ep_arm(ep);
         if (rc) {
-            for (size_t i = 0; i < depth; i++)
-                free(ep->slots[i].buf);
-            free(ep->slots);
-            ep->slots = NULL;
             ep->enabled = 0;
             return rc;
         }

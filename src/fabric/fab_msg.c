@@ -6,6 +6,7 @@
  * of rendezvous. Every function here runs with ep->lock held; corevia is
  * thread-safe underneath, and the provider calls it without any of its
  * completion-queue locks held. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,6 +241,28 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
     if (tagged)
         hflags |= FAB_H_TAGGED;
 
+    if (len <= fab_cfg.eager && count <= 1) {
+        /* on its way at once, without a corevia request, if the peer's
+         * ring takes it now (a peer on this host, a message of one slot):
+         * header from the stack, payload from the caller's buffer */
+        struct fab_hdr hs;
+        size_t hl = FAB_EAGER_HDR + (hflags & FAB_H_DATA ? sizeof(uint64_t) : 0);
+
+        hs.op = FAB_OP_EAGER;
+        hs.flags = (uint8_t)hflags;
+        hs.src_epid = ep->epid;
+        hs.status = 0;
+        hs.tag = tag;
+        hs.data = data;
+        rc = cvia_inject(&hs, hl, count ? iov[0].iov_base : NULL, len, rank,
+                         FAB_TAG_BASE + epid);
+        if (rc == 0) {
+            fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, 0);
+            return 0;
+        }
+        if (rc != -EAGAIN)
+            return fab_errno(rc);
+    }
     if (len <= fab_cfg.eager) {
         struct fab_hdr *h = fab_wire_get(ep);
         size_t hl = FAB_EAGER_HDR + (hflags & FAB_H_DATA ? sizeof(uint64_t) : 0);
@@ -429,7 +452,7 @@ static void fab_unexp_free(struct fab_unexp *u)
     free(u);
 }
 
-/* A message arrived in a slot: a FIN for one of our sends, or a message
+/* A message arrived in the inbox: a FIN for one of our sends, or a message
  * for a posted receive, or one that waits in the unexpected queue. */
 static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
 {
@@ -523,25 +546,32 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
     Q_APPEND(ep->unexp_head[q], ep->unexp_tail[q], u);
 }
 
-int fab_slot_post(struct fab_ep *ep, size_t i)
+/* Messages for the endpoint's tag that corevia took before the inbox
+ * opened (a peer that reached this process while the endpoint was not
+ * armed yet) are in corevia's unexpected queue: take them, in order,
+ * before anything of the inbox. */
+void fab_take_early(struct fab_ep *ep)
 {
-    return cvia_irecv(ep->slots[i].buf, ep->slot_size, CVIA_ANY_LIVE_SOURCE,
-                      FAB_TAG_BASE + ep->epid, &ep->slots[i].req);
-}
+    char *buf = malloc(ep->slot_size);
 
-/* Post again the slots consumed since the last call: the nrepost slots
- * before next_slot, oldest first, so corevia matches arrivals to the
- * slots in the order the reap loop reads them. One that fails stays
- * without a request (the endpoint is shutting down). */
-void fab_slot_repost(struct fab_ep *ep)
-{
-    size_t depth = (size_t)fab_cfg.rx_depth;
+    /* bounded: each turn takes one message that had arrived already */
+    for (int k = 0; buf && k < 1 << 20; k++) {
+        cvia_req_t req = NULL;
+        cvia_status_t st;
+        int done = 0, rc;
 
-    for (; ep->nrepost; ep->nrepost--) {
-        size_t i = (ep->next_slot + depth - ep->nrepost) % depth;
-        if (fab_slot_post(ep, i))
-            ep->slots[i].req = NULL;
+        if (cvia_irecv(buf, ep->slot_size, CVIA_ANY_LIVE_SOURCE, FAB_TAG_BASE + ep->epid, &req))
+            break;
+        rc = cvia_reap(&req, &done, &st);
+        if (!done) {
+            if (cvia_cancel(&req) == 0)
+                break;   /* nothing was waiting */
+            rc = cvia_wait(&req, &st);   /* one still arriving */
+        }
+        if (rc == 0)
+            fab_arrive(ep, st.source, buf, st.len);
     }
+    free(buf);
 }
 
 /* Operations that involve a peer corevia now knows to be gone. */
@@ -583,10 +613,10 @@ static void fab_fail_all(struct fab_ep *ep, int err)
         }
 }
 
+#define FAB_INBOX_BATCH 16
+
 void fab_progress_locked(struct fab_ep *ep)
 {
-    size_t depth = (size_t)fab_cfg.rx_depth;
-
     if (!ep->enabled)
         return;
     if (!ep->armed) {
@@ -598,30 +628,19 @@ void fab_progress_locked(struct fab_ep *ep)
             return;
         }
     }
-    fab_slot_repost(ep);
     cvia_progress();
-    /* arrivals, in the order the slots were posted (= corevia's matching
-     * order); a consumed slot is posted again at the next round, not before
-     * its message's completion reaches the CQ's reader */
-    for (size_t k = 0; k < depth; k++) {
-        struct fab_slot *s = &ep->slots[ep->next_slot];
-        cvia_status_t st;
-        int done = 0, rc;
+    /* arrivals, in the order they began to arrive (per peer: the order it
+     * sent them); the buffers go back to corevia at once */
+    for (int k = 0; k < 64; k++) {
+        cvia_inbox_msg_t m[FAB_INBOX_BATCH];
+        int n = cvia_inbox_poll(ep->inbox, m, FAB_INBOX_BATCH);
 
-        if (!s->req)
-            break;   /* a slot corevia failed (the endpoint is shutting down), or one to re-post */
-        rc = cvia_reap(&s->req, &done, &st);
-        if (!done)
+        for (int i = 0; i < n; i++)
+            if (m[i].status == 0)   /* else a peer died as it arrived */
+                fab_arrive(ep, m[i].source, m[i].buf, m[i].len);
+        cvia_inbox_release(ep->inbox, m, n);
+        if (n < FAB_INBOX_BATCH)
             break;
-        if (rc == 0)
-            fab_arrive(ep, st.source, s->buf, st.len);
-        if (rc == 0 || rc == -CVIA_ETRUNC) {
-            ep->nrepost++;   /* the slots before next_slot, in order */
-        } else {
-            fab_slot_repost(ep);   /* the range ends here: this one stays failed */
-            s->req = NULL;
-        }
-        ep->next_slot = (ep->next_slot + 1) % depth;
     }
     fab_rma_events(ep);
     /* sends and reads in flight */

@@ -16,12 +16,13 @@ static const char *const fab_thread_names[] = { "safe", "domain", "auto", NULL }
 static const struct cvia_param fab_params[] = {
     { "EAGER", "16k", CVIA_PARAM_SIZE, offsetof(struct fab_cfg, eager),
       "libfabric provider: the largest message sent in one piece with its "
-      "header (copied into the receiver's posted buffer, then into the "
+      "header (copied into a buffer of the receiver's inbox, then into the "
       "application's); longer ones go by rendezvous, the receiver reading "
       "the bytes once, straight into its buffer.", 0, 1 << 24, NULL },
     { "RX_DEPTH", "16", CVIA_PARAM_INT, offsetof(struct fab_cfg, rx_depth),
-      "libfabric provider: corevia receives each endpoint keeps posted for "
-      "arriving messages (each of CVIA_FI_EAGER bytes plus a header).",
+      "libfabric provider: receive buffers (each of CVIA_FI_EAGER bytes plus "
+      "a header) made for an endpoint's corevia inbox when it is armed; "
+      "more are made as a stream needs them, and kept.",
       1, 4096, NULL },
     { "INJECT", "4k", CVIA_PARAM_SIZE, offsetof(struct fab_cfg, inject),
       "libfabric provider: inject_size it reports (fi_inject and FI_INJECT "

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct cvia_boot;
 struct cvia_param_table;
@@ -205,6 +206,13 @@ struct cvia_prov_ops {
      * a peer). -CVIA_ENOPROV if @addr is not for this provider (another
      * host; no network part), other negative errors. */
     int  (*dyn_connect)(struct cvia_prov_ep *ep, const void *addr, size_t len, int *peer);
+    /* cvia_inject: put a message of @n pieces (@len bytes in all) to @peer
+     * on its way now, without an xfer and without a completion, if that
+     * can be done at once and in order with @peer's earlier messages:
+     * 0, -EAGAIN (nothing sent: the core's caller uses an xfer), or
+     * another negative error. NULL: always -EAGAIN. */
+    int  (*inject)(struct cvia_prov_ep *ep, int peer, uint16_t ctx, int32_t tag,
+                   const struct iovec *iov, int n, size_t len);
 };
 
 /* What a provider reaches: the ranks on this host, or those elsewhere. */

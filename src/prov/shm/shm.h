@@ -387,6 +387,8 @@ uint64_t shm_dyn_hash(const uint64_t nonce[2]);
 
 /* shm_msg.c */
 int  shm_send(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+int  shm_inject(struct cvia_prov_ep *ep, int peer, uint16_t ctx, int32_t tag,
+                const struct iovec *iov, int n, size_t len);
 int  shm_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x);
 int  shm_progress(struct cvia_prov_ep *ep);
 int  shm_block(struct cvia_prov_ep *ep, double max_s, const _Atomic uint32_t *kicks,

@@ -432,6 +432,7 @@ static const struct cvia_prov_ops shm_ops = {
     .peer_info   = shm_peer_info,
     .dyn_addr    = shm_dyn_addr,
     .dyn_connect = shm_dyn_connect,
+    .inject      = shm_inject,
 };
 
 const struct cvia_prov_desc cvia_prov_shm = {

@@ -583,3 +583,41 @@ int shm_check_peers(struct cvia_prov_ep *ep)
     }
     return lost;
 }
+
+/* cvia_inject: the message into one slot of @peer's ring now, or -EAGAIN
+ * when that cannot be done at once (messages queued before it, the ring
+ * full, more than a slot or a rendezvous's size): no xfer is queued, none
+ * completes, nothing to reap. */
+int shm_inject(struct cvia_prov_ep *ep, int peer, uint16_t ctx, int32_t tag,
+               const struct iovec *iov, int n, size_t len)
+{
+    struct shm_peer *pp = &ep->peers[peer];
+    struct shm_slot *s = NULL;
+    int rc = 0;
+
+    if (len > ep->slot_size - SHM_SLOT_HDR || len >= ep->cfg.rndv_threshold)
+        return -EAGAIN;
+    cvia_mlock_lock(&pp->tx_lock);
+    if (atomic_load_explicit(&pp->gone, memory_order_relaxed)) {
+        rc = -CVIA_ENOPEER;
+    } else if (pp->txq_head || !(s = cvia_ring_claim(&pp->tx_ring, pp->tx_pos))) {
+        rc = -EAGAIN;
+    } else {
+        unsigned char *dst = (unsigned char *)s + SHM_SLOT_HDR;
+        s->ctx = ctx;
+        s->tag = tag;
+        s->msg_len = len;
+        for (int i = 0; i < n; i++) {
+            if (iov[i].iov_len)
+                memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+            dst += iov[i].iov_len;
+        }
+        s->flags = SHM_SLOT_FIRST | SHM_SLOT_LAST;
+        s->len = (uint32_t)len;
+        cvia_ring_publish(s, pp->tx_pos);
+        pp->tx_pos++;
+        shm_wake(pp->seg);
+    }
+    cvia_mlock_unlock(&pp->tx_lock);
+    return rc;
+}

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Inboxes (CVIA_1.2): every message on a tag goes to a queue of buffers,
+ * in the order the messages began to arrive, for a layer that matches
+ * them itself (the libfabric provider, which kept CVIA_FI_RX_DEPTH
+ * receives posted with cvia_irecv before: a request allocated, queued,
+ * matched, reaped and freed per message, under the core's lock, and
+ * arrivals beyond the posted receives went to the unexpected queue with
+ * a malloc each).
+ *
+ * An entry is a struct cvia_req whose kind is CVIA_REQ_INBOX, so the
+ * providers fill it as any posted receive (chunks, rendezvous, failure
+ * when its sender dies) and its completion comes back through the same
+ * upcall. Per message: one entry off the free list and onto the queue
+ * (match), a flag (complete), off the queue (poll) and back on the free
+ * list (release), under the inbox's lock, which follows the thread level
+ * as the core's own (no locked instruction below CVIA_THREAD_MULTIPLE).
+ *
+ * Inboxes live in a table of CVIA_INBOX_MAX that only grows: a closed one
+ * is reused by a later open, never freed, so a matcher that loaded its
+ * pointer just before the close still finds valid memory (it looks at
+ * `open` under the lock). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/inbox.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define CVIA_INBOX_MAX 8
+#define CVIA_REQ_INBOX 0x40   /* beside enum cvia_req_kind */
+
+struct ib_ent {
+    struct cvia_req r;        /* first: r.x is what the providers fill */
+    struct ib_ent *next;      /* free list or queue */
+    void *big;                /* a message longer than the inbox's buffers */
+    /* the inbox's buf_size bytes follow */
+};
+
+struct cvia_inbox {
+    cvia_mlock_t lock;        /* everything below */
+    _Atomic int open;
+    _Atomic int tag;
+    int broken;               /* a close timed out: never reused */
+    size_t buf_size;
+    struct ib_ent *free;
+    struct ib_ent *head, *tail;   /* matched, in match order */
+};
+
+static struct cvia_inbox *_Atomic ib_tab[CVIA_INBOX_MAX];
+static _Atomic int ib_nopen;
+static pthread_mutex_t ib_open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static char *ib_inline(struct ib_ent *e)
+{
+    return (char *)(e + 1);
+}
+
+/* An entry of @ib for a message from @src (ib->lock held); NULL without
+ * memory. */
+static struct ib_ent *ib_take(struct cvia_inbox *ib, int src, uint16_t ctx, int32_t tag,
+                              size_t msg_len, unsigned flags, uint64_t cookie, void *big)
+{
+    struct ib_ent *e = ib->free;
+
+    if (e)
+        ib->free = e->next;
+    else if (!(e = malloc(sizeof(*e) + ib->buf_size)))
+        return NULL;
+    /* what the providers and the completion read, no more: each store
+     * here waits behind the drain's write to the ring slot */
+    e->r.kind = CVIA_REQ_INBOX;
+    atomic_store_explicit(&e->r.complete, 0, memory_order_relaxed);
+    e->r.x.peer = src;
+    e->r.x.tag = tag;
+    e->r.x.ctx = ctx;
+    e->r.x.flags = 0;
+    e->r.x.msg_len = msg_len;
+    e->r.x.done = 0;
+    e->r.x.prov_next = NULL;
+    e->big = big;
+    if (big) {
+        e->r.x.buf = big;
+        e->r.x.len = msg_len;
+    } else {   /* a longer message whose buffer malloc refused: truncated */
+        e->r.x.buf = ib_inline(e);
+        e->r.x.len = ib->buf_size;
+    }
+    if (flags & CVIA_MATCH_RNDV) {
+        e->r.x.flags = CVIA_XFER_RNDV;
+        e->r.x.prov_cookie = cookie;
+    }
+    e->next = NULL;
+    if (ib->tail)
+        ib->tail->next = e;
+    else
+        ib->head = e;
+    ib->tail = e;
+    return e;
+}
+
+struct cvia_xfer *cvia__inbox_match(void *core, int src, uint16_t ctx, int32_t tag,
+                                    size_t msg_len, unsigned flags, uint64_t cookie)
+{
+    if (__builtin_expect(atomic_load_explicit(&ib_nopen, memory_order_relaxed) == 0, 1) ||
+        ctx != CVIA_CTX_USER)
+        return cvia__core_match(core, src, ctx, tag, msg_len, flags, cookie);
+    for (int i = 0; i < CVIA_INBOX_MAX; i++) {
+        struct cvia_inbox *ib = atomic_load_explicit(&ib_tab[i], memory_order_acquire);
+        struct ib_ent *e;
+        void *big = NULL;
+
+        if (!ib || !atomic_load_explicit(&ib->open, memory_order_acquire) ||
+            atomic_load_explicit(&ib->tag, memory_order_relaxed) != tag)
+            continue;
+        if (msg_len > ib->buf_size && !(big = malloc(msg_len)))
+            cvia_error(CORE, "out of memory for a %zu-byte message from rank %d to an "
+                       "inbox; it arrives truncated", msg_len, src);
+        cvia_mlock_lock(&ib->lock);
+        if (!atomic_load_explicit(&ib->open, memory_order_relaxed) ||
+            atomic_load_explicit(&ib->tag, memory_order_relaxed) != tag) {
+            cvia_mlock_unlock(&ib->lock);   /* closed meanwhile */
+            free(big);
+            break;
+        }
+        e = ib_take(ib, src, ctx, tag, msg_len, flags, cookie, big);
+        cvia_mlock_unlock(&ib->lock);
+        if (e)
+            return &e->r.x;
+        free(big);
+        cvia_error(CORE, "out of memory for an inbox entry; a message from rank %d goes "
+                   "to the receive queue", src);
+        break;
+    }
+    return cvia__core_match(core, src, ctx, tag, msg_len, flags, cookie);
+}
+
+void cvia__inbox_complete(void *core, struct cvia_xfer *x, int status)
+{
+    struct cvia_req *r = cvia_container_of(x, struct cvia_req, x);
+
+    if (__builtin_expect(r->kind != CVIA_REQ_INBOX, 1)) {
+        cvia__core_complete(core, x, status);
+        return;
+    }
+    r->status = status;
+    atomic_store_explicit(&r->complete, 1, memory_order_release);
+}
+
+/* ---- the API ------------------------------------------------------------- */
+
+int cvia_inbox_open(int tag, size_t buf_size, int prealloc, cvia_inbox_t *ib_p)
+{
+    struct cvia_inbox *ib = NULL;
+    int slot = -1, rc = 0, fresh = 0;
+
+    if (!cvia_initialized())
+        return -CVIA_ENOINIT;
+    if (tag < 0 || buf_size == 0 || buf_size > ((size_t)1 << 30) || prealloc < 0 ||
+        prealloc > 65536 || !ib_p)
+        return -EINVAL;
+    pthread_mutex_lock(&ib_open_lock);
+    for (int i = 0; i < CVIA_INBOX_MAX; i++) {
+        struct cvia_inbox *t = atomic_load(&ib_tab[i]);
+        if (!t) {
+            if (slot < 0)
+                slot = i;
+        } else if (atomic_load(&t->open)) {
+            if (atomic_load(&t->tag) == tag) {
+                rc = -EBUSY;
+                goto out;
+            }
+        } else if (!t->broken && !ib) {
+            ib = t;   /* a closed one, reused */
+        }
+    }
+    if (!ib) {
+        if (slot < 0) {
+            rc = -EBUSY;
+            goto out;
+        }
+        if (!(ib = calloc(1, sizeof(*ib)))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        cvia_mlock_init(&ib->lock);
+        fresh = 1;
+    }
+    cvia_mlock_lock(&ib->lock);
+    ib->lock.mode = cvia__mlock_mode;   /* the level of this corevia life */
+    ib->buf_size = buf_size;
+    ib->free = ib->head = ib->tail = NULL;
+    for (int i = 0; i < prealloc; i++) {
+        struct ib_ent *e = malloc(sizeof(*e) + buf_size);
+        if (!e)
+            break;   /* more come as needed */
+        e->big = NULL;
+        e->next = ib->free;
+        ib->free = e;
+    }
+    atomic_store_explicit(&ib->tag, tag, memory_order_relaxed);
+    atomic_store_explicit(&ib->open, 1, memory_order_release);
+    cvia_mlock_unlock(&ib->lock);
+    if (fresh)   /* published once open, for good */
+        atomic_store_explicit(&ib_tab[slot], ib, memory_order_release);
+    atomic_fetch_add(&ib_nopen, 1);
+    *ib_p = ib;
+out:
+    pthread_mutex_unlock(&ib_open_lock);
+    return rc;
+}
+
+int cvia_inbox_poll(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int max)
+{
+    struct ib_ent *e;
+    int n = 0;
+
+    if (!ib || max < 0 || (max && !msgs))
+        return -EINVAL;
+    cvia_mlock_lock(&ib->lock);
+    while (n < max && (e = ib->head) &&
+           atomic_load_explicit(&e->r.complete, memory_order_acquire)) {
+        if (!(ib->head = e->next))
+            ib->tail = NULL;
+        msgs[n].source = e->r.x.peer;
+        msgs[n].status = e->r.status;
+        msgs[n].len = e->r.x.msg_len < e->r.x.len ? e->r.x.msg_len : e->r.x.len;
+        msgs[n].buf = e->r.x.buf;
+        msgs[n].priv = e;
+        n++;
+    }
+    cvia_mlock_unlock(&ib->lock);
+    return n;
+}
+
+void cvia_inbox_release(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int n)
+{
+    if (!ib || !msgs)
+        return;
+    cvia_mlock_lock(&ib->lock);
+    for (int i = 0; i < n; i++) {
+        struct ib_ent *e = msgs[i].priv;
+        free(e->big);
+        e->big = NULL;
+        e->next = ib->free;
+        ib->free = e;
+    }
+    cvia_mlock_unlock(&ib->lock);
+}
+
+/* Are all of @ib's queued entries complete? (ib->lock held) */
+static int ib_settled(const struct cvia_inbox *ib)
+{
+    for (const struct ib_ent *e = ib->head; e; e = e->next)
+        if (!atomic_load_explicit(&e->r.complete, memory_order_acquire))
+            return 0;
+    return 1;
+}
+
+static void ib_free_list(struct ib_ent *e)
+{
+    while (e) {
+        struct ib_ent *next = e->next;
+        free(e->big);
+        free(e);
+        e = next;
+    }
+}
+
+int cvia_inbox_close(cvia_inbox_t ib)
+{
+    double deadline;
+    int settled;
+
+    if (!ib)
+        return -EINVAL;
+    pthread_mutex_lock(&ib_open_lock);
+    cvia_mlock_lock(&ib->lock);
+    if (!atomic_load_explicit(&ib->open, memory_order_relaxed)) {
+        cvia_mlock_unlock(&ib->lock);
+        pthread_mutex_unlock(&ib_open_lock);
+        return -EINVAL;
+    }
+    atomic_store_explicit(&ib->open, 0, memory_order_relaxed);
+    settled = ib_settled(ib);
+    cvia_mlock_unlock(&ib->lock);
+    atomic_fetch_sub(&ib_nopen, 1);
+    pthread_mutex_unlock(&ib_open_lock);
+    /* messages still arriving into entries: the providers own them */
+    deadline = cvia__clock_s() + cvia__ctx.cfg.liveness;
+    while (!settled) {
+        if (cvia__clock_s() > deadline) {
+            pthread_mutex_lock(&ib_open_lock);
+            ib->broken = 1;
+            pthread_mutex_unlock(&ib_open_lock);
+            cvia_warn(CORE, "inbox of tag %d closed while a message was still arriving; "
+                      "its memory stays", atomic_load(&ib->tag));
+            return -ETIMEDOUT;
+        }
+        (void)cvia_progress();
+        cvia_mlock_lock(&ib->lock);
+        settled = ib_settled(ib);
+        cvia_mlock_unlock(&ib->lock);
+    }
+    cvia_mlock_lock(&ib->lock);
+    ib_free_list(ib->head);
+    ib_free_list(ib->free);
+    ib->head = ib->tail = ib->free = NULL;
+    cvia_mlock_unlock(&ib->lock);
+    return 0;
+}

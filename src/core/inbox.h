@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/* Inboxes (cvia_inbox_open): a tag's messages go to a queue of buffers
+ * instead of to the requests' matching. The providers' match and complete
+ * upcalls come here first; with no inbox open they go straight on to
+ * req.c's. */
+#ifndef COREVIA_CORE_INBOX_H
+#define COREVIA_CORE_INBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cvia_xfer;
+
+/* The upcalls the core hands its providers (context.c). */
+struct cvia_xfer *cvia__inbox_match(void *core, int src, uint16_t ctx, int32_t tag,
+                                    size_t msg_len, unsigned flags, uint64_t cookie);
+void cvia__inbox_complete(void *core, struct cvia_xfer *x, int status);
+
+#endif

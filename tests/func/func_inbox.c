@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 corevia developers */
+/*
+ * Inboxes and inject (CVIA_1.2), as the libfabric provider uses them:
+ *
+ *   stream  every rank opens an inbox on one tag and sends every other
+ *           rank a stream of messages on it: small ones by cvia_inject
+ *           (cvia_isend when it says -EAGAIN), some longer than the
+ *           inbox's buffers, some past the shm rendezvous threshold. Each
+ *           receiver checks every payload, each sender's order, that a
+ *           receive posted for any tag never gets one of them (it gets the
+ *           next message of another tag), and that once the inbox is
+ *           closed the tag's messages go to cvia_irecv again. Then the API's refusals (bad arguments, a second inbox
+ *           on a tag, a bad peer).
+ *
+ *   func_inbox stream --token=T    (under cvia-run, any number of ranks)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <corevia/corevia.h>
+#include "pattern.h"
+#include "thread_level.h"
+
+#define TAG_IN    100
+#define TAG_OTHER 101
+#define NMSG      1500
+#define BUF_SIZE  64
+#define BIG       (256 * 1024)   /* past any shm rendezvous threshold */
+
+static int me, np;
+
+#define CHECK(cond, ...) do { if (!(cond)) {                            \
+        fprintf(stderr, "rank %d: FAIL %s:%d: ", me, __FILE__, __LINE__); \
+        fprintf(stderr, __VA_ARGS__);                                   \
+        fputc('\n', stderr);                                            \
+        cvia_abort(1, "func_inbox");                                    \
+    } } while (0)
+
+/* Message @i from @src: its length, and its payload's seed. */
+static size_t msg_len(int i)
+{
+    if (i % 97 == 5)
+        return BIG;
+    if (i % 7 == 3)
+        return 200 + (size_t)(i % 300);   /* longer than the inbox's buffers */
+    return 8 + (size_t)(i % 40);          /* header-sized: inject's */
+}
+
+static uint64_t seed(int src, int i)
+{
+    return ((uint64_t)(src + 1) << 32) ^ (uint64_t)(i * 2654435761u + 1);
+}
+
+/* A message starts with its index, then the pattern. */
+static void make(unsigned char *p, size_t len, int src, int i)
+{
+    memcpy(p, &i, sizeof(i));
+    fill(p + sizeof(i), len - sizeof(i), seed(src, i));
+}
+
+static void stream(void)
+{
+    cvia_inbox_t ib;
+    cvia_req_t any = NULL, *sreq;
+    unsigned char *sbuf, *other = malloc(64);
+    int *next = calloc((size_t)np, sizeof(int));
+    long got = 0, want = (long)NMSG * (np - 1), injected = 0, queued = 0;
+    int rc, i, done = 0;
+
+    CHECK(next && other, "out of memory");
+    rc = cvia_inbox_open(TAG_IN, BUF_SIZE, 4, &ib);
+    CHECK(rc == 0, "cvia_inbox_open: %s", cvia_strerror(rc));
+    CHECK(cvia_inbox_open(TAG_IN, BUF_SIZE, 4, &(cvia_inbox_t){ 0 }) == -EBUSY,
+          "a second inbox on the same tag was not refused");
+    /* posted before anything arrives, for any tag: the inbox's messages
+     * must never match it */
+    rc = cvia_irecv(other, 64, CVIA_ANY_SOURCE, CVIA_ANY_TAG, &any);
+    CHECK(rc == 0, "cvia_irecv: %s", cvia_strerror(rc));
+    CHECK(cvia_barrier() == 0, "barrier");   /* every inbox open */
+
+    /* every sender's messages for all peers stay valid until the end */
+    sreq = calloc((size_t)NMSG * (size_t)np, sizeof(*sreq));
+    sbuf = malloc((size_t)NMSG * 520 + BIG);
+    CHECK(sreq && sbuf, "out of memory");
+    make(sbuf + (size_t)NMSG * 520, BIG, me, -1);   /* the long ones' bytes */
+    for (i = 0; i < NMSG || got < want; i++) {
+        for (int d = 0; d < np && i < NMSG; d++) {
+            size_t len = msg_len(i);
+            unsigned char *p = len == BIG ? sbuf + (size_t)NMSG * 520 : sbuf + (size_t)i * 520;
+            if (d == me)
+                continue;
+            if (len != BIG) {
+                make(p, len, me, i);
+                /* two pieces, as a layer sends its header then the payload */
+                rc = cvia_inject(p, 4, p + 4, len - 4, d, TAG_IN);
+                if (rc == 0) {
+                    injected++;
+                    continue;
+                }
+                CHECK(rc == -EAGAIN, "cvia_inject: %s", cvia_strerror(rc));
+            }
+            rc = cvia_isend(p, len, d, TAG_IN, &sreq[(size_t)i * (size_t)np + (size_t)d]);
+            CHECK(rc == 0, "cvia_isend: %s", cvia_strerror(rc));
+            queued++;
+        }
+        /* take what has arrived; spin until all came once our sends are out */
+        for (int spins = 0; spins < (i < NMSG ? 1 : 1 << 30); spins++) {
+            cvia_inbox_msg_t m[8];
+            int n;
+            (void)cvia_progress();
+            n = cvia_inbox_poll(ib, m, 8);
+            CHECK(n >= 0, "cvia_inbox_poll: %d", n);
+            for (int k = 0; k < n; k++) {
+                int idx, src = m[k].source;
+                CHECK(m[k].status == 0, "a message failed: %s", cvia_strerror(m[k].status));
+                CHECK(src >= 0 && src < np && src != me, "source %d", src);
+                CHECK(m[k].len >= sizeof(idx), "%zu bytes", m[k].len);
+                memcpy(&idx, m[k].buf, sizeof(idx));
+                if (msg_len(next[src]) == BIG)   /* the long ones carry index -1 */
+                    CHECK(idx == -1, "from %d: index %d where the long message %d was due",
+                          src, idx, next[src]);
+                else
+                    CHECK(idx == next[src], "from %d: message %d where %d was due", src, idx,
+                          next[src]);
+                CHECK(m[k].len == msg_len(next[src]), "from %d: message %d has %zu bytes, "
+                      "not %zu", src, next[src], m[k].len, msg_len(next[src]));
+                size_t bad = verify((const unsigned char *)m[k].buf + sizeof(idx),
+                                    m[k].len - sizeof(idx), seed(src, idx));
+                CHECK(bad == (size_t)-1, "from %d: message %d wrong at byte %zu", src,
+                      next[src], bad + sizeof(idx));
+                next[src]++;
+                got++;
+            }
+            cvia_inbox_release(ib, m, n);
+            if (got == want)
+                break;
+        }
+    }
+    rc = cvia_waitall((size_t)NMSG * (size_t)np, sreq, NULL);
+    CHECK(rc == 0, "cvia_waitall: %s", cvia_strerror(rc));
+    rc = cvia_test(&any, &done, NULL);
+    CHECK(rc == 0 && !done, "the receive for any tag took a message of the inbox's tag");
+    CHECK(cvia_barrier() == 0, "barrier");   /* every rank looked */
+    /* the any-tag receive gets the next message of another tag */
+    int to = (me + 1) % np, from = (me + np - 1) % np, v = me, w = -1;
+    cvia_status_t st;
+    rc = cvia_send(&v, sizeof(v), to, TAG_OTHER);
+    CHECK(rc == 0, "cvia_send: %s", cvia_strerror(rc));
+    rc = cvia_wait(&any, &st);
+    CHECK(rc == 0 && st.tag == TAG_OTHER && st.source == from, "the any-tag receive: %s, "
+          "tag %d from %d", cvia_strerror(rc), st.tag, st.source);
+    CHECK(cvia_barrier() == 0, "barrier");   /* nothing in flight to the inbox */
+    rc = cvia_inbox_close(ib);
+    CHECK(rc == 0, "cvia_inbox_close: %s", cvia_strerror(rc));
+    CHECK(cvia_barrier() == 0, "barrier");   /* every inbox closed */
+    /* the tag's messages go to cvia_irecv again */
+    rc = cvia_send(&v, sizeof(v), to, TAG_IN);
+    CHECK(rc == 0, "cvia_send: %s", cvia_strerror(rc));
+    rc = cvia_recv(&w, sizeof(w), from, TAG_IN, NULL);
+    CHECK(rc == 0 && w == from, "after the close: %s, %d from %d", cvia_strerror(rc), w, from);
+
+    /* refusals */
+    CHECK(cvia_inbox_open(-1, 64, 0, &ib) == -EINVAL, "a negative tag was taken");
+    CHECK(cvia_inbox_open(TAG_IN, 0, 0, &ib) == -EINVAL, "a zero buffer size was taken");
+    CHECK(cvia_inbox_open(TAG_IN, 64, -1, &ib) == -EINVAL, "a negative count was taken");
+    CHECK(cvia_inbox_open(TAG_IN, 64, 0, NULL) == -EINVAL, "a NULL handle was taken");
+    CHECK(cvia_inbox_poll(NULL, NULL, 0) == -EINVAL, "polling no inbox");
+    CHECK(cvia_inbox_close(NULL) == -EINVAL, "closing no inbox");
+    CHECK(cvia_inject(&v, 4, NULL, 0, np, TAG_IN) == -EINVAL, "inject to rank %d", np);
+    CHECK(cvia_inject(&v, 4, NULL, 0, to, -2) == -EINVAL, "inject with tag -2");
+    CHECK(cvia_inject(NULL, 4, NULL, 0, to, TAG_IN) == -EINVAL, "inject of NULL");
+    CHECK(cvia_barrier() == 0, "barrier");
+    if (me == 0)
+        printf("func_inbox: stream: %d ranks, %ld messages received, %ld injected, "
+               "%ld sent with a request: ok\n", np, got, injected, queued);
+    free(sreq);
+    free(sbuf);
+    free(next);
+    free(other);
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+
+    if (argc < 2 || strcmp(argv[1], "stream")) {
+        fprintf(stderr, "usage: func_inbox stream [--token=T]\n");
+        return 2;
+    }
+    /* before cvia_init: refused, not a crash */
+    if (cvia_inbox_open(TAG_IN, 64, 0, &(cvia_inbox_t){ 0 }) != -CVIA_ENOINIT ||
+        cvia_inject("x", 1, NULL, 0, 0, TAG_IN) != -CVIA_ENOINIT) {
+        fprintf(stderr, "func_inbox: FAIL: inbox or inject before cvia_init was not refused\n");
+        return 1;
+    }
+    rc = func_init(&argc, &argv);
+    if (rc) {
+        fprintf(stderr, "func_inbox: cvia_init: %s\n", cvia_strerror(rc));
+        return 1;
+    }
+    me = cvia_rank();
+    np = cvia_size();
+    stream();
+    return cvia_finalize() ? 1 : 0;
+}
