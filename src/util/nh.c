@@ -208,9 +208,25 @@ void cvia__nh2v_avx512(const struct cvia_nh_piece *pc, int n, const uint32_t *ke
     struct nh512_acc acc = { _mm512_setzero_si512(), _mm512_setzero_si512(),
                              _mm512_setzero_si512(), _mm512_setzero_si512() };
 
-    for (int i = 0; i < n; i++) {
-        nh512_run(pc[i].p, pc[i].len, key, &acc);
-        key += pc[i].len / 4;
+    const uint32_t *k[8];
+    size_t at = 0;
+
+    /* the last piece first: a datagram's header, just written by the
+     * caller, is read by a vector load that store forwarding cannot serve
+     * until the stores retire; behind the payload's loop that costs
+     * nothing (the sum does not depend on the order) */
+    if (n <= 8) {
+        for (int i = 0; i < n; i++) {
+            k[i] = key + at / 4;
+            at += pc[i].len;
+        }
+        for (int i = n - 1; i >= 0; i--)
+            nh512_run(pc[i].p, pc[i].len, k[i], &acc);
+    } else {
+        for (int i = 0; i < n; i++) {
+            nh512_run(pc[i].p, pc[i].len, key, &acc);
+            key += pc[i].len / 4;
+        }
     }
     nh512_out(&acc, out);
 }

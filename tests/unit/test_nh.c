@@ -92,9 +92,9 @@ int main(void)
         if (!cat)
             return 1;
         for (int t = 0; t < 3000; t++) {
-            struct cvia_nh_piece pc[4];
+            struct cvia_nh_piece pc[10];   /* over 8: the fused loop's other order */
             size_t at = 0, total = 0;
-            int n = 1 + (int)(next() % 4);
+            int n = 1 + (int)(next() % 10);
             for (int i = 0; i < n; i++) {
                 size_t len = i < n - 1 ? 16 * (next() % (t % 7 == 0 ? 300 : 12))
                                        : next() % (t % 5 == 0 ? 9000 : 400);
