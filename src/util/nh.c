@@ -239,6 +239,7 @@ static void nh2v_first(const struct cvia_nh_piece *pc, int n, const uint32_t *ke
 static void (*nh2v_impl)(const struct cvia_nh_piece *, int, const uint32_t *,
                          uint64_t *) = nh2v_first;
 
+#if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
 /* Pieces one by one through the single-buffer loop, their sums added (a
  * piece but the last is whole 16-byte blocks, so no padding between):
  * where there is no fused loop. */
@@ -256,6 +257,7 @@ static void nh2v_each(const struct cvia_nh_piece *pc, int n, const uint32_t *key
         key += pc[i].len / 4;
     }
 }
+#endif
 
 void cvia__nh2v_scalar(const struct cvia_nh_piece *pc, int n, const uint32_t *key, uint64_t out[2])
 {
