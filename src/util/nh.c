@@ -240,18 +240,16 @@ static void (*nh2v_impl)(const struct cvia_nh_piece *, int, const uint32_t *,
                          uint64_t *) = nh2v_first;
 
 #if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
-/* Pieces one by one through the single-buffer loop, their sums added (a
- * piece but the last is whole 16-byte blocks, so no padding between):
- * where there is no fused loop. */
-static void nh2v_each(const struct cvia_nh_piece *pc, int n, const uint32_t *key, uint64_t out[2])
+/* AVX2: pieces one by one through its loop, their sums added (a piece
+ * but the last is whole 16-byte blocks, so no padding between). */
+static void nh2v_avx2_each(const struct cvia_nh_piece *pc, int n, const uint32_t *key,
+                           uint64_t out[2])
 {
-    void (*f)(const void *, size_t, const uint32_t *, uint64_t *) =
-        __atomic_load_n(&nh2_impl, __ATOMIC_ACQUIRE);
     uint64_t part[2];
 
     out[0] = out[1] = 0;
     for (int i = 0; i < n; i++) {
-        f(pc[i].p, pc[i].len, key, part);
+        cvia__nh2_avx2(pc[i].p, pc[i].len, key, part);
         out[0] += part[0];
         out[1] += part[1];
         key += pc[i].len / 4;
@@ -283,7 +281,7 @@ static void nh_choose(void)
         v = cvia__nh2v_avx512;
     } else if (__builtin_cpu_supports("avx2")) {
         f = cvia__nh2_avx2;
-        v = nh2v_each;
+        v = nh2v_avx2_each;
     }
 #endif
     __atomic_store_n(&nh2_impl, f, __ATOMIC_RELEASE);
