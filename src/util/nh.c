@@ -242,8 +242,7 @@ static void (*nh2v_impl)(const struct cvia_nh_piece *, int, const uint32_t *,
 #if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
 /* AVX2: pieces one by one through its loop, their sums added (a piece
  * but the last is whole 16-byte blocks, so no padding between). */
-static void nh2v_avx2_each(const struct cvia_nh_piece *pc, int n, const uint32_t *key,
-                           uint64_t out[2])
+void cvia__nh2v_avx2(const struct cvia_nh_piece *pc, int n, const uint32_t *key, uint64_t out[2])
 {
     uint64_t part[2];
 
@@ -281,7 +280,7 @@ static void nh_choose(void)
         v = cvia__nh2v_avx512;
     } else if (__builtin_cpu_supports("avx2")) {
         f = cvia__nh2_avx2;
-        v = nh2v_avx2_each;
+        v = cvia__nh2v_avx2;
     }
 #endif
     __atomic_store_n(&nh2_impl, f, __ATOMIC_RELEASE);

@@ -39,6 +39,7 @@ void cvia__nh2v_scalar(const struct cvia_nh_piece *pc, int n, const uint32_t *ke
 #define CVIA_NH_X86 1
 void cvia__nh2_avx2(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
 void cvia__nh2_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
+void cvia__nh2v_avx2(const struct cvia_nh_piece *pc, int n, const uint32_t *key, uint64_t out[2]);
 void cvia__nh2v_avx512(const struct cvia_nh_piece *pc, int n, const uint32_t *key,
                        uint64_t out[2]);
 #endif

@@ -4,7 +4,7 @@
  * loop the CPU can run (AVX2, AVX-512), equal the scalar loop for every length up to 1 KiB and some up
  * to 64 KiB, from unaligned buffers, reading no key word past
  * CVIA_NH_KEY_WORDS (the key is allocated to exactly that: ASan checks);
- * NH over pieces (cvia__nh2v: dispatched, scalar, AVX-512 fused) equals
+ * NH over pieces (cvia__nh2v: dispatched, scalar, AVX2, AVX-512 fused) equals
  * NH of the pieces laid end to end;
  * the definition on a worked example; trailing zero bytes of the message
  * are padding (the MAC adds the length, so that is its job); a changed
@@ -120,6 +120,11 @@ int main(void)
             vbad += a[0] != b[0] || a[1] != b[1];
             runs += 2;
 #ifdef CVIA_NH_X86
+            if (__builtin_cpu_supports("avx2")) {
+                cvia__nh2v_avx2(pc, n, key, a);
+                vbad += a[0] != b[0] || a[1] != b[1];
+                runs++;
+            }
             if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
                 cvia__nh2v_avx512(pc, n, key, a);
                 vbad += a[0] != b[0] || a[1] != b[1];
