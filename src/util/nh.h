@@ -23,13 +23,25 @@
 
 /* Both iterations of NH over @len bytes of @msg: out[0], out[1]. */
 void cvia__nh2(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
+/* A piece of a message: NH of @n pieces is NH of them laid end to end
+ * when every piece but the last is a multiple of 16 bytes (the key runs
+ * on from piece to piece). */
+struct cvia_nh_piece {
+    const void *p;
+    size_t len;
+};
+void cvia__nh2v(const struct cvia_nh_piece *pc, int n, const uint32_t *key, uint64_t out[2]);
 /* The portable loop alone, and (x86-64, only where the CPU has them) the
  * vector loops: the unit test compares them. */
 void cvia__nh2_scalar(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
+void cvia__nh2v_scalar(const struct cvia_nh_piece *pc, int n, const uint32_t *key, uint64_t out[2]);
 #if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
 #define CVIA_NH_X86 1
 void cvia__nh2_avx2(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
 void cvia__nh2_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
+void cvia__nh2v_avx2(const struct cvia_nh_piece *pc, int n, const uint32_t *key, uint64_t out[2]);
+void cvia__nh2v_avx512(const struct cvia_nh_piece *pc, int n, const uint32_t *key,
+                       uint64_t out[2]);
 #endif
 
 #endif

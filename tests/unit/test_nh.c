@@ -4,6 +4,8 @@
  * loop the CPU can run (AVX2, AVX-512), equal the scalar loop for every length up to 1 KiB and some up
  * to 64 KiB, from unaligned buffers, reading no key word past
  * CVIA_NH_KEY_WORDS (the key is allocated to exactly that: ASan checks);
+ * NH over pieces (cvia__nh2v: dispatched, scalar, AVX2, AVX-512 fused) equals
+ * NH of the pieces laid end to end;
  * the definition on a worked example; trailing zero bytes of the message
  * are padding (the MAC adds the length, so that is its job); a changed
  * byte changes both iterations, a key word at least one. TAP output. */
@@ -80,6 +82,63 @@ int main(void)
     }
     tap_ok(!bad, "dispatched NH and %d vector runs equal the scalar loop (lengths 0..1024 "
            "and up to 64 KiB)", nvec);
+    {
+        /* NH over pieces (a datagram's header, extension, payload): each
+         * but the last a multiple of 16 bytes, from unaligned addresses
+         * apart from each other; equal to the scalar loop over them laid
+         * end to end, for all three loops and every split tried */
+        int vbad = 0, runs = 0;
+        unsigned char *cat = malloc(MAX);
+        if (!cat)
+            return 1;
+        for (int t = 0; t < 3000; t++) {
+            struct cvia_nh_piece pc[10];   /* over 8: the fused loop's other order */
+            size_t at = 0, total = 0;
+            int n = 1 + (int)(next() % 10);
+            for (int i = 0; i < n; i++) {
+                size_t len = i < n - 1 ? 16 * (next() % (t % 7 == 0 ? 300 : 12))
+                                       : next() % (t % 5 == 0 ? 9000 : 400);
+                size_t off = 1 + next() % 13;
+                if (at + off + len > MAX || total + len > MAX)
+                    len = 0;
+                pc[i].p = buf + at + off;
+                pc[i].len = len;
+                memcpy(cat + total, pc[i].p, len);
+                at += off + len;
+                total += len;
+            }
+            size_t nk = CVIA_NH_KEY_WORDS(total);
+            uint32_t *key = malloc(nk * sizeof(*key));
+            if (!key)
+                return 1;
+            for (size_t i = 0; i < nk; i++)
+                key[i] = (uint32_t)next();
+            cvia__nh2_scalar(cat, total, key, b);
+            cvia__nh2v(pc, n, key, a);
+            vbad += a[0] != b[0] || a[1] != b[1];
+            cvia__nh2v_scalar(pc, n, key, a);
+            vbad += a[0] != b[0] || a[1] != b[1];
+            runs += 2;
+#ifdef CVIA_NH_X86
+            if (__builtin_cpu_supports("avx2")) {
+                cvia__nh2v_avx2(pc, n, key, a);
+                vbad += a[0] != b[0] || a[1] != b[1];
+                runs++;
+            }
+            if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+                cvia__nh2v_avx512(pc, n, key, a);
+                vbad += a[0] != b[0] || a[1] != b[1];
+                runs++;
+            }
+#endif
+            if (vbad && vbad == 1 && !bad++)
+                tap_diag("pieces: %d, %zu bytes in all: differs", n, total);
+            free(key);
+        }
+        free(cat);
+        tap_ok(!vbad, "NH over pieces equals NH of them laid end to end (%d runs, %d differ)",
+               runs, vbad);
+    }
     tap_ok(!same, "a flipped byte changes both iterations, a key word one at least (%d did not)", same);
     {
         /* 16 bytes: words 1..4, key 0..7: (1+0)(2+1) + (3+2)(4+3) = 38;

@@ -179,6 +179,7 @@ struct dg_keys {
     unsigned char secret[16];  /* from getrandom, distributed by the launcher */
     uint32_t *nh;              /* [CVIA_NH_KEY_WORDS(DG_NH_MAX)]: the payload
                                 * hash's key, derived from @secret */
+    void     *nh_mem;          /* its allocation (nh is 32 bytes into it) */
 };
 
 /* The MAC: SipHash-2-4 keyed by the secret over 24 bytes, the length and
