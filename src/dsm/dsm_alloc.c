@@ -83,7 +83,6 @@ static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
          * tables), fault the memory in now, as the sequential build's
          * G_MALLOC does by clearing it: not inside the timed part of a
          * program (best effort: before Linux 5.14 it faults in on touch) */
-        dsm_group_reserve(d, u0, nu);
 #ifdef MADV_POPULATE_WRITE
         if ((d->size == 1 || d->grp) &&
             madvise(d->base + u0 * d->unit, nu * d->unit, MADV_POPULATE_WRITE) &&
@@ -129,6 +128,7 @@ int cvia_dsm_alloc(size_t len, int home, void **ptr_p)
     units_install(d, u0, nu, home);
     __atomic_store_n(&d->brk, d->brk + nu * d->unit, __ATOMIC_RELEASE);
     cvia_spin_unlock(d->lk);
+    dsm_group_reserve(d, u0, nu);   /* outside the host's lock: it may end the job */
     *ptr_p = d->base + u0 * d->unit;
     return 0;
 }
@@ -292,6 +292,8 @@ static void install(struct dsm *d, int kind, uint32_t first, uint32_t n, int hom
         __atomic_store_n(&d->late_locks, (int)(first + n), __ATOMIC_RELEASE);
     }
     cvia_spin_unlock(d->lk);
+    if (kind == LATE_MEM)
+        dsm_group_reserve(d, first, n);
 }
 
 /* Rank 0: place request @h, install it here and tell the others. Returns

@@ -209,6 +209,22 @@ int cvia_dsm_barrier(void)
         d->st.barrier_time += cvia__clock_s() - t0;
         return 0;
     }
+    if (d->size == 1) {
+        /* alone: nobody to meet and nothing to tell (every unit is this
+         * rank's own, exclusive, never twinned). The epoch moves as after
+         * a barrier, without the round trip through the service thread
+         * (two messages, a credit write and two wake-ups: 0.36 ms a
+         * barrier, 15-25 % of SOR's and ocean's time on one rank) */
+        dsm_end_interval(d, 1);
+        cvia_spin_lock(d->lk);
+        dsm_log_gc(d);
+        memcpy(d->bar_vt, d->vt, sizeof(*d->vt));
+        d->epoch++;
+        cvia_spin_unlock(d->lk);
+        ADD(barriers, 1);
+        d->st.barrier_time += cvia__clock_s() - t0;
+        return 0;
+    }
     if (d->cfg.prefetch && !(pf = malloc((size_t)d->cfg.prefetch * sizeof(*pf))))
         return -ENOMEM;
     dsm_end_interval(d, 1);

@@ -265,10 +265,18 @@ void dsm_group_reserve(struct dsm *d, size_t u0, size_t nu)
 
     if (!d->xg || d->memfd < 0 || !nu)
         return;
-    e = posix_fallocate(d->memfd, (off_t)(u0 * d->unit), (off_t)(nu * d->unit));
-    if (!e)
-        e = posix_fallocate(d->memfd, (off_t)(d->region + u0 * d->unit), (off_t)(nu * d->unit));
-    if (e == ENOSPC)
+    /* tmpfs gives up with EINTR when a signal is pending (a profiler's
+     * timer): again; any other failure leaves pages untaken, as full */
+    do
+        e = posix_fallocate(d->memfd, (off_t)(u0 * d->unit), (off_t)(nu * d->unit));
+    while (e == EINTR);
+    if (!e) {
+        do
+            e = posix_fallocate(d->memfd, (off_t)(d->region + u0 * d->unit),
+                                (off_t)(nu * d->unit));
+        while (e == EINTR);
+    }
+    if (e)
         dsm_group_full(d, 2 * nu * d->unit);
 }
 

@@ -550,12 +550,20 @@ struct prun { uint32_t u, off, len; int home; };
 
 /* The bytes of non-home unit @u that differ from its twin: into @bytes as
  * runs, and into the twin (what is written home is no change any more).
- * Under lock, with the unit write-protected. */
+ * Under lock, with the unit write-protected for this process. Another rank
+ * of the host (groups across hosts) may still be writing the unit, so the
+ * runs, the bytes sent and the new twin all come from one copy taken
+ * first: reading the page twice could send one value and record another
+ * in the twin, and that write would never be sent. */
 static void collect_runs(struct dsm *d, uint32_t u, int home, struct prun **runs, size_t *nr,
                          size_t *cap, struct dsm_buf *bytes)
 {
-    unsigned char *cur = (unsigned char *)d->pview + (size_t)u * d->unit;
     unsigned char *tw = (unsigned char *)d->twins + (size_t)u * d->unit;
+    unsigned char *cur = malloc(d->unit);
+
+    if (!cur)
+        dsm_fatal(-ENOMEM, "out of memory");
+    memcpy(cur, (unsigned char *)d->pview + (size_t)u * d->unit, d->unit);
 
     for (size_t b = 0; b < d->unit;) {
         if (cur[b] == tw[b]) {
@@ -577,6 +585,7 @@ static void collect_runs(struct dsm *d, uint32_t u, int home, struct prun **runs
         memcpy(tw + b, cur + b, e - b);
         b = e;
     }
+    free(cur);
 }
 
 /* Write the runs into their homes' memory and wait until they are there. */

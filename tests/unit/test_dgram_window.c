@@ -100,7 +100,20 @@ static void net_put(int dst, const uint8_t *d, size_t len, double at)
 static int sim_send(struct dg_ep *ep, struct dg_out *out, int n)
 {
     static uint8_t buf[9216];
+    static double spin_at;
+    static long spin_calls;
 
+    /* an engine that keeps calling a full link within one step spins */
+    if (clk != spin_at)
+        spin_at = clk, spin_calls = 0;
+    if (++spin_calls > 100000) {
+        printf("not ok - the engine called a full link %ld times in one step: it spins\n",
+               spin_calls);
+        exit(1);
+    }
+    /* with part of a batch refused, also the whole link for 1 ms in 5 */
+    if (p_partial > 0 && fmod(clk - 1000.0, 5e-3) < 1e-3)
+        return 0;
     if (n > 1 && urand() < p_partial)
         n = (int)(urand() * n);   /* the link is full after these (0: at once) */
     for (int i = 0; i < n; i++) {

@@ -278,9 +278,11 @@ void cvia__dg_answer(struct dg_ep *ep, int peer, uint8_t type, uint64_t cookie, 
  * now (the caller's timer or next pass comes back for it). */
 static int dg_out_add(struct dg_ep *ep, int peer, struct dg_slot *s)
 {
-    if (ep->nout == (int)ep->cfg.batch)
-        cvia__dg_flush(ep);
-    if (ep->nout == (int)ep->cfg.batch)
+    /* a full batch goes first; a link that takes none of it is full: the
+     * caller stops (the flush empties the batch either way, so testing
+     * nout afterwards could never say so, and a send loop that goes back
+     * to what the link refused would rebuild the batch forever) */
+    if (ep->nout == (int)ep->cfg.batch && cvia__dg_flush(ep) <= 0)
         return -1;
     if (s) {
         s->tries++;

@@ -137,8 +137,9 @@ struct xdp_link {
  * them, fork alone does not). A child that outlived its rank would keep
  * the program steering the next job's frames to a dead socket and the
  * queue from the next job's rank. So every open link is listed here, and
- * a forked child closes its copies of those two descriptors at once and
- * forgets the rest (a child cannot use its parent's corevia context). */
+ * a forked child gives up its copies of both at once (the link's
+ * descriptor; the socket's descriptor and ring mappings) and forgets the
+ * rest (a child cannot use its parent's corevia context). */
 static pthread_mutex_t xdp_live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct xdp_link *xdp_live;
 static pthread_once_t xdp_fork_once = PTHREAD_ONCE_INIT;
@@ -150,10 +151,13 @@ static void xdp_fork_child(void)
     for (struct xdp_link *x = xdp_live; x; x = x->live_next) {
         if (x->link_fd >= 0)
             close(x->link_fd);
-        if (x->fd >= 0)
-            close(x->fd);
-        /* what xdp_close would release again: the child's copies stay
-         * allocated, unused */
+        /* the socket lives on while any mapping of its rings does, not
+         * only its descriptor: libxdp's deletes unmap the rings (fill and
+         * completion with the UMEM) and close the descriptors */
+        if (x->xsk)
+            xsk_socket__delete(x->xsk);
+        if (x->umem)
+            xsk_umem__delete(x->umem);
         x->link_fd = x->fd = -1;
         x->xsk = NULL;
         x->umem = NULL;
