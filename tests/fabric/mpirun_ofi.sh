@@ -87,6 +87,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 . "$here/../func/leftovers.sh"
+. "$here/mpi_hosts.sh"
 
 args=(--oversubscribe --bind-to none -np "$np")
 [ "$(id -u)" -eq 0 ] && args=(--allow-run-as-root "${args[@]}")
@@ -102,46 +103,7 @@ args=(--oversubscribe --bind-to none -np "$np")
 wrap=()          # the command that puts mpirun in h1
 places=("")      # where the ranks run: "" (here) or the namespaces
 if [ -n "$hosts" ]; then
-    if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
-        echo "SKIP: --hosts needs root and iproute2 (network namespaces)"
-        exit 77
-    fi
-    # netlab's `up` would replace a lab of that tag: never someone else's
-    if bash "$here/../../scripts/netlab.sh" list 2>/dev/null | grep -qxF "$hosts"; then
-        echo "FAIL: a netlab lab '$hosts' is already up; not replacing what another job may use"
-        exit 1
-    fi
-    lab_up=1     # from here on, cleanup takes it down, whatever happens
-    if ! bash "$here/../../scripts/netlab.sh" up --tag "$hosts" --hosts 2 >"$work/lab" 2>&1; then
-        if grep -qiE 'permission|not permitted|cannot create' "$work/lab"; then
-            echo "SKIP: cannot create network namespaces here:"; cat "$work/lab"; exit 77
-        fi
-        echo "FAIL: netlab.sh up --tag $hosts --hosts 2:"; cat "$work/lab"; exit 1
-    fi
-    # the veth ends come up a moment after netlab returns (NO-CARRIER,
-    # state DOWN): until then libfabric's tcp provider, for one, does not
-    # list them. Wait for them, a bounded number of looks.
-    links_up() {   # NS: it has links besides lo, and all of them are up
-        local l
-        l=$(ip -n "$1" -o link show 2>/dev/null | grep -v ': lo:')
-        [ -n "$l" ] && ! grep -qv 'state UP' <<<"$l"
-    }
-    for _ in $(seq 100); do
-        links_up "cvia-$hosts-h1" && links_up "cvia-$hosts-h2" && break
-        sleep 0.1
-    done
-    a1=$(bash "$here/../../scripts/netlab.sh" addr --tag "$hosts" h1 h2) &&
-    a2=$(bash "$here/../../scripts/netlab.sh" addr --tag "$hosts" h2 h1) ||
-        { echo "FAIL: netlab.sh addr"; cat "$work/lab"; exit 1; }
-    slots=$(( (np + 1) / 2 ))
-    printf '%s slots=%d\n%s slots=%d\n' "$a1" "$slots" "$a2" "$slots" >"$work/hostfile"
-    args+=(--hostfile "$work/hostfile" --map-by node
-           --mca plm_rsh_agent "$here/ns-agent.sh"
-           --mca oob_tcp_if_include 198.18.0.0/15
-           --mca btl_tcp_if_include 198.18.0.0/15)
-    export NETLAB_AGENT_TAG=$hosts   # the agent (mpirun's child) reads it
-    # h1 named after its namespace too, as ns-agent.sh names h2
-    wrap=(ip netns exec "cvia-$hosts-h1" unshare --uts sh -c 'hostname "$0" && exec "$@"' "cvia-$hosts-h1")
+    mpi_hosts_up "$hosts" "$np"
     places=("cvia-$hosts-h1" "cvia-$hosts-h2")
 fi
 
