@@ -46,6 +46,20 @@ void dsm_buf_free(struct dsm_buf *b)
     b->len = b->cap = 0;
 }
 
+/* Append @v to the growable array *@q of *@n entries (room for *@cap). */
+static void u32_push(uint32_t **q, size_t *n, size_t *cap, uint32_t v)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        uint32_t *p = realloc(*q, c * sizeof(*p));
+        if (!p)
+            dsm_fatal(-ENOMEM, "out of memory");
+        *q = p;
+        *cap = c;
+    }
+    (*q)[(*n)++] = v;
+}
+
 /* ---- the interval log ---------------------------------------------------------- */
 
 static void log_append(struct dsm *d, int o, uint32_t id, uint32_t n, const uint32_t *units)
@@ -148,15 +162,7 @@ int dsm_records_apply(struct dsm *d, const char *p, size_t len)
                 if (x->pf == PF_FLIGHT)
                     x->pf = PF_STALE;
                 if (x->state == U_DIRTY) {
-                    if (d->namq == d->amq_cap) {
-                        size_t cap = d->amq_cap ? 2 * d->amq_cap : 64;
-                        uint32_t *q = realloc(d->amq, cap * sizeof(*q));
-                        if (!q)
-                            dsm_fatal(-ENOMEM, "out of memory");
-                        d->amq = q;
-                        d->amq_cap = cap;
-                    }
-                    d->amq[d->namq++] = u;
+                    u32_push(&d->amq, &d->namq, &d->amq_cap, u);
                     continue;
                 }
                 if (x->state == U_CLEAN) {
@@ -823,15 +829,7 @@ void dsm_on_pollnote(struct dsm *d, const struct dsm_hdr *h, const char *p, size
             if (x->pf == PF_FLIGHT)
                 x->pf = PF_STALE;
             if (x->state == U_DIRTY) {
-                if (d->nmq == d->mq_cap) {
-                    size_t cap = d->mq_cap ? 2 * d->mq_cap : 64;
-                    uint32_t *q = realloc(d->mq, cap * sizeof(*q));
-                    if (!q)
-                        dsm_fatal(-ENOMEM, "out of memory");
-                    d->mq = q;
-                    d->mq_cap = cap;
-                }
-                d->mq[d->nmq++] = v[0];
+                u32_push(&d->mq, &d->nmq, &d->mq_cap, v[0]);
                 continue;
             }
             if (x->state == U_CLEAN) {
