@@ -134,28 +134,37 @@ static int create_segment(struct dsm *d)
     return rc;
 }
 
-/* Other ranks: open rank 0's segment; 0 or a negative errno. */
-static int open_segment(struct dsm *d, const char *name)
+/* A member: open its leader's segment @name, which must be this user's
+ * 0600 segment of @bytes; its descriptor, or a negative errno (warned). */
+static int seg_open(const char *name, size_t bytes)
 {
     struct stat st;
-    int fd, rc;
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0), rc;
 
-    snprintf(d->gname, sizeof(d->gname), "%s", name);
-    fd = shm_open(d->gname, O_RDWR | O_CLOEXEC, 0);
-    d->gname[0] = '\0';       /* rank 0 unlinks it */
     if (fd < 0) {
         rc = -errno;
         dsm_warn("opening the host's shared region %s: %s", name, strerror(errno));
         return rc;
     }
-    d->memfd = fd;
     if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 0777) != 0600 ||
-        (size_t)st.st_size != d->region + ctl_bytes(d)) {
+        (size_t)st.st_size != bytes) {
         dsm_warn("the host's shared region %s is not this user's 0600 segment of %zu "
-                 "bytes", name, d->region + ctl_bytes(d));
-        undo(d);
+                 "bytes", name, bytes);
+        close(fd);
         return -EACCES;
     }
+    return fd;
+}
+
+/* Other ranks: open rank 0's segment (rank 0 unlinks it); 0 or a negative
+ * errno. */
+static int open_segment(struct dsm *d, const char *name)
+{
+    int fd = seg_open(name, d->region + ctl_bytes(d)), rc;
+
+    if (fd < 0)
+        return fd;
+    d->memfd = fd;
     if ((rc = map_ctl(d, fd))) {
         dsm_warn("mapping the host's shared region %s: %s", name, strerror(-rc));
         undo(d);
@@ -283,23 +292,11 @@ void dsm_group_reserve(struct dsm *d, size_t u0, size_t nu)
 /* Member: open the leader's segment; 0 or a negative errno. */
 static int xopen(struct dsm *d, const char *name)
 {
-    struct stat st;
-    int fd, rc;
+    int fd = seg_open(name, 2 * d->region + xctl_bytes(d)), rc;
 
-    fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-    if (fd < 0) {
-        rc = -errno;
-        dsm_warn("opening the host's shared region %s: %s", name, strerror(errno));
-        return rc;
-    }
+    if (fd < 0)
+        return fd;
     d->memfd = fd;
-    if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 0777) != 0600 ||
-        (size_t)st.st_size != 2 * d->region + xctl_bytes(d)) {
-        dsm_warn("the host's shared region %s is not this user's 0600 segment of %zu "
-                 "bytes", name, 2 * d->region + xctl_bytes(d));
-        xundo(d);
-        return -EACCES;
-    }
     if ((rc = xmap(d, fd))) {
         dsm_warn("mapping the host's shared region %s: %s", name, strerror(-rc));
         xundo(d);
