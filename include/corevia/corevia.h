@@ -433,8 +433,9 @@ typedef struct cvia_inbox_msg {
 /** Send every message with @p tag (>= 0) to a new inbox from now on.
  *  @p buf_size: bytes of the buffers it keeps (a longer message gets one
  *  of its own); @p prealloc: buffers made at once (more come as needed).
- *  -EINVAL for a bad argument, -EBUSY if the tag has one already or
- *  CVIA_INBOX_MAX (8) are open, -ENOMEM. */
+ *  -EINVAL for a bad argument, -EBUSY if the tag has one already or the
+ *  process has 256 inboxes (open, closing, or closed with messages not
+ *  released yet; a closed one is reused), -ENOMEM. */
 CVIA_API int cvia_inbox_open(int tag, size_t buf_size, int prealloc, cvia_inbox_t *ib_p);
 /** Take up to @p max messages that have arrived completely, in arrival
  *  order, without progressing anything. Returns the count. */
@@ -443,9 +444,10 @@ CVIA_API int cvia_inbox_poll(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int max);
 CVIA_API void cvia_inbox_release(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int n);
 /** Stop sending the tag's messages to the inbox (later ones go to
  *  cvia_irecv()'s matching), let those arriving finish, progressing for at
- *  most CVIA_LIVENESS_INTERVAL, and drop what was not taken or released.
- *  Before cvia_finalize(). 0, or -ETIMEDOUT when a message was still
- *  arriving then (the inbox's memory then stays, never reused). */
+ *  most 5 s (or CVIA_LIVENESS_INTERVAL if longer), and drop what was not
+ *  taken. A message taken and not released yet stays valid; releasing it
+ *  later frees it. Before cvia_finalize(). 0, or -ETIMEDOUT when a message
+ *  was still arriving then (the inbox's memory then stays, never reused). */
 CVIA_API int cvia_inbox_close(cvia_inbox_t ib);
 
 /** Send a small message made of two pieces, @p hdr then @p buf (either may

@@ -19,7 +19,11 @@
  * Inboxes live in a table of CVIA_INBOX_MAX that only grows: a closed one
  * is reused by a later open, never freed, so a matcher that loaded its
  * pointer just before the close still finds valid memory (it looks at
- * `open` under the lock). */
+ * `open` under the lock). A closed one is reused only once its close is
+ * over (`closing`: entries still arriving are waited for, then freed) and
+ * every message the application took has come back (`taken`): a message
+ * released after its inbox's close is freed, never put on the free list
+ * of a later life with another buffer size. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,7 +34,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#define CVIA_INBOX_MAX 8
+#define CVIA_INBOX_MAX 256   /* open at once, and closed ones kept for reuse */
 #define CVIA_REQ_INBOX 0x40   /* beside enum cvia_req_kind */
 
 struct ib_ent {
@@ -45,6 +49,8 @@ struct cvia_inbox {
     _Atomic int open;
     _Atomic int tag;
     int broken;               /* a close timed out: never reused */
+    int closing;              /* cvia_inbox_close at work (ib_open_lock) */
+    size_t taken;             /* polled, not released yet */
     size_t buf_size;
     struct ib_ent *free;
     struct ib_ent *head, *tail;   /* matched, in match order */
@@ -173,8 +179,11 @@ int cvia_inbox_open(int tag, size_t buf_size, int prealloc, cvia_inbox_t *ib_p)
                 rc = -EBUSY;
                 goto out;
             }
-        } else if (!t->broken && !ib) {
-            ib = t;   /* a closed one, reused */
+        } else if (!t->broken && !t->closing && !ib) {
+            cvia_mlock_lock(&t->lock);
+            if (!t->taken)
+                ib = t;   /* a closed one, reused */
+            cvia_mlock_unlock(&t->lock);
         }
     }
     if (!ib) {
@@ -232,6 +241,7 @@ int cvia_inbox_poll(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int max)
         msgs[n].priv = e;
         n++;
     }
+    ib->taken += (size_t)n;
     cvia_mlock_unlock(&ib->lock);
     return n;
 }
@@ -245,9 +255,14 @@ void cvia_inbox_release(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int n)
         struct ib_ent *e = msgs[i].priv;
         free(e->big);
         e->big = NULL;
-        e->next = ib->free;
-        ib->free = e;
+        if (atomic_load_explicit(&ib->open, memory_order_relaxed)) {
+            e->next = ib->free;
+            ib->free = e;
+        } else {
+            free(e);   /* its inbox closed meanwhile: no free list to join */
+        }
     }
+    ib->taken -= (size_t)n < ib->taken ? (size_t)n : ib->taken;
     cvia_mlock_unlock(&ib->lock);
 }
 
@@ -285,16 +300,20 @@ int cvia_inbox_close(cvia_inbox_t ib)
         return -EINVAL;
     }
     atomic_store_explicit(&ib->open, 0, memory_order_relaxed);
+    ib->closing = 1;   /* not reused before the end of this close */
     settled = ib_settled(ib);
     cvia_mlock_unlock(&ib->lock);
     atomic_fetch_sub(&ib_nopen, 1);
     pthread_mutex_unlock(&ib_open_lock);
-    /* messages still arriving into entries: the providers own them */
-    deadline = cvia__clock_s() + cvia__ctx.cfg.liveness;
+    /* messages still arriving into entries: the providers own them; a
+     * sender that died fails them within the liveness bound, a datagram
+     * retransmission completes them within its timeouts */
+    deadline = cvia__clock_s() + (cvia__ctx.cfg.liveness > 5.0 ? cvia__ctx.cfg.liveness : 5.0);
     while (!settled) {
         if (cvia__clock_s() > deadline) {
             pthread_mutex_lock(&ib_open_lock);
             ib->broken = 1;
+            ib->closing = 0;
             pthread_mutex_unlock(&ib_open_lock);
             cvia_warn(CORE, "inbox of tag %d closed while a message was still arriving; "
                       "its memory stays", atomic_load(&ib->tag));
@@ -305,10 +324,13 @@ int cvia_inbox_close(cvia_inbox_t ib)
         settled = ib_settled(ib);
         cvia_mlock_unlock(&ib->lock);
     }
+    pthread_mutex_lock(&ib_open_lock);
     cvia_mlock_lock(&ib->lock);
     ib_free_list(ib->head);
     ib_free_list(ib->free);
     ib->head = ib->tail = ib->free = NULL;
+    ib->closing = 0;
     cvia_mlock_unlock(&ib->lock);
+    pthread_mutex_unlock(&ib_open_lock);
     return 0;
 }

@@ -10,7 +10,7 @@
 
 struct fab_cfg {
     size_t eager;        /* largest message sent with its header */
-    long   rx_depth;     /* corevia receives kept posted per endpoint */
+    long   rx_depth;     /* inbox buffers made in advance per endpoint */
     size_t inject;       /* inject_size reported */
     double liveness;     /* how often an endpoint with work looks for dead peers */
     int    wireup;       /* FAB_WIREUP_* */

@@ -158,8 +158,8 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
  * -FI_EAGAIN before it hands the completions to the MPI layer, so that
  * read is on the path of every message (an MPI_Recv returns only after
  * it). That read answers from the queue without a progress round; the
- * round, with the re-post of the receive slots just consumed, is the next
- * read's, while the caller waits anyway. Never two such reads in a row: a
+ * round (the inbox's arrivals matched, its buffers given back) is the
+ * next read's, while the caller waits anyway. Never two such reads in a row: a
  * caller polling fi_cq_read progresses at least every other read. */
 static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {

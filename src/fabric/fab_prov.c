@@ -40,6 +40,7 @@ int fab_errno(int rc)
     case EINVAL:        return -FI_EINVAL;
     case EFAULT:        return -FI_EFAULT;
     case EAGAIN:        return -FI_EAGAIN;
+    case EBUSY:         return -FI_EBUSY;
     default:            return -FI_EOTHER;
     }
 }

@@ -83,7 +83,7 @@ static void *fab_waiter_main(void *arg)
 
     pthread_mutex_lock(&wt->lock);
     for (;;) {
-        uint64_t dl;
+        uint64_t dl = 0;
         while (!wt->stop && !(dl = fab_wait_next(wt)))
             pthread_cond_wait(&wt->cond, &wt->lock);
         if (wt->stop)

@@ -162,6 +162,52 @@ static void stream(void)
     rc = cvia_recv(&w, sizeof(w), from, TAG_IN, NULL);
     CHECK(rc == 0 && w == from, "after the close: %s, %d from %d", cvia_strerror(rc), w, from);
 
+    /* a message taken before its inbox's close stays valid; released after
+     * the tag's inbox was opened again with larger buffers, its small
+     * entry must not serve the new inbox (the next, longer message would
+     * overflow it) */
+    {
+        cvia_inbox_t a, b2;
+        cvia_inbox_msg_t m, m2;
+        static unsigned char big3[3000];
+        int n = 0;
+        rc = cvia_inbox_open(TAG_IN, 16, 1, &a);
+        CHECK(rc == 0, "cvia_inbox_open (16-byte buffers): %s", cvia_strerror(rc));
+        CHECK(cvia_barrier() == 0, "barrier");
+        rc = cvia_send(&me, sizeof(me), to, TAG_IN);
+        CHECK(rc == 0, "cvia_send: %s", cvia_strerror(rc));
+        for (long t = 0; t < 20000000 && n == 0; t++) {
+            (void)cvia_progress();
+            n = cvia_inbox_poll(a, &m, 1);
+        }
+        CHECK(n == 1 && m.len == sizeof(me) && *(const int *)m.buf == from,
+              "the message before the close: %d taken", n);
+        CHECK(cvia_barrier() == 0, "barrier");
+        rc = cvia_inbox_close(a);
+        CHECK(rc == 0, "cvia_inbox_close with a message taken: %s", cvia_strerror(rc));
+        rc = cvia_inbox_open(TAG_IN, 4096, 0, &b2);
+        CHECK(rc == 0, "cvia_inbox_open (4096-byte buffers): %s", cvia_strerror(rc));
+        CHECK(*(const int *)m.buf == from, "a taken message changed across its inbox's close");
+        cvia_inbox_release(a, &m, 1);
+        CHECK(cvia_barrier() == 0, "barrier");
+        make(big3, sizeof(big3), me, 7);
+        rc = cvia_send(big3, sizeof(big3), to, TAG_IN);
+        CHECK(rc == 0, "cvia_send: %s", cvia_strerror(rc));
+        n = 0;
+        for (long t = 0; t < 20000000 && n == 0; t++) {
+            (void)cvia_progress();
+            n = cvia_inbox_poll(b2, &m2, 1);
+        }
+        CHECK(n == 1 && m2.len == sizeof(big3), "the message after the reopen: %d taken", n);
+        CHECK(*(const int *)m2.buf == 7 &&
+              verify((const unsigned char *)m2.buf + sizeof(int), m2.len - sizeof(int),
+                     seed(from, 7)) == (size_t)-1, "the message after the reopen is not intact");
+        cvia_inbox_release(b2, &m2, 1);
+        CHECK(cvia_barrier() == 0, "barrier");
+        rc = cvia_inbox_close(b2);
+        CHECK(rc == 0, "cvia_inbox_close: %s", cvia_strerror(rc));
+    }
+
     /* refusals */
     CHECK(cvia_inbox_open(-1, 64, 0, &ib) == -EINVAL, "a negative tag was taken");
     CHECK(cvia_inbox_open(TAG_IN, 0, 0, &ib) == -EINVAL, "a zero buffer size was taken");
