@@ -594,6 +594,27 @@ static void collect_runs(struct dsm *d, uint32_t u, int home, struct prun **runs
     free(cur);
 }
 
+/* The @n units written since the last tick (d->pollw, under lock): each
+ * named in @note with its write epoch; a dirty one write-protected (the
+ * next write faults again and marks it for the next tick) and, when its
+ * home is not on this host, its changed bytes collected. */
+static void poll_collect(struct dsm *d, uint32_t *note, size_t n, struct prun **runs,
+                         size_t *nr, size_t *cap, struct dsm_buf *bytes)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = d->pollw[i];
+        struct dsm_unit *x = &d->u[u];
+        note[2 * i] = u;
+        note[2 * i + 1] = x->wepoch;
+        d->upollw[u] = 0;
+        if (x->state != U_DIRTY)
+            continue;
+        dsm_unit_prot(d, u, P_READ);
+        if (!dsm_ghome(d, x->home))
+            collect_runs(d, u, x->home, runs, nr, cap, bytes);
+    }
+}
+
 /* Write the runs into their homes' memory and wait until they are there. */
 static void write_runs(struct dsm *d, const struct prun *runs, size_t nr,
                        const struct dsm_buf *bytes, cvia_req_t *reqs)
@@ -658,18 +679,7 @@ static void poll_tick_xg(struct dsm *d)
             dsm_unit_prot(d, u, P_READ);
     }
     d->trk_tick += nt;
-    for (size_t i = 0; i < np; i++) {
-        uint32_t u = d->pollw[i];
-        struct dsm_unit *x = &d->u[u];
-        note[2 * i] = u;
-        note[2 * i + 1] = x->wepoch;
-        d->upollw[u] = 0;
-        if (x->state != U_DIRTY)
-            continue;
-        dsm_unit_prot(d, u, P_READ);
-        if (!dsm_ghome(d, x->home))
-            collect_runs(d, u, x->home, &runs, &nr, &cap, &bytes);
-    }
+    poll_collect(d, note, np, &runs, &nr, &cap, &bytes);
     d->npollw = 0;
     cvia_spin_unlock(d->lk);
     if (nr && !(reqs = calloc(nr, sizeof(*reqs))))
@@ -715,19 +725,7 @@ void dsm_poll_tick(struct dsm *d)
     }
     if (!(note = malloc(n * 2 * sizeof(*note))))
         dsm_fatal(-ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u = d->pollw[i];
-        struct dsm_unit *x = &d->u[u];
-        note[2 * i] = u;
-        note[2 * i + 1] = x->wepoch;
-        d->upollw[u] = 0;
-        if (x->state != U_DIRTY)
-            continue;
-        /* the next write faults again (and marks it for the next tick) */
-        dsm_unit_prot(d, u, P_READ);
-        if (x->home != d->rank)
-            collect_runs(d, u, x->home, &runs, &nr, &cap, &bytes);
-    }
+    poll_collect(d, note, n, &runs, &nr, &cap, &bytes);
     d->npollw = 0;
     cvia_spin_unlock(d->lk);
 
