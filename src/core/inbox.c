@@ -108,12 +108,11 @@ static struct ib_ent *ib_take(struct cvia_inbox *ib, int src, uint16_t ctx, int3
     return e;
 }
 
-struct cvia_xfer *cvia__inbox_match(void *core, int src, uint16_t ctx, int32_t tag,
-                                    size_t msg_len, unsigned flags, uint64_t cookie)
+/* An entry of the open inbox of @tag for the message, or NULL (none open
+ * on the tag, or no memory: the caller queues it as unexpected). */
+static struct cvia_xfer *ib_route(int src, uint16_t ctx, int32_t tag, size_t msg_len,
+                                  unsigned flags, uint64_t cookie)
 {
-    if (__builtin_expect(atomic_load_explicit(&ib_nopen, memory_order_relaxed) == 0, 1) ||
-        ctx != CVIA_CTX_USER)
-        return cvia__core_match(core, src, ctx, tag, msg_len, flags, cookie);
     for (int i = 0; i < CVIA_INBOX_MAX; i++) {
         struct cvia_inbox *ib = atomic_load_explicit(&ib_tab[i], memory_order_acquire);
         struct ib_ent *e;
@@ -130,7 +129,7 @@ struct cvia_xfer *cvia__inbox_match(void *core, int src, uint16_t ctx, int32_t t
             atomic_load_explicit(&ib->tag, memory_order_relaxed) != tag) {
             cvia_mlock_unlock(&ib->lock);   /* closed meanwhile */
             free(big);
-            break;
+            return NULL;
         }
         e = ib_take(ib, src, ctx, tag, msg_len, flags, cookie, big);
         cvia_mlock_unlock(&ib->lock);
@@ -139,9 +138,33 @@ struct cvia_xfer *cvia__inbox_match(void *core, int src, uint16_t ctx, int32_t t
         free(big);
         cvia_error(CORE, "out of memory for an inbox entry; a message from rank %d goes "
                    "to the receive queue", src);
-        break;
+        return NULL;
     }
+    return NULL;
+}
+
+struct cvia_xfer *cvia__inbox_match(void *core, int src, uint16_t ctx, int32_t tag,
+                                    size_t msg_len, unsigned flags, uint64_t cookie)
+{
+    struct cvia_xfer *x;
+
+    if (__builtin_expect(atomic_load_explicit(&ib_nopen, memory_order_relaxed) == 0, 1) ||
+        ctx != CVIA_CTX_USER)
+        return cvia__core_match(core, src, ctx, tag, msg_len, flags, cookie);
+    if ((x = ib_route(src, ctx, tag, msg_len, flags, cookie)))
+        return x;
     return cvia__core_match(core, src, ctx, tag, msg_len, flags, cookie);
+}
+
+struct cvia_xfer *cvia__inbox_recheck(int src, uint16_t ctx, int32_t tag, size_t msg_len,
+                                      unsigned flags, uint64_t cookie)
+{
+    /* the open's count is bumped before its arm takes the core's lock, and
+     * the caller holds that lock: an inbox opened before the arm's look
+     * is seen here */
+    if (ctx != CVIA_CTX_USER || atomic_load(&ib_nopen) == 0)
+        return NULL;
+    return ib_route(src, ctx, tag, msg_len, flags, cookie);
 }
 
 void cvia__inbox_complete(void *core, struct cvia_xfer *x, int status)

@@ -16,5 +16,12 @@ struct cvia_xfer;
 struct cvia_xfer *cvia__inbox_match(void *core, int src, uint16_t ctx, int32_t tag,
                                     size_t msg_len, unsigned flags, uint64_t cookie);
 void cvia__inbox_complete(void *core, struct cvia_xfer *x, int status);
+/* req.c, under the core's lock, before a message of the user context goes
+ * to the unexpected queue: an inbox opened on its tag since the matcher
+ * looked takes it (the entry, or NULL: no inbox on the tag, or no memory).
+ * An arm that opens an inbox and then takes the tag's early messages
+ * under the same lock sees every message either queued or in the inbox. */
+struct cvia_xfer *cvia__inbox_recheck(int src, uint16_t ctx, int32_t tag, size_t msg_len,
+                                      unsigned flags, uint64_t cookie);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include <corevia/cvia_errno.h>
 #include "core/core.h"
+#include "core/inbox.h"
 #include "util/log.h"
 
 static void q_push(struct cvia_req_queue *q, struct cvia_req *r)
@@ -224,6 +225,18 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
             free(buf);
             return match_posted(r, src, tag, msg_len, flags, cookie);
         }
+    }
+    /* an inbox opened on the tag since the matcher looked (another
+     * thread's arm, whose look for early messages on the tag, under this
+     * lock, may already be over): the message is the inbox's, or it would
+     * wait in the unexpected queue for a receive nobody posts */
+    struct cvia_xfer *ix = cvia__inbox_recheck(src, ctx, tag, msg_len, flags, cookie);
+    if (ix) {
+        u->next = c->free_reqs;
+        c->free_reqs = u;
+        cvia_mlock_unlock(&c->lock);
+        free(buf);
+        return ix;
     }
     q_push(&c->unexp, u);
     cvia_mlock_unlock(&c->lock);

@@ -13,9 +13,29 @@
  *           closed the tag's messages go to cvia_irecv again. Then the API's refusals (bad arguments, a second inbox
  *           on a tag, a bad peer).
  *
- *   func_inbox stream --token=T    (under cvia-run, any number of ranks)
+ *   arm     the window of an inbox's open at CVIA_THREAD_MULTIPLE: on
+ *           rank 0 one thread progresses without pause while the main
+ *           thread, round after round, tells rank 1 to send, opens an
+ *           inbox on the tag at once and takes the messages that came
+ *           before it from the receive queue (cvia_irecv, reap, cancel:
+ *           the libfabric provider's arm), then the rest from the inbox,
+ *           then closes it. Every message must come exactly once and in
+ *           its sender's order: one that the progress thread matched
+ *           just before the open and queued just after the take would
+ *           wait in the receive queue for a receive nobody posts.
+ *           In every other round the progress thread is held in that
+ *           window (the test's malloc stalls its allocation of the first
+ *           message's buffer until the main thread's look is over; not
+ *           under the sanitizers, whose malloc is their own). Two ranks
+ *           (the others only join the barriers).
+ *
+ *   func_inbox stream|arm --token=T    (under cvia-run)
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,12 +248,171 @@ static void stream(void)
     free(other);
 }
 
+#define TAG_ARM   102
+#define TAG_GO    103
+#define ARM_ROUNDS 40
+#define ARM_K      8
+#define ARM_BIG    (200 * 1024 + 8)   /* message 0 of a round: its buffer is a malloc of this */
+
+static _Atomic int arm_stop, arm_hold, arm_held;
+static __thread int arm_is_progress;
+
+static size_t arm_len(int i)
+{
+    return i % 4 == 0 ? ARM_BIG : 16;
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+/* The window, held open: the progress thread's malloc of a message's
+ * buffer (the matcher's, between its look at the inboxes and its queueing
+ * of the message as unexpected) waits while the main thread opens the
+ * inbox and looks for early messages (1 s at most). corevia's calls to
+ * malloc come here first (the executable's definition); the sanitizers
+ * have their own, so under them the case runs as a plain stress test. */
+extern void *__libc_malloc(size_t);
+void *malloc(size_t n)
+{
+    if (n == ARM_BIG && arm_is_progress && atomic_load(&arm_hold)) {
+        atomic_store(&arm_held, 1);
+        for (int i = 0; i < 100000 && atomic_load(&arm_hold); i++)
+            usleep(10);
+    }
+    return __libc_malloc(n);
+}
+#endif
+
+static void *arm_progress(void *arg)
+{
+    (void)arg;
+    arm_is_progress = 1;
+    while (!atomic_load_explicit(&arm_stop, memory_order_relaxed))
+        (void)cvia_progress();
+    return NULL;
+}
+
+static double arm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Message @idx of round @round, @len bytes at @p, in its place? */
+static void arm_got(int round, int *next, const unsigned char *p, size_t len, const char *how)
+{
+    int idx;
+
+    CHECK(len >= sizeof(idx), "round %d: %zu bytes %s", round, len, how);
+    memcpy(&idx, p, sizeof(idx));
+    CHECK(idx == *next, "round %d: message %d %s where %d was due (message %d is stranded "
+          "or came twice)", round, idx, how, *next, *next);
+    CHECK(len == arm_len(idx), "round %d: message %d has %zu bytes", round, idx, len);
+    CHECK(verify(p + sizeof(idx), len - sizeof(idx), seed(round, idx)) == (size_t)-1,
+          "round %d: message %d is not intact", round, idx);
+    (*next)++;
+}
+
+static void arm(void)
+{
+    unsigned char *buf = malloc(ARM_BIG);
+    long early = 0, late = 0, held = 0;
+    int rc;
+
+    CHECK(np >= 2, "arm needs two ranks");
+    CHECK(buf, "out of memory");
+    CHECK(cvia_barrier() == 0, "barrier");
+    if (me == 1) {
+        for (int r = 0; r < ARM_ROUNDS; r++) {
+            int go = -1;
+            rc = cvia_recv(&go, sizeof(go), 0, TAG_GO, NULL);
+            CHECK(rc == 0 && go == r, "go %d: %s (%d)", r, cvia_strerror(rc), go);
+            for (int i = 0; i < ARM_K; i++) {
+                size_t len = arm_len(i);
+                memcpy(buf, &i, sizeof(i));
+                fill(buf + sizeof(i), len - sizeof(i), seed(r, i));
+                rc = cvia_send(buf, len, 0, TAG_ARM);
+                CHECK(rc == 0, "cvia_send: %s", cvia_strerror(rc));
+            }
+        }
+    } else if (me == 0) {
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, arm_progress, NULL) == 0, "pthread_create");
+        for (int r = 0; r < ARM_ROUNDS; r++) {
+            cvia_inbox_t ib;
+            cvia_req_t go = NULL;
+            int next = 0, done = 0;
+            /* odd rounds: the progress thread held in the window (where
+             * it can be), even ones: as it comes */
+            atomic_store(&arm_held, 0);
+            atomic_store(&arm_hold, r % 2);
+            rc = cvia_isend(&r, sizeof(r), 1, TAG_GO, &go);
+            CHECK(rc == 0, "cvia_isend: %s", cvia_strerror(rc));
+            for (int i = 0; r % 2 && i < 100000 && !atomic_load(&arm_held); i++)
+                usleep(10);
+            held += atomic_load(&arm_held);
+            rc = cvia_inbox_open(TAG_ARM, 64, 4, &ib);
+            CHECK(rc == 0, "cvia_inbox_open: %s", cvia_strerror(rc));
+            /* the arm's look for messages that came before the open */
+            for (int k = 0; k < ARM_K + 1; k++) {
+                cvia_req_t req = NULL;
+                cvia_status_t st;
+                done = 0;
+                rc = cvia_irecv(buf, ARM_BIG, CVIA_ANY_LIVE_SOURCE, TAG_ARM, &req);
+                CHECK(rc == 0, "cvia_irecv: %s", cvia_strerror(rc));
+                rc = cvia_reap(&req, &done, &st);
+                if (!done) {
+                    if (cvia_cancel(&req) == 0)
+                        break;   /* nothing was waiting */
+                    rc = cvia_wait(&req, &st);   /* one still arriving */
+                }
+                CHECK(rc == 0, "round %d: an early message: %s", r, cvia_strerror(rc));
+                arm_got(r, &next, buf, st.len, "before the open");
+                early++;
+            }
+            atomic_store(&arm_hold, 0);
+            /* the rest from the inbox (10 s at most: one stranded in the
+             * receive queue never comes) */
+            for (double until = arm_now() + 10.0; next < ARM_K && arm_now() < until;) {
+                cvia_inbox_msg_t m[4];
+                int n = cvia_inbox_poll(ib, m, 4);
+                CHECK(n >= 0, "cvia_inbox_poll: %d", n);
+                for (int k = 0; k < n; k++) {
+                    CHECK(m[k].status == 0, "a message failed: %s", cvia_strerror(m[k].status));
+                    arm_got(r, &next, m[k].buf, m[k].len, "in the inbox");
+                    late++;
+                }
+                cvia_inbox_release(ib, m, n);
+            }
+            if (next < ARM_K) {
+                cvia_req_t req = NULL;
+                done = 0;
+                (void)cvia_irecv(buf, ARM_BIG, CVIA_ANY_LIVE_SOURCE, TAG_ARM, &req);
+                (void)cvia_reap(&req, &done, NULL);
+                CHECK(0, "round %d: message %d never reached the inbox%s", r, next,
+                      done ? "; it waits in the receive queue (stranded by the open)" : "");
+            }
+            rc = cvia_wait(&go, NULL);
+            CHECK(rc == 0, "cvia_wait: %s", cvia_strerror(rc));
+            rc = cvia_inbox_close(ib);
+            CHECK(rc == 0, "cvia_inbox_close: %s", cvia_strerror(rc));
+        }
+        atomic_store(&arm_stop, 1);
+        pthread_join(t, NULL);
+    }
+    CHECK(cvia_barrier() == 0, "barrier");
+    if (me == 0)
+        printf("func_inbox: arm: %d rounds of %d messages (%ld with the matcher held in the "
+               "window), %ld taken before the open, %ld from the inbox: ok\n", ARM_ROUNDS,
+               ARM_K, held, early, late);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
 
-    if (argc < 2 || strcmp(argv[1], "stream")) {
-        fprintf(stderr, "usage: func_inbox stream [--token=T]\n");
+    if (argc < 2 || (strcmp(argv[1], "stream") && strcmp(argv[1], "arm"))) {
+        fprintf(stderr, "usage: func_inbox stream|arm [--token=T]\n");
         return 2;
     }
     /* before cvia_init: refused, not a crash */
@@ -249,6 +428,9 @@ int main(int argc, char **argv)
     }
     me = cvia_rank();
     np = cvia_size();
-    stream();
+    if (!strcmp(argv[1], "arm"))
+        arm();
+    else
+        stream();
     return cvia_finalize() ? 1 : 0;
 }
