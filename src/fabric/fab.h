@@ -447,7 +447,7 @@ extern struct fi_ops_tagged fab_tagged_ops;
 void fab_progress_locked(struct fab_ep *ep);
 /* Arming: the messages for the endpoint that corevia received before its
  * inbox opened, handed to the matching first. */
-void fab_take_early(struct fab_ep *ep);
+void fab_take_early(struct fab_ep *ep, char *buf);   /* buf: ep->slot_size bytes */
 void fab_ep_flush(struct fab_ep *ep, int err);    /* fail everything left */
 void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);
@@ -506,5 +506,16 @@ static inline void fab_cntr_bump(struct fab_cntr *c, int err)
     atomic_fetch_add(err ? &c->err : &c->val, 1);
     fab_wait_event(c->w);
 }
+
+/* Fault injection, compiled into the tests' copy of the provider only
+ * (tests/fabric: libcorevia-fi.so built with FAB_FAULT_INJECT, in its own
+ * directory): fab_fault("point") is 1 where FAB_FAULT names the point,
+ * as "point" (its first call fails) or "point:N" (its first N calls). In
+ * the provider that is installed it is the constant 0. */
+#ifdef FAB_FAULT_INJECT
+int fab_fault(const char *point);
+#else
+#define fab_fault(point) 0
+#endif
 
 #endif

@@ -161,18 +161,29 @@ int fab_ep_arm(struct fab_ep *ep)
             return ep->arm_rc = fab_errno(rc);
         ep->core_held = 1;
     }
+    /* the buffer the messages that came before the open are taken into,
+     * before the open: without it the arm fails with nothing changed (the
+     * early messages stay in corevia's receive queue, and the next call
+     * tries again; not kept in arm_rc) */
+    char *early = fab_fault("take_early") ? NULL : malloc(ep->slot_size);
+    if (!early)
+        return -FI_ENOMEM;
     /* buffers for the messages of the endpoint's tag, kept by corevia: a
      * header and an eager payload fit one (longer ones get their own) */
     if ((rc = cvia_inbox_open(FAB_TAG_BASE + ep->epid, ep->slot_size, (int)fab_cfg.rx_depth,
-                              &ep->inbox)))
+                              &ep->inbox))) {
+        free(early);
         return ep->arm_rc = fab_errno(rc);
+    }
     /* corevia is up: the domain's progress thread may call it now */
     if ((rc = fab_auto_add(ep->dom, ep))) {
         (void)cvia_inbox_close(ep->inbox);
+        free(early);
         return ep->arm_rc = rc;
     }
     ep->armed = 1;
-    fab_take_early(ep);
+    fab_take_early(ep, early);
+    free(early);
     return 0;
 }
 

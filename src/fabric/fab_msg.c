@@ -550,12 +550,10 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
  * opened (a peer that reached this process while the endpoint was not
  * armed yet) are in corevia's unexpected queue: take them, in order,
  * before anything of the inbox. */
-void fab_take_early(struct fab_ep *ep)
+void fab_take_early(struct fab_ep *ep, char *buf)
 {
-    char *buf = malloc(ep->slot_size);
-
     /* bounded: each turn takes one message that had arrived already */
-    for (int k = 0; buf && k < 1 << 20; k++) {
+    for (int k = 0; k < 1 << 20; k++) {
         cvia_req_t req = NULL;
         cvia_status_t st;
         int done = 0, rc;
@@ -571,7 +569,6 @@ void fab_take_early(struct fab_ep *ep)
         if (rc == 0)
             fab_arrive(ep, st.source, buf, st.len);
     }
-    free(buf);
 }
 
 /* Operations that involve a peer corevia now knows to be gone. */
@@ -624,7 +621,8 @@ void fab_progress_locked(struct fab_ep *ep)
         if (!ep->posted_head[0] && !ep->posted_head[1] && !ep->ops)
             return;
         if (fab_ep_arm(ep)) {
-            fab_fail_all(ep, ep->arm_rc);
+            if (ep->arm_rc)   /* else out of memory for now: the next round tries again */
+                fab_fail_all(ep, ep->arm_rc);
             return;
         }
     }
