@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -810,6 +811,33 @@ void cvia_imm_kick(void)
     for (int i = 0; i < c->nprov; i++)
         if (c->prov[i].desc->ops->kick)
             c->prov[i].desc->ops->kick(c->prov[i].ep);
+    /* a waiter in cvia_input_wait's poll (after the count: it announces
+     * itself, then looks at the count) */
+    if (atomic_load(&c->kick_waiters)) {
+        int fd = atomic_load(&c->kick_efd) - 1;
+        uint64_t one = 1;
+        if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
+            /* EAGAIN: the counter is far from zero, readable anyway */
+        }
+    }
+}
+
+/* The eventfd cvia_imm_kick writes for a thread in cvia_input_wait's
+ * poll(), made at the first such wait (the finalize closes it); -1 if
+ * none can be made (the wait then sees kicks at its end only). */
+static int kick_fd(struct cvia_ctx *c)
+{
+    int fd = atomic_load(&c->kick_efd) - 1, none = 0;
+
+    if (fd >= 0)
+        return fd;
+    if ((fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        return -1;
+    if (!atomic_compare_exchange_strong(&c->kick_efd, &none, fd + 1)) {
+        close(fd);   /* another waiter made one first */
+        fd = none - 1;
+    }
+    return fd;
 }
 
 /* Where every peer is on this host, sleep on the shm futex until a peer
@@ -884,7 +912,7 @@ int cvia_imm_block(uint32_t kicks, double max_s)
 int cvia_input_wait(uint32_t kicks, double max_s)
 {
     struct cvia_ctx *c = &cvia__ctx;
-    struct pollfd fds[CVIA_MAX_PROV];
+    struct pollfd fds[CVIA_MAX_PROV + 1];
     const struct cvia_prov_ops *bops = NULL;
     int n, pb = -1;
 
@@ -898,9 +926,26 @@ int cvia_input_wait(uint32_t kicks, double max_s)
     int nremote = __atomic_load_n(&c->nremote, __ATOMIC_RELAXED);
     int all_remote = c->dynamic ? 0 : nremote == c->size - 1;
     if (n && (all_remote || !bops)) {
-        int ms = (int)(max_s * 1e3 + 0.999);
-        int rc = poll(fds, (nfds_t)n, ms);
-        return rc > 0 || atomic_load(&c->kicks) != kicks;
+        /* no futex here for a kick to wake: the kick's eventfd beside the
+         * sockets, announced before the last look at the count (the kick
+         * bumps the count, then looks for waiters), so none is missed */
+        int ms = (int)(max_s * 1e3 + 0.999), kfd = kick_fd(c), rc;
+        nfds_t nf = (nfds_t)n;
+        if (kfd >= 0)
+            fds[nf++] = (struct pollfd){ .fd = kfd, .events = POLLIN };
+        atomic_fetch_add(&c->kick_waiters, 1);
+        rc = atomic_load(&c->kicks) != kicks ? 0 : poll(fds, nf, ms);
+        atomic_fetch_sub(&c->kick_waiters, 1);
+        int ready = 0;
+        for (int i = 0; rc > 0 && i < n; i++)
+            ready |= fds[i].revents != 0;
+        if (rc > 0 && kfd >= 0 && (fds[n].revents & POLLIN)) {
+            uint64_t v;
+            if (read(kfd, &v, sizeof(v)) < 0) {
+                /* EAGAIN: another waiter took it; the count tells */
+            }
+        }
+        return ready || atomic_load(&c->kicks) != kicks;
     }
     if (!bops) {   /* nothing to sleep on: a nap, then "may be" */
         struct timespec ts = { 0, 50000 };
@@ -979,6 +1024,8 @@ int cvia_finalize(void)
     if (rc)
         cvia_error(CORE, "finalize: barrier failed: %s", cvia_strerror(rc));
     cvia__bridge_stop(c);
+    if (atomic_load(&c->kick_efd) > 0)
+        close(atomic_load(&c->kick_efd) - 1);
     close_providers(c, rc == 0);
     if (rc == 0)
         cvia__boot_fini(c->boot);

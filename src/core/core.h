@@ -106,6 +106,11 @@ struct cvia_ctx {
     double   next_check;       /* time of the next liveness check */
     _Atomic uint32_t kicks;    /* cvia_imm_kick() count (cvia_imm_block) */
     _Atomic int imm_sleepers;  /* threads in cvia_imm_block() */
+    /* cvia_input_wait with every peer remote sleeps in poll(), where no
+     * futex is kicked: an eventfd (+1; 0: none yet) a kick writes while
+     * kick_waiters says someone sleeps there */
+    _Atomic int kick_efd;
+    _Atomic int kick_waiters;
     /* the helper that watches the sockets while a waiter with peers of
      * both kinds sleeps on shm's futex (idle_bridge.c; slow_lock) */
     struct cvia_bridge *bridge;
