@@ -49,8 +49,9 @@
  * FUNC_NET_FORK=1: every rank forks right after cvia_init a child that
  * leaves the session and lives, without exec, until its rank has exited;
  * after cvia_finalize the rank checks (ip link, 3 s) that no XDP program
- * is left on its host's interfaces: the child's inherited descriptors
- * must not keep the rank's program attached.
+ * is left on its host's interfaces, and that a new AF_XDP socket can take
+ * queue 0 of each (3 s): the child's inherited descriptors and mappings
+ * must keep neither the rank's program attached nor its queue taken.
  * FUNC_NET_SEED (default 1) seeds sizes, tags and payloads of `stream`;
  * FUNC_NET_MSGS and FUNC_NET_WRITES change its counts, FUNC_NET_QUIET_MS
  * its pause after the withdrawal; FUNC_NET_PORT (default 47000) is the
@@ -68,6 +69,7 @@
 #include <string.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/if_xdp.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -216,6 +218,44 @@ static int xdp_attached_for(double secs)
             return 1;
         usleep(50000);
     }
+}
+
+/* Can a new AF_XDP socket take queue 0 of this host's interfaces (every
+ * one but lo) now? 0 if so, else the errno of the first refused bind (the
+ * socket that would take it is the next rank's: a UMEM, fill and
+ * completion rings, an RX ring, a copy-mode bind). */
+static int xdp_queue_refused(char *ifname, size_t cap)
+{
+    struct if_nameindex *ifs = if_nameindex(), *i;
+    const size_t len = 16 * 4096;
+    int err = 0;
+
+    if (!ifs)
+        FAIL("if_nameindex: %s", strerror(errno));
+    for (i = ifs; i->if_index && !err; i++) {
+        if (!strcmp(i->if_name, "lo"))
+            continue;
+        int fd = socket(AF_XDP, SOCK_RAW, 0), n = 64;
+        void *area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        struct xdp_umem_reg mr = { .addr = (uintptr_t)area, .len = len, .chunk_size = 4096 };
+        struct sockaddr_xdp sx = { .sxdp_family = AF_XDP, .sxdp_ifindex = i->if_index,
+                                   .sxdp_queue_id = 0, .sxdp_flags = XDP_COPY };
+        if (fd < 0 || area == MAP_FAILED)
+            FAIL("an AF_XDP socket: %s", strerror(errno));
+        if (setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr)) ||
+            setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &n, sizeof(n)) ||
+            setsockopt(fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &n, sizeof(n)) ||
+            setsockopt(fd, SOL_XDP, XDP_RX_RING, &n, sizeof(n)))
+            FAIL("setting up an AF_XDP socket: %s", strerror(errno));
+        if (bind(fd, (struct sockaddr *)&sx, sizeof(sx))) {
+            err = errno;
+            snprintf(ifname, cap, "%s", i->if_name);
+        }
+        close(fd);
+        munmap(area, len);
+    }
+    if_freenameindex(ifs);
+    return err;
 }
 
 static int case_stream(void)
@@ -1079,6 +1119,17 @@ int main(int argc, char **argv)
     if (getenv("FUNC_NET_FORK") && !ret && xdp_attached_for(3.0))
         FAIL("an XDP program is still attached to this host's interface 3 s after "
              "cvia_finalize, while the child forked at init lives on");
+    if (getenv("FUNC_NET_FORK") && !ret) {
+        /* the queue: a new rank's socket takes it (3 s at most) */
+        char ifname[IF_NAMESIZE + 1] = "";
+        int err = 0;
+        for (double until = now() + 3.0; (err = xdp_queue_refused(ifname, sizeof(ifname))) &&
+             now() < until;)
+            usleep(50000);
+        if (err)
+            FAIL("queue 0 of %s still taken 3 s after cvia_finalize, while the child forked "
+                 "at init lives on: a new AF_XDP socket's bind: %s", ifname, strerror(err));
+    }
     if (rank == 0 && !ret)
         printf("ok %s (%d ranks)\n", argv[1], size);
     return ret;
