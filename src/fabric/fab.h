@@ -340,6 +340,8 @@ struct fab_op {
     struct iovec iov[FAB_IOV_MAX];
 };
 
+#define FAB_INBOX_BATCH 16   /* inbox messages taken at a time */
+
 struct fab_ep {
     struct fid_ep fid;
     struct fab_domain *dom;
@@ -360,6 +362,15 @@ struct fab_ep {
     struct fab_unexp *unexp_head[2], *unexp_tail[2];
     struct fab_op *ops;          /* sends and reads in flight */
     cvia_inbox_t inbox;          /* the endpoint's tag's arrivals, once armed */
+    /* arrivals taken from corevia that could not be queued as unexpected
+     * for want of memory: retried first at the next progress, in order
+     * (a batch of the inbox, from held_off on; an early message in
+     * early_buf, the other early ones still in corevia's queue) */
+    cvia_inbox_msg_t held[FAB_INBOX_BATCH];
+    int      nheld, held_off;
+    char    *early_buf;
+    int32_t  early_src;
+    size_t   early_len;
     size_t   slot_size;          /* the largest message of ours but a pushed one */
     int      nlost_seen;
     unsigned check_tick;         /* progress rounds, to read the clock rarely */
@@ -446,8 +457,12 @@ extern struct fi_ops_msg fab_msg_ops;
 extern struct fi_ops_tagged fab_tagged_ops;
 void fab_progress_locked(struct fab_ep *ep);
 /* Arming: the messages for the endpoint that corevia received before its
- * inbox opened, handed to the matching first. */
-void fab_take_early(struct fab_ep *ep, char *buf);   /* buf: ep->slot_size bytes */
+ * inbox opened, handed to the matching first. 0 when all were taken;
+ * -FI_ENOMEM when one could not be queued: it waits in @buf, which the
+ * endpoint keeps (early_buf), and the next progress goes on from it.
+ * fab_held_drop: the endpoint closes, what it held goes. */
+int  fab_take_early(struct fab_ep *ep, char *buf);   /* buf: ep->slot_size bytes */
+void fab_held_drop(struct fab_ep *ep);
 void fab_ep_flush(struct fab_ep *ep, int err);    /* fail everything left */
 void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);

@@ -64,8 +64,10 @@ static int fab_ep_close(struct fid *fid)
     if (ep->enabled) {
         fab_ep_flush(ep, -FI_ECANCELED);
         /* messages still arriving into the inbox finish first */
-        if (ep->armed)
+        if (ep->armed) {
+            fab_held_drop(ep);
             (void)cvia_inbox_close(ep->inbox);
+        }
         ep->enabled = 0;
     }
     fab_ep_free_spares(ep);
@@ -182,8 +184,8 @@ int fab_ep_arm(struct fab_ep *ep)
         return ep->arm_rc = rc;
     }
     ep->armed = 1;
-    fab_take_early(ep, early);
-    free(early);
+    if (fab_take_early(ep, early) == 0)
+        free(early);   /* else one waits in it for memory (ep->early_buf) */
     return 0;
 }
 

@@ -453,8 +453,9 @@ static void fab_unexp_free(struct fab_unexp *u)
 }
 
 /* A message arrived in the inbox: a FIN for one of our sends, or a message
- * for a posted receive, or one that waits in the unexpected queue. */
-static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
+ * for a posted receive, or one that waits in the unexpected queue. 0, or
+ * -FI_ENOMEM when it could not be queued (nothing changed: try again). */
+static int fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
 {
     const struct fab_hdr *h = (const void *)buf;
     uint64_t data = 0, len = 0;
@@ -462,18 +463,18 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
     int q;
 
     if (n < FAB_EAGER_HDR)
-        return;   /* not ours to make sense of: corevia checked the tag only */
+        return 0;   /* not ours to make sense of: corevia checked the tag only */
     if (h->op == FAB_OP_AMO || h->op == FAB_OP_AMO_RESP) {
         if (h->op == FAB_OP_AMO && n >= sizeof(struct fab_amo))
             fab_amo_arrive(ep, rank, buf, n);
         else if (h->op == FAB_OP_AMO_RESP && n >= sizeof(struct fab_hdr))
             fab_amo_resp(ep, rank, buf, n);
-        return;
+        return 0;
     }
     if (h->op == FAB_OP_EAGER) {
         size_t hl = FAB_EAGER_HDR + (h->flags & FAB_H_DATA ? sizeof(uint64_t) : 0);
         if (n < hl)
-            return;
+            return 0;
         if (h->flags & FAB_H_DATA)
             data = h->data;
         len = n - hl;
@@ -482,7 +483,7 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
         data = h->data;
         len = h->len;
     } else {
-        return;
+        return 0;
     }
     if (h->op == FAB_OP_CTS) {
         for (struct fab_op *op = ep->ops; op; op = op->next)
@@ -497,11 +498,11 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
                 }
                 break;
             }
-        return;
+        return 0;
     }
     if (h->op == FAB_OP_DC) {   /* everything the peer wrote before is in place */
         fab_send_fin(ep, rank, h->src_epid, h->cookie, 0);
-        return;
+        return 0;
     }
     if (h->op == FAB_OP_FIN) {
         for (struct fab_op *op = ep->ops; op; op = op->next)
@@ -511,22 +512,22 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
                 op->fin_rc = h->status;
                 break;
             }
-        return;
+        return 0;
     }
     if ((h->op != FAB_OP_EAGER && h->op != FAB_OP_RTS) ||
         (h->op == FAB_OP_RTS && n != sizeof(struct fab_rts)))
-        return;
+        return 0;
     q = h->flags & FAB_H_TAGGED ? 0 : 1;
     for (struct fab_rx *rx = ep->posted_head[q]; rx; rx = rx->next)
         if (fab_matches(rx, rank, h->src_epid, h->tag)) {
             Q_REMOVE(ep->posted_head[q], ep->posted_tail[q], rx);
             fab_deliver(ep, rx, rank, h->src_epid, h->op, h->flags, h->tag, data, len,
                         payload, (const struct fab_rts *)(const void *)buf);
-            return;
+            return 0;
         }
-    struct fab_unexp *u = calloc(1, sizeof(*u));
+    struct fab_unexp *u = fab_fault("unexp") ? NULL : calloc(1, sizeof(*u));
     if (!u)
-        return;   /* lost: nothing can be done without memory */
+        return -FI_ENOMEM;   /* the caller holds it and tries again */
     u->rank = rank;
     u->epid = h->src_epid;
     u->op = h->op;
@@ -539,18 +540,19 @@ static void fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t 
     } else if (len) {
         if (!(u->payload = malloc(len))) {
             free(u);
-            return;
+            return -FI_ENOMEM;
         }
         memcpy(u->payload, payload, len);
     }
     Q_APPEND(ep->unexp_head[q], ep->unexp_tail[q], u);
+    return 0;
 }
 
 /* Messages for the endpoint's tag that corevia took before the inbox
  * opened (a peer that reached this process while the endpoint was not
  * armed yet) are in corevia's unexpected queue: take them, in order,
  * before anything of the inbox. */
-void fab_take_early(struct fab_ep *ep, char *buf)
+int fab_take_early(struct fab_ep *ep, char *buf)
 {
     /* bounded: each turn takes one message that had arrived already */
     for (int k = 0; k < 1 << 20; k++) {
@@ -566,9 +568,47 @@ void fab_take_early(struct fab_ep *ep, char *buf)
                 break;   /* nothing was waiting */
             rc = cvia_wait(&req, &st);   /* one still arriving */
         }
-        if (rc == 0)
-            fab_arrive(ep, st.source, buf, st.len);
+        if (rc == 0 && fab_arrive(ep, st.source, buf, st.len)) {
+            ep->early_buf = buf;   /* out of memory: it waits here */
+            ep->early_src = st.source;
+            ep->early_len = st.len;
+            return -FI_ENOMEM;
+        }
     }
+    return 0;
+}
+
+/* Arrivals held for want of memory, in their order: the early message,
+ * the early ones after it, the inbox batch. 0 once none is held. */
+static int fab_held_retry(struct fab_ep *ep)
+{
+    if (ep->early_buf) {
+        char *buf = ep->early_buf;
+        if (fab_arrive(ep, ep->early_src, buf, ep->early_len))
+            return -FI_ENOMEM;
+        ep->early_buf = NULL;
+        if (fab_take_early(ep, buf))
+            return -FI_ENOMEM;   /* the next one is held in it */
+        free(buf);
+    }
+    for (; ep->held_off < ep->nheld; ep->held_off++) {
+        const cvia_inbox_msg_t *m = &ep->held[ep->held_off];
+        if (m->status == 0 && fab_arrive(ep, m->source, m->buf, m->len))
+            return -FI_ENOMEM;
+    }
+    if (ep->nheld)
+        cvia_inbox_release(ep->inbox, ep->held, ep->nheld);
+    ep->nheld = ep->held_off = 0;
+    return 0;
+}
+
+void fab_held_drop(struct fab_ep *ep)
+{
+    if (ep->nheld)
+        cvia_inbox_release(ep->inbox, ep->held, ep->nheld);
+    ep->nheld = ep->held_off = 0;
+    free(ep->early_buf);
+    ep->early_buf = NULL;
 }
 
 /* Operations that involve a peer corevia now knows to be gone. */
@@ -610,8 +650,6 @@ static void fab_fail_all(struct fab_ep *ep, int err)
         }
 }
 
-#define FAB_INBOX_BATCH 16
-
 void fab_progress_locked(struct fab_ep *ep)
 {
     if (!ep->enabled)
@@ -628,14 +666,22 @@ void fab_progress_locked(struct fab_ep *ep)
     }
     cvia_progress();
     /* arrivals, in the order they began to arrive (per peer: the order it
-     * sent them); the buffers go back to corevia at once */
-    for (int k = 0; k < 64; k++) {
-        cvia_inbox_msg_t m[FAB_INBOX_BATCH];
-        int n = cvia_inbox_poll(ep->inbox, m, FAB_INBOX_BATCH);
+     * sent them); the buffers go back to corevia at once, but for a batch
+     * with one that could not be queued for want of memory: held, from
+     * it on, and tried first next time */
+    for (int k = 0; k < 64 && fab_held_retry(ep) == 0; k++) {
+        cvia_inbox_msg_t *m = ep->held;
+        int n = cvia_inbox_poll(ep->inbox, m, FAB_INBOX_BATCH), i;
 
-        for (int i = 0; i < n; i++)
-            if (m[i].status == 0)   /* else a peer died as it arrived */
-                fab_arrive(ep, m[i].source, m[i].buf, m[i].len);
+        for (i = 0; i < n; i++)
+            if (m[i].status == 0 &&   /* else a peer died as it arrived */
+                fab_arrive(ep, m[i].source, m[i].buf, m[i].len))
+                break;
+        if (i < n) {
+            ep->nheld = n;
+            ep->held_off = i;
+            break;
+        }
         cvia_inbox_release(ep->inbox, m, n);
         if (n < FAB_INBOX_BATCH)
             break;

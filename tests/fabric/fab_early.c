@@ -12,9 +12,16 @@
  *   take_early (set by the program for this fi_enable from FAB_EARLY_FAULT;
  *   the tests' copy of the provider, built with fault injection) the arm's
  *   buffer cannot be had: fi_enable must answer
- *   -FI_ENOMEM, and a second fi_enable must succeed. Either way the N
- *   messages must complete N receives posted after it, in order, with
- *   their payloads (20 s at most: one left behind never comes).
+ *   -FI_ENOMEM, and a second fi_enable must succeed. Rank 1 then sends N
+ *   more, which reach the armed endpoint's inbox, and a second marker;
+ *   rank 0 reads `late`'s CQ 20 times with nothing posted (its progress
+ *   takes them: provider-side unexpected messages). Then all 2N messages
+ *   must complete 2N receives posted after that, in order, with their
+ *   payloads (20 s at most: one left behind never comes).
+ *   FAB_EARLY_FAULT / FAB_LATE_FAULT: the FAB_FAULT the program sets for
+ *   the enable / for the reads of stage 2 (with "unexp:K" the first K
+ *   messages to be queued as unexpected find no memory: they must be held
+ *   and queued later, not dropped).
  * Prints "ok early" on rank 0.
  */
 #include <stdio.h>
@@ -40,6 +47,7 @@ static int me;
         fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } } while (0)
 
 #define N 20
+#define N2 (2 * N)
 #define LEN 200
 #define TAG_MSG 5
 #define TAG_MARK 9
@@ -110,9 +118,9 @@ int main(int argc, char **argv)
     const char *err;
     fi_addr_t peer[2];
     uint64_t word = 0;
-    static unsigned char bufs[N][LEN];
-    char ctxs[N], wctx;
-    void *got[N];
+    static unsigned char bufs[N2][LEN];
+    char ctxs[N2], wctx;
+    void *got[N2];
 
     if (argc != 2) {
         fprintf(stderr, "usage: cvia-run -n 2 fab_early DIR\n");
@@ -155,6 +163,18 @@ int main(int argc, char **argv)
         word = 0x3a;   /* after the N, on the same path: they are in before it */
         CHECK(fi_tsend(ctl, &word, sizeof(word), NULL, peer[0], TAG_MARK, &wctx));
         collect(cq_ctl, 1, NULL);
+        /* stage 2, once `late` is enabled */
+        CHECK(fi_trecv(ctl, &word, sizeof(word), NULL, peer[0], TAG_MARK, 0, &wctx));
+        collect(cq_ctl, 1, NULL);
+        EXPECT(word == 0x2a, "rank 0's go: %llu", (unsigned long long)word);
+        for (int i = N; i < N2; i++) {
+            payload(bufs[i], i);
+            CHECK(fi_tsend(ctl, bufs[i], LEN, NULL, peer[1], TAG_MSG, &ctxs[i]));
+        }
+        collect(cq_ctl, N, NULL);
+        word = 0x3b;
+        CHECK(fi_tsend(ctl, &word, sizeof(word), NULL, peer[0], TAG_MARK, &wctx));
+        collect(cq_ctl, 1, NULL);
         CHECK(fi_trecv(ctl, &word, sizeof(word), NULL, peer[0], TAG_DONE, 0, &wctx));
         collect(cq_ctl, 1, NULL);
         EXPECT(word == 0xd0, "rank 0's last word: %llu", (unsigned long long)word);
@@ -166,17 +186,33 @@ int main(int argc, char **argv)
         if (getenv("FAB_EARLY_FAULT"))
             setenv("FAB_FAULT", getenv("FAB_EARLY_FAULT"), 1);
         int rc = fi_enable(late);
-        if (getenv("FAB_FAULT")) {
+        if (getenv("FAB_FAULT") && !strncmp(getenv("FAB_FAULT"), "take_early", 10)) {
             EXPECT(rc == -FI_ENOMEM, "fi_enable with the arm's buffer refused answered %d "
                    "(%s), -FI_ENOMEM expected", rc, fi_strerror(-rc));
             rc = fi_enable(late);
         }
         CHECK(rc);
+        unsetenv("FAB_FAULT");
+        /* stage 2: N more into the armed endpoint's inbox, then taken by
+         * reads with nothing posted */
+        word = 0x2a;
+        CHECK(fi_tsend(ctl, &word, sizeof(word), NULL, peer[0], TAG_MARK, &wctx));
+        collect(cq_ctl, 1, NULL);
+        CHECK(fi_trecv(ctl, &word, sizeof(word), NULL, peer[0], TAG_MARK, 0, &wctx));
+        collect(cq_ctl, 1, NULL);
+        EXPECT(word == 0x3b, "rank 1's second marker: %llu", (unsigned long long)word);
+        if (getenv("FAB_LATE_FAULT"))
+            setenv("FAB_FAULT", getenv("FAB_LATE_FAULT"), 1);
+        for (int i = 0; i < 20; i++) {
+            struct fi_cq_tagged_entry e;
+            ssize_t n = fi_cq_read(cq_late, &e, 1);
+            EXPECT(n == -FI_EAGAIN, "a read of late's CQ with nothing posted: %zd", n);
+        }
         memset(bufs, 0, sizeof(bufs));
-        for (int i = 0; i < N; i++)
+        for (int i = 0; i < N2; i++)
             CHECK(fi_trecv(late, bufs[i], LEN, NULL, peer[0], TAG_MSG, 0, &ctxs[i]));
-        collect(cq_late, N, got);
-        for (int i = 0; i < N; i++) {
+        collect(cq_late, N2, got);
+        for (int i = 0; i < N2; i++) {
             unsigned char want[LEN];
             payload(want, i);
             EXPECT(got[i] == &ctxs[i], "receive %d completed as number %td", i,
@@ -197,6 +233,8 @@ int main(int argc, char **argv)
     CHECK(fi_close(&fabric->fid));
     fi_freeinfo(info);
     if (me == 0)
-        printf("ok early%s\n", getenv("FAB_FAULT") ? " (the arm's first try refused)" : "");
+        printf("ok early (%d messages; FAB_EARLY_FAULT=%s, FAB_LATE_FAULT=%s)\n", N2,
+               getenv("FAB_EARLY_FAULT") ? getenv("FAB_EARLY_FAULT") : "",
+               getenv("FAB_LATE_FAULT") ? getenv("FAB_LATE_FAULT") : "");
     return 0;
 }
