@@ -341,6 +341,7 @@ struct fab_op {
 };
 
 #define FAB_INBOX_BATCH 16   /* inbox messages taken at a time */
+#define FAB_FIN_OWED 64      /* FINs owed at most, for want of memory */
 
 struct fab_ep {
     struct fid_ep fid;
@@ -371,6 +372,10 @@ struct fab_ep {
     char    *early_buf;
     int32_t  early_src;
     size_t   early_len;
+    /* FINs owed for want of memory, sent at the next progress (a
+     * rendezvous sender's completion waits for its FIN) */
+    struct { int32_t rank; uint16_t epid; int rc; uint64_t cookie; } fin_owed[FAB_FIN_OWED];
+    unsigned nfin_owed;
     size_t   slot_size;          /* the largest message of ours but a pushed one */
     int      nlost_seen;
     unsigned check_tick;         /* progress rounds, to read the clock rarely */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fabric/fab.h"
+#include "util/log.h"
 
 /* ---- completions -------------------------------------------------------- */
 
@@ -186,13 +187,26 @@ void fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, si
     fab_op_link(ep, op);
 }
 
-/* A FIN to (@rank, @epid): the rendezvous @cookie is over with @rc. */
+/* A FIN to (@rank, @epid): the rendezvous @cookie is over with @rc.
+ * Without memory for it, owed (fab_fin_retry): its sender's send cannot
+ * complete without it, and a live sender is never failed by liveness. */
 static void fab_send_fin(struct fab_ep *ep, int32_t rank, uint16_t epid, uint64_t cookie, int rc)
 {
-    struct fab_hdr *h = calloc(1, sizeof(*h));
+    struct fab_hdr *h = fab_fault("fin") ? NULL : calloc(1, sizeof(*h));
 
-    if (!h)
-        return;   /* the sender then learns only from liveness */
+    if (!h) {
+        if (ep->nfin_owed < FAB_FIN_OWED) {
+            unsigned k = ep->nfin_owed++;
+            ep->fin_owed[k].rank = rank;
+            ep->fin_owed[k].epid = epid;
+            ep->fin_owed[k].rc = rc;
+            ep->fin_owed[k].cookie = cookie;
+        } else {
+            cvia_error(CORE, "libfabric provider: out of memory for %u FINs; rank %d's "
+                       "send waits for ever", ep->nfin_owed + 1, rank);
+        }
+        return;
+    }
     h->op = FAB_OP_FIN;
     h->src_epid = ep->epid;
     h->status = rc;
@@ -578,6 +592,21 @@ int fab_take_early(struct fab_ep *ep, char *buf)
     return 0;
 }
 
+/* The FINs owed, in order, as far as memory allows. */
+static void fab_fin_retry(struct fab_ep *ep)
+{
+    unsigned n = ep->nfin_owed, k;
+
+    ep->nfin_owed = 0;
+    for (k = 0; k < n && ep->nfin_owed == 0; k++)   /* owed again: stop there */
+        fab_send_fin(ep, ep->fin_owed[k].rank, ep->fin_owed[k].epid, ep->fin_owed[k].cookie,
+                     ep->fin_owed[k].rc);
+    if (ep->nfin_owed) {   /* it went back to slot 0: the rest after it */
+        memmove(&ep->fin_owed[1], &ep->fin_owed[k], (n - k) * sizeof(ep->fin_owed[0]));
+        ep->nfin_owed = 1 + (n - k);
+    }
+}
+
 /* Arrivals held for want of memory, in their order: the early message,
  * the early ones after it, the inbox batch. 0 once none is held. */
 static int fab_held_retry(struct fab_ep *ep)
@@ -665,6 +694,8 @@ void fab_progress_locked(struct fab_ep *ep)
         }
     }
     cvia_progress();
+    if (ep->nfin_owed)
+        fab_fin_retry(ep);
     /* arrivals, in the order they began to arrive (per peer: the order it
      * sent them); the buffers go back to corevia at once, but for a batch
      * with one that could not be queued for want of memory: held, from

@@ -22,6 +22,11 @@
  *   the enable / for the reads of stage 2 (with "unexp:K" the first K
  *   messages to be queued as unexpected find no memory: they must be held
  *   and queued later, not dropped).
+ *   Last, rank 1 sends NR messages past the eager size to `ctl` (a
+ *   rendezvous: rank 0 reads them, and its FIN completes the send) and
+ *   waits for their completions; FAB_FIN_FAULT: the FAB_FAULT rank 0 sets
+ *   for it ("fin:K": no memory for the first K FINs, which must be owed
+ *   and sent later, or those sends never complete).
  * Prints "ok early" on rank 0.
  */
 #include <stdio.h>
@@ -48,6 +53,9 @@ static int me;
 
 #define N 20
 #define N2 (2 * N)
+#define NR 3
+#define RLEN (40 * 1024)   /* past CVIA_FI_EAGER (16 KiB) */
+#define TAG_RNDV 11
 #define LEN 200
 #define TAG_MSG 5
 #define TAG_MARK 9
@@ -175,6 +183,19 @@ int main(int argc, char **argv)
         word = 0x3b;
         CHECK(fi_tsend(ctl, &word, sizeof(word), NULL, peer[0], TAG_MARK, &wctx));
         collect(cq_ctl, 1, NULL);
+        /* the rendezvous ones, once rank 0 says so */
+        CHECK(fi_trecv(ctl, &word, sizeof(word), NULL, peer[0], TAG_MARK, 0, &wctx));
+        collect(cq_ctl, 1, NULL);
+        EXPECT(word == 0x4a, "rank 0's go: %llu", (unsigned long long)word);
+        static unsigned char big[NR][RLEN];
+        for (int i = 0; i < NR; i++) {
+            memset(big[i], 0x40 + i, RLEN);
+            CHECK(fi_tsend(ctl, big[i], RLEN, NULL, peer[0], TAG_RNDV, &ctxs[i]));
+        }
+        collect(cq_ctl, NR, NULL);   /* each needs rank 0's FIN */
+        word = 0x5a;
+        CHECK(fi_tsend(ctl, &word, sizeof(word), NULL, peer[0], TAG_MARK, &wctx));
+        collect(cq_ctl, 1, NULL);
         CHECK(fi_trecv(ctl, &word, sizeof(word), NULL, peer[0], TAG_DONE, 0, &wctx));
         collect(cq_ctl, 1, NULL);
         EXPECT(word == 0xd0, "rank 0's last word: %llu", (unsigned long long)word);
@@ -220,6 +241,24 @@ int main(int argc, char **argv)
             EXPECT(!memcmp(bufs[i], want, LEN), "message %d: wrong payload (taken twice, "
                    "or out of order)", i);
         }
+        /* rendezvous messages: their FINs (owed, with FAB_FIN_FAULT) */
+        static unsigned char big[NR][RLEN];
+        if (getenv("FAB_FIN_FAULT"))
+            setenv("FAB_FAULT", getenv("FAB_FIN_FAULT"), 1);
+        for (int i = 0; i < NR; i++)
+            CHECK(fi_trecv(ctl, big[i], RLEN, NULL, peer[0], TAG_RNDV, 0, &ctxs[i]));
+        word = 0x4a;
+        CHECK(fi_tsend(ctl, &word, sizeof(word), NULL, peer[0], TAG_MARK, &wctx));
+        collect(cq_ctl, NR + 1, NULL);
+        for (int i = 0; i < NR; i++)
+            for (int k = 0; k < RLEN; k++)
+                EXPECT(big[i][k] == 0x40 + i, "rendezvous message %d: byte %d", i, k);
+        /* rank 1's sends complete (by our FINs) before its word comes */
+        CHECK(fi_trecv(ctl, &word, sizeof(word), NULL, peer[0], TAG_MARK, 0, &wctx));
+        collect(cq_ctl, 1, NULL);
+        EXPECT(word == 0x5a, "rank 1's word after its rendezvous sends: %llu",
+               (unsigned long long)word);
+        unsetenv("FAB_FAULT");
         word = 0xd0;
         CHECK(fi_tsend(ctl, &word, sizeof(word), NULL, peer[0], TAG_DONE, &wctx));
         collect(cq_ctl, 1, NULL);
@@ -233,8 +272,10 @@ int main(int argc, char **argv)
     CHECK(fi_close(&fabric->fid));
     fi_freeinfo(info);
     if (me == 0)
-        printf("ok early (%d messages; FAB_EARLY_FAULT=%s, FAB_LATE_FAULT=%s)\n", N2,
+        printf("ok early (%d messages, %d rendezvous; FAB_EARLY_FAULT=%s, FAB_LATE_FAULT=%s, "
+               "FAB_FIN_FAULT=%s)\n", N2, NR,
                getenv("FAB_EARLY_FAULT") ? getenv("FAB_EARLY_FAULT") : "",
-               getenv("FAB_LATE_FAULT") ? getenv("FAB_LATE_FAULT") : "");
+               getenv("FAB_LATE_FAULT") ? getenv("FAB_LATE_FAULT") : "",
+               getenv("FAB_FIN_FAULT") ? getenv("FAB_FIN_FAULT") : "");
     return 0;
 }
