@@ -25,14 +25,20 @@ jobs=$(nproc)
 # passes may not rise above the count kept in .ci/max-skips.
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
+# Each test takes one of $jobs "cpus" slots (RESOURCE_GROUPS, set in
+# cmake/CviaTestCpu.cmake) but the few that mostly wait (a peer timeout
+# expiring, a rate-limited link, sleeping ranks): with twice $jobs ctest
+# jobs those run beside the CPU-bound tests, which stay at $jobs at once.
+printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpus": [{"id": "0", "slots": %d}]}]}\n' \
+    "$jobs" >"$logs/resources.json"
 run_ctest() {   # run_ctest NAME DIR [ENV=VALUE...] -- [CTEST ARGS...]
     local name=$1 dir=$2
     shift 2
     local envs=()
     while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
-    (cd "$dir" && env "${envs[@]}" ctest --output-on-failure -j"$jobs" "$@") 2>&1 |
-        tee "$logs/$name.log"
+    (cd "$dir" && env "${envs[@]}" ctest --output-on-failure -j"$((2 * jobs))" \
+        --resource-spec-file "$logs/resources.json" "$@") 2>&1 | tee "$logs/$name.log"
 }
 
 echo "== build (RelWithDebInfo) and test"

@@ -76,7 +76,12 @@ static void *bridge_main(void *arg)
     struct cvia_bridge *b = arg;
     struct cvia_ctx *c = b->c;
     struct pollfd fds[CVIA_MAX_PROV + 1];
-    uint32_t served = atomic_load(&b->gen);   /* the last sleep a kick went to */
+    /* the last sleep a kick went to: none yet. Not gen's value now: the
+     * sleep that started this thread has bumped gen already, often before
+     * the thread runs, and taking that as served parked the helper through
+     * the first sleep (a lost wake-up of a liveness interval when the
+     * network provider sets no timer, as tcp; func.hosts.tcp.idle-mixed) */
+    uint32_t served = 0;
     int ms = (int)(c->cfg.liveness * 1e3) + 1;
 
     while (!atomic_load(&b->stop)) {

@@ -40,18 +40,35 @@
 
 static int tmult = 1;
 
+/* Byte i of a block holds (i * 31 + seed) mod 256. The pattern repeats
+ * every 256 bytes (31 * 256 is 0 mod 256), so fill and check go through
+ * one period with memcpy/memcmp: the same bytes as a byte loop, but
+ * ThreadSanitizer checks each call as one range instead of every byte
+ * (the byte loops made unit.arena 11.7 s of the TSan pass, 0.7 s of the
+ * normal one). */
+static void period(unsigned char t[256], unsigned seed)
+{
+    for (unsigned i = 0; i < 256; i++)
+        t[i] = (unsigned char)(i * 31u + seed);
+}
+
 static void fill(void *p, size_t len, unsigned seed)
 {
-    unsigned char *c = p;
-    for (size_t i = 0; i < len; i++)
-        c[i] = (unsigned char)(i * 31u + seed);
+    unsigned char *c = p, t[256];
+
+    period(t, seed);
+    for (size_t i = 0; i < len; i += 256)
+        memcpy(c + i, t, len - i < 256 ? len - i : 256);
 }
 
 static int check(const void *p, size_t len, unsigned seed)
 {
     const unsigned char *c = p;
-    for (size_t i = 0; i < len; i++)
-        if (c[i] != (unsigned char)(i * 31u + seed))
+    unsigned char t[256];
+
+    period(t, seed);
+    for (size_t i = 0; i < len; i += 256)
+        if (memcmp(c + i, t, len - i < 256 ? len - i : 256))
             return 0;
     return 1;
 }
