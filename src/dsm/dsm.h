@@ -303,6 +303,9 @@ struct dsm {
                                  slot 0 for faults, the others for prefetches */
     uint16_t *pf_free;        /* free prefetch landing slots (under lock) */
     int       npf_free;
+    size_t    ahead_end;      /* svc, fetch-ahead: one past the last unit the
+                                 latest fault fetch (or its fetch-ahead) asked for */
+    size_t    run[3];         /* svc, fetch-ahead: starts of the latest runs */
     /* as writer: per home, the sequence last sent into each buffer */
     uint64_t *dw_seq;         /* [home][2] */
     uint8_t  *dw_next;        /* [home] buffer to use next */
