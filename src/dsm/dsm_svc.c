@@ -454,6 +454,20 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
         reqs[np] = first;
         pulled[np++] = (uint32_t)u;
     }
+    cvia_spin_lock(d->lk);
+    d->u[u].ahead = 0;
+    /* guesses that go unused cost a fetch and a home unit tracked for
+     * good (FFT's transposes run past what a phase reads): while fewer
+     * than half of the recent ones were touched, only one pattern in 8
+     * is followed (a probe, so that the ratio can recover) */
+    if (nc && d->ahead_asked >= 4 * k && 2 * d->ahead_used < d->ahead_asked &&
+        (++d->ahead_skips & 7))
+        nc = 0;
+    if (d->ahead_asked >= 64 * k) {   /* recent ones: halve both */
+        d->ahead_asked /= 2;
+        d->ahead_used /= 2;
+    }
+    cvia_spin_unlock(d->lk);
     for (size_t i = 0; i < nc; i++) {
         size_t v = cand[i];
         struct dsm_unit *x = &d->u[v];
@@ -487,6 +501,8 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
             h.c = (uint64_t)slot + 1;
         }
         x->pf = PF_FLIGHT;
+        x->ahead = 1;
+        d->ahead_asked++;
         h.b = d->epoch;
         cvia_spin_unlock(d->lk);
         dsm_send(d, home, &h, NULL, 0);
@@ -507,6 +523,8 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
         if (x->noted || x->state != U_INVALID)   /* a poll note came meanwhile */
             continue;
         x->state = U_CLEAN;                      /* inaccessible until touched */
+        x->ahead = 1;
+        d->ahead_asked++;
         ADD(prefetches, 1);
         ADD(fetches, 1);
         ADD(pages_fetched, d->unit / d->page);
