@@ -91,8 +91,9 @@ static const struct cvia_param dsm_params[] = {
       "units starting S units apart, twice: the rest of this run and the next "
       "runs at S, 2S, ...). Units of this rank and valid ones are skipped; "
       "one that arrives is made accessible on its first touch, without a "
-      "message. One level only (not within groups across hosts); 0 turns "
-      "it off.", 0, 64, NULL },
+      "message. While fewer than half of the recent units it fetched were "
+      "touched, only one pattern in 8 is followed. One level only (not "
+      "within groups across hosts); 0 turns it off.", 0, 64, NULL },
     { "STATS", "none", CVIA_PARAM_ENUM, offsetof(struct dsm_cfg, stats),
       "At cvia_dsm_finalize, rank 0 prints every rank's DSM counters and "
       "their sum: none, text (a table) or json.", 0, 0, dsm_stats_names },
