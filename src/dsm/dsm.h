@@ -82,7 +82,7 @@ struct dsm_unit {
     uint8_t  used;       /* touched since it was fetched: worth a prefetch */
     uint8_t  fetched:1;  /* non-home: fetched before, so the home tracks it */
     uint8_t  sticky:1;   /* home: fetched by somebody once, tracked for good */
-    uint8_t  spare:1;
+    uint8_t  ahead:1;    /* non-home: fetched ahead (fetch-ahead), not touched yet */
     uint8_t  noted:1;    /* non-home: a poll note came (a fetch then repeats) */
     uint8_t  indirty:1;  /* in d->dirty (a unit dropped by a poll note while
                             dirty may be written again in the same interval) */
@@ -303,6 +303,12 @@ struct dsm {
                                  slot 0 for faults, the others for prefetches */
     uint16_t *pf_free;        /* free prefetch landing slots (under lock) */
     int       npf_free;
+    size_t    ahead_end;      /* svc, fetch-ahead: one past the last unit the
+                                 latest fault fetch (or its fetch-ahead) asked for */
+    size_t    run[3];         /* svc, fetch-ahead: starts of the latest runs */
+    uint32_t  ahead_asked, ahead_used; /* fetch-ahead's recent units, and those
+                                 touched (under lock): below half, it probes */
+    uint32_t  ahead_skips;    /* svc: patterns not followed meanwhile */
     /* as writer: per home, the sequence last sent into each buffer */
     uint64_t *dw_seq;         /* [home][2] */
     uint8_t  *dw_next;        /* [home] buffer to use next */

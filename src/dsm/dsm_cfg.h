@@ -26,6 +26,7 @@ struct dsm_cfg {
     double poll;                 /* flush and announce unsynchronized writes */
     double idle;                 /* naps before the service thread blocks */
     long   prefetch;             /* units refetched at a barrier */
+    long   ahead;                /* units fetched ahead of a fault that streams */
     int    stats;                /* DSM_STATS_* */
     char   stats_file[CVIA_PARAM_STRLEN];
     long   max_locks;

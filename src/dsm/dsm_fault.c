@@ -223,6 +223,10 @@ int dsm_fault(struct dsm *d, size_t u, int write)
          * this fault only records the use */
         x->used = 1;
         ADD(prefetch_hits, 1);
+        if (x->ahead) {
+            x->ahead = 0;
+            d->ahead_used++;
+        }
     }
     if (x->state == U_INVALID && x->pf == PF_FLIGHT) {
         /* a prefetch is on its way: wait for it rather than ask again (the
@@ -237,6 +241,10 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         cvia_spin_lock(d->lk);
         x->used = 1;
         ADD(prefetch_waits, 1);
+        if (x->ahead) {
+            x->ahead = 0;
+            d->ahead_used++;
+        }
         if (!write)
             ADD(read_faults, 1);
     }
@@ -322,6 +330,7 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
             continue;
         }
         home = x->home;
+        x->ahead = 0;   /* the barrier's guess now, not fetch-ahead's */
         if (reqs && x->fetched) {
             size_t off = (size_t)units[i] * d->unit;
             x->noted = 0;

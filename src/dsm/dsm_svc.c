@@ -397,6 +397,143 @@ static void on_claimed(struct dsm *d, const struct dsm_hdr *h)
     fault_done(d);
 }
 
+/* Fetch-ahead (CVIA_DSM_AHEAD, at most 64): predict from this rank's fault
+ * fetches which units it reads next and ask for them with the fault's own,
+ * as a barrier's prefetch does (tagged writes, or RDMA reads of units
+ * fetched before), so that their round trips overlap the fault's. Two
+ * patterns, over runs (a run: fault fetches at consecutive units, counting
+ * the units asked for ahead):
+ *  - a stream: the third unit of a run or later (barnes reads process 0's
+ *    tree, ocean a neighbour's rows): the next `ahead` units that follow;
+ *  - a stride: a run starts S units after the previous run's start, which
+ *    started S after the one before, and runs were L <= `ahead` long (LU on
+ *    2 ranks reads 8 KiB blocks 64 units apart, a column of its matrix):
+ *    the rest of this run and the next runs at S, 2S, ... up to `ahead`.
+ * Units of this rank, valid ones and ones on their way are skipped. They
+ * land valid and inaccessible; the first touch is a local fault (counted
+ * in prefetch_hits). A copy taken now is what a fault would fetch now: the
+ * requester's last acquire is behind it, and a notice that comes later
+ * invalidates it as it would the fault's copy. Service thread, fault slot
+ * F_SENT (the application thread waits, so nothing of this rank faults
+ * meanwhile). @first: the fault's own RDMA read (pull), waited for with
+ * the others. */
+static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
+{
+    const size_t k = d->cfg.ahead > 0 && !d->xg ? (size_t)d->cfg.ahead : 0;
+    size_t cand[64], nc = 0, np = 0;
+    cvia_req_t reqs[65];
+    uint32_t pulled[65];
+
+    if (u >= d->ahead_end && u <= d->ahead_end + 2 * k) {   /* the run goes on */
+        d->ahead_end = u + 1;
+        if (u >= d->run[0] + 2)                              /* a stream */
+            for (size_t v = u + 1; v < d->nunits && nc < k; v++)
+                cand[nc++] = v;
+    } else {                                                 /* a new run */
+        size_t len = d->ahead_end - d->run[0];
+        d->run[2] = d->run[1];
+        d->run[1] = d->run[0];
+        d->run[0] = u;
+        d->ahead_end = u + 1;
+        if (k && d->run[2] < d->run[1] && d->run[1] < u &&
+            u - d->run[1] == d->run[1] - d->run[2] && len <= k && len > 0) {
+            size_t s = u - d->run[1], m;
+            for (size_t v = u + 1; v < u + len; v++)
+                cand[nc++] = v;
+            for (m = 1; nc + len <= k && u + m * s + len <= d->nunits; m++)
+                for (size_t v = u + m * s; v < u + m * s + len; v++)
+                    cand[nc++] = v;
+            if (m > 1) {   /* as if the runs asked for were faults */
+                d->run[0] = u + (m - 1) * s;
+                d->run[1] = d->run[0] - s;
+                d->ahead_end = d->run[0] + len;
+            }
+        }
+    }
+    if (first) {
+        reqs[np] = first;
+        pulled[np++] = (uint32_t)u;
+    }
+    cvia_spin_lock(d->lk);
+    d->u[u].ahead = 0;
+    /* guesses that go unused cost a fetch and a home unit tracked for
+     * good (FFT's transposes run past what a phase reads): while fewer
+     * than half of the recent ones were touched, only one pattern in 8
+     * is followed (a probe, so that the ratio can recover) */
+    if (nc && d->ahead_asked >= 4 * k && 2 * d->ahead_used < d->ahead_asked &&
+        (++d->ahead_skips & 7))
+        nc = 0;
+    if (d->ahead_asked >= 64 * k) {   /* recent ones: halve both */
+        d->ahead_asked /= 2;
+        d->ahead_used /= 2;
+    }
+    cvia_spin_unlock(d->lk);
+    for (size_t i = 0; i < nc; i++) {
+        size_t v = cand[i];
+        struct dsm_unit *x = &d->u[v];
+        struct dsm_hdr h = { .type = M_FETCH, .a = (uint32_t)v, .pad = 1 };
+        int home;
+
+        if (v >= d->ahead_end)
+            d->ahead_end = v + 1;
+        cvia_spin_lock(d->lk);
+        if (x->state != U_INVALID || x->pf || x->home < 0 || x->home == d->rank) {
+            cvia_spin_unlock(d->lk);
+            continue;
+        }
+        if (d->cfg.fetch == DSM_FETCH_COPY && !d->npf_free) {
+            cvia_spin_unlock(d->lk);
+            break;
+        }
+        home = x->home;
+        if (d->cfg.fetch == DSM_FETCH_PULL && x->fetched) {
+            size_t off = v * d->unit;
+            x->noted = 0;
+            cvia_spin_unlock(d->lk);
+            int rc = cvia_read(d->pview + off, d->unit, &d->peer_view[home], off, &reqs[np]);
+            if (rc)
+                dsm_fatal(rc, "reading unit %zu from rank %d: %s", v, home, cvia_strerror(rc));
+            pulled[np++] = (uint32_t)v;
+            continue;
+        }
+        if (d->cfg.fetch == DSM_FETCH_COPY) {
+            int slot = d->pf_free[--d->npf_free];
+            h.c = (uint64_t)slot + 1;
+        }
+        x->pf = PF_FLIGHT;
+        x->ahead = 1;
+        d->ahead_asked++;
+        h.b = d->epoch;
+        cvia_spin_unlock(d->lk);
+        dsm_send(d, home, &h, NULL, 0);
+        ADD(prefetches, 1);
+    }
+    for (size_t i = 0; i < np; i++) {
+        int rc = cvia_wait(&reqs[i], NULL);
+        if (rc)
+            dsm_fatal(rc, "reading unit %u: %s", pulled[i], cvia_strerror(rc));
+    }
+    if (first) {   /* the fault's unit: the handler makes it valid */
+        ADD(rdma_bytes, d->unit);
+        memmove(pulled, pulled + 1, --np * sizeof(*pulled));
+    }
+    cvia_spin_lock(d->lk);
+    for (size_t i = 0; i < np; i++) {
+        struct dsm_unit *x = &d->u[pulled[i]];
+        if (x->noted || x->state != U_INVALID)   /* a poll note came meanwhile */
+            continue;
+        x->state = U_CLEAN;                      /* inaccessible until touched */
+        x->ahead = 1;
+        d->ahead_asked++;
+        ADD(prefetches, 1);
+        ADD(fetches, 1);
+        ADD(pages_fetched, d->unit / d->page);
+        ADD(fetch_bytes, d->unit);
+        ADD(rdma_bytes, d->unit);
+    }
+    cvia_spin_unlock(d->lk);
+}
+
 /* The handler asked for something. */
 static int poll_fault(struct dsm *d)
 {
@@ -411,8 +548,14 @@ static int poll_fault(struct dsm *d)
     if (d->fault.kind == FK_FETCH && d->cfg.fetch == DSM_FETCH_PULL &&
         d->u[h.a].fetched) {
         /* the home tracks this unit: read it ourselves */
+        cvia_req_t req = NULL;
+        size_t off = (size_t)h.a * d->unit;
+        int rc;
         cvia_spin_unlock(d->lk);
-        dsm_pull(d, h.a);
+        if ((rc = cvia_read(d->pview + off, d->unit, &d->peer_view[d->u[h.a].home], off, &req)))
+            dsm_fatal(rc, "reading unit %u from rank %d: %s", h.a, d->u[h.a].home,
+                      cvia_strerror(rc));
+        fetch_ahead(d, h.a, req);
         fault_done(d);
         return 1;
     }
@@ -427,6 +570,8 @@ static int poll_fault(struct dsm *d)
     }
     cvia_spin_unlock(d->lk);
     dsm_send(d, dest, &h, NULL, 0);
+    if (h.type == M_FETCH)   /* after the fault's request: it goes first */
+        fetch_ahead(d, h.a, NULL);
     return 1;
 }
 
