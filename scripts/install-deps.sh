@@ -23,7 +23,8 @@
 #   packages' services are then stopped and disabled (slurmlab.sh runs
 #   its own daemons, with a private key, sockets and ports).
 #   peers  test + UCX, for scripts/compare-peers.sh and compare-mpi.sh;
-#          ethtool, for scripts/repro-mvia.sh (issue 7)
+#          ethtool, for scripts/repro-mvia.sh (issue 7); valgrind, for
+#          scripts/mpi-budget.sh (instructions per MPI message)
 set -euo pipefail
 
 profile=${1:-test}
@@ -35,7 +36,7 @@ test_pkgs=(procps python3 hwloc util-linux coreutils iproute2 iputils-ping iperf
            slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
            python3-mpi4py python3-distutils)
 daemon_services=(slurmctld slurmd munge)   # each is also the name of its package
-peer_pkgs=(ucx-utils ethtool)
+peer_pkgs=(ucx-utils ethtool valgrind)
 
 case "$profile" in
     build) want=("${build_pkgs[@]}") ;;

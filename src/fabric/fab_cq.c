@@ -18,6 +18,11 @@ static void fab_epset_progress(struct fab_epset *set)
     struct fab_ep *eps[8];
     int n;
 
+    if (!set->lock.on) {   /* one thread: the set cannot change under us */
+        for (int i = 0; i < set->n; i++)
+            fab_ep_progress(set->eps[i]);
+        return;
+    }
     fab_lock(&set->lock);
     n = set->n;
     memcpy(eps, set->eps, (size_t)n * sizeof(eps[0]));
@@ -121,6 +126,13 @@ void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
     fab_cq_wake(cq);
 }
 
+/* Nothing queued, no error, and no other thread that could queue one
+ * meanwhile: the usual finding of a poll, answered without the call. */
+static inline int fab_cq_idle(const struct fab_cq *cq)
+{
+    return !cq->lock.on && !cq->len && !cq->err_head;
+}
+
 static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
     size_t n = 0;
@@ -171,12 +183,13 @@ static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_a
     ssize_t n;
 
     if (atomic_load_explicit(&cq->drained, memory_order_relaxed)) {
-        n = fab_cq_take(cq, buf, count, src);   /* never two such reads in a row */
+        /* never two such reads in a row */
+        n = fab_cq_idle(cq) ? -FI_EAGAIN : fab_cq_take(cq, buf, count, src);
         atomic_store_explicit(&cq->drained, 0, memory_order_relaxed);
         return n;
     }
     fab_epset_progress(&cq->set);
-    n = fab_cq_take(cq, buf, count, src);
+    n = fab_cq_idle(cq) ? -FI_EAGAIN : fab_cq_take(cq, buf, count, src);
     if (n != -FI_EAGAIN)
         *idle = 0;
     else if (++*idle > FAB_IDLE_SPIN && *idle % 16 == 0)

@@ -704,6 +704,8 @@ void fab_progress_locked(struct fab_ep *ep)
         cvia_inbox_msg_t *m = ep->held;
         int n = cvia_inbox_poll(ep->inbox, m, FAB_INBOX_BATCH), i;
 
+        if (n <= 0)   /* the usual poll: no lock round in the release */
+            break;
         for (i = 0; i < n; i++)
             if (m[i].status == 0 &&   /* else a peer died as it arrived */
                 fab_arrive(ep, m[i].source, m[i].buf, m[i].len))
