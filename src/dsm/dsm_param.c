@@ -93,7 +93,10 @@ static const struct cvia_param dsm_params[] = {
       "one that arrives is made accessible on its first touch, without a "
       "message. While fewer than half of the recent units it fetched were "
       "touched, only one pattern in 8 is followed. One level only (not "
-      "within groups across hosts); 0 turns it off.", 0, 64, NULL },
+      "within groups across hosts); 0 turns it off. In copy mode "
+      "(CVIA_DSM_FETCH=copy) the units land in CVIA_DSM_PREFETCH's slots, so "
+      "no more than that many are in flight, and none with "
+      "CVIA_DSM_PREFETCH=0.", 0, 64, NULL },
     { "STATS", "none", CVIA_PARAM_ENUM, offsetof(struct dsm_cfg, stats),
       "At cvia_dsm_finalize, rank 0 prints every rank's DSM counters and "
       "their sum: none, text (a table) or json.", 0, 0, dsm_stats_names },

@@ -423,6 +423,7 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
     size_t cand[64], nc = 0, np = 0;
     cvia_req_t reqs[65];
     uint32_t pulled[65];
+    size_t adv_s = 0, adv_m = 0, adv_len = 0;
 
     if (u >= d->ahead_end && u <= d->ahead_end + 2 * k) {   /* the run goes on */
         d->ahead_end = u + 1;
@@ -438,15 +439,15 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
         if (k && d->run[2] < d->run[1] && d->run[1] < u &&
             u - d->run[1] == d->run[1] - d->run[2] && len <= k && len > 0) {
             size_t s = u - d->run[1], m;
-            for (size_t v = u + 1; v < u + len; v++)
+            for (size_t v = u + 1; v < u + len && v < d->nunits; v++)
                 cand[nc++] = v;
             for (m = 1; nc + len <= k && u + m * s + len <= d->nunits; m++)
                 for (size_t v = u + m * s; v < u + m * s + len; v++)
                     cand[nc++] = v;
-            if (m > 1) {   /* as if the runs asked for were faults */
-                d->run[0] = u + (m - 1) * s;
-                d->run[1] = d->run[0] - s;
-                d->ahead_end = d->run[0] + len;
+            if (m > 1) {   /* applied below if the guess is sent */
+                adv_s = s;
+                adv_m = m;
+                adv_len = len;
             }
         }
     }
@@ -463,6 +464,13 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
     if (nc && d->ahead_asked >= 4 * k && 2 * d->ahead_used < d->ahead_asked &&
         (++d->ahead_skips & 7))
         nc = 0;
+    if (nc && adv_m > 1) {   /* as if the runs asked for were faults; a
+                              * skipped guess leaves the stride as it
+                              * was, so the next run still continues it */
+        d->run[0] = u + (adv_m - 1) * adv_s;
+        d->run[1] = d->run[0] - adv_s;
+        d->ahead_end = d->run[0] + adv_len;
+    }
     if (d->ahead_asked >= 64 * k) {   /* recent ones: halve both */
         d->ahead_asked /= 2;
         d->ahead_used /= 2;
