@@ -140,9 +140,10 @@ static void dg_end(struct dg_ep *ep, int peer)
     }
 }
 
-/* The in-order segment: place its payload. 0, or -1 if the peer was dropped. */
+/* The in-order segment: place its payload (unless the MAC's pass already
+ * did: @in's place, dg_place_plan). 0, or -1 if the peer was dropped. */
 static int dg_deliver(struct dg_ep *ep, int peer, const struct dg_hdr *h, const struct dg_ext *e,
-                      const uint8_t *payload, size_t plen)
+                      const uint8_t *payload, size_t plen, const struct dg_in *in)
 {
     struct dg_peer *pp = &ep->peers[peer];
     struct cvia_xfer *x;
@@ -151,6 +152,7 @@ static int dg_deliver(struct dg_ep *ep, int peer, const struct dg_hdr *h, const 
     if (h->type == DG_ACK || h->type == DG_PING)
         return 0;
     if (h->flags & DG_F_FIRST) {
+        pp->rx_gen++;
         if (pp->rx_active) {
             dg_proto_error(ep, peer, "a message began inside another");
             return -1;
@@ -180,7 +182,13 @@ static int dg_deliver(struct dg_ep *ep, int peer, const struct dg_hdr *h, const 
          * unexpected message into a receive posted since */
         if (pp->rx_got < x->len) {
             size_t room = x->len - (size_t)pp->rx_got;
-            memcpy((char *)x->buf + pp->rx_got, payload, plen < room ? plen : room);
+            uint8_t *to = (uint8_t *)x->buf + pp->rx_got;
+            /* placed by the MAC's pass: this segment's bytes, at this
+             * message's offset, and nothing has written there since (the
+             * plan's places in a batch only move forward, and every
+             * other copy lands below rx_got) */
+            if (!(in && in->place == to && in->place_gen == pp->rx_gen && plen <= room))
+                memcpy(to, payload, plen < room ? plen : room);
         }
     }
     pp->rx_got += plen;
@@ -320,7 +328,7 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
     }
     if ((h.flags & DG_F_ACKREQ) || pp->ooo_count)
         pp->ack_now = 1;   /* asked, or it fills (part of) a hole: at once */
-    if (dg_deliver(ep, peer, &h, &e, payload, plen))
+    if (dg_deliver(ep, peer, &h, &e, payload, plen, in))
         return 1;
     if (++pp->rcv_nxt == 0)
         pp->rcv_hi++;
@@ -335,7 +343,7 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
         pp->ooo_count--;
         if (k->hdr.flags & DG_F_ACKREQ)
             pp->ack_now = 1;
-        rc = dg_deliver(ep, peer, &k->hdr, &k->ext, k->payload, k->len);
+        rc = dg_deliver(ep, peer, &k->hdr, &k->ext, k->payload, k->len, NULL);
         free(k);
         if (rc)
             return 1;
@@ -343,6 +351,63 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
             pp->rcv_hi++;
     }
     return 1;
+}
+
+/* Before the MAC of a receive batch: for each datagram that reads as the
+ * next segment of the message being received from its peer (a message's
+ * continuation, its sequence and offset those after the segments planned
+ * before it in the batch, all of it inside the receive buffer), where its
+ * payload goes, so that NH's pass over it copies it there (cvia__nh2c):
+ * one pass over the bytes instead of NH's and then dg_deliver's copy.
+ * Read from the raw header, before the MAC: a forged datagram planned so
+ * writes only where no byte of its message has landed yet (at or past
+ * rx_got; the plan's offsets only grow within a batch, and a message is
+ * filled in order, early segments kept aside), and the genuine segments
+ * write there before the receive completes; dg_deliver uses a place only
+ * for a datagram whose MAC is good, at the offset it arrives at. */
+static void dg_place_plan(struct dg_ep *ep, struct dg_in *in, int n)
+{
+    uint64_t batch = ++ep->rx_batch;
+
+    for (int i = 0; i < n; i++) {
+        struct dg_hdr h;
+        struct dg_peer *pp;
+        struct cvia_xfer *x;
+        uint32_t src;
+        uint64_t plen;
+
+        in[i].place = NULL;
+        if (!ep->keys.auth || in[i].len <= sizeof(h))
+            continue;
+        memcpy(&h, in[i].data, sizeof(h));
+        if (h.type != DG_MSG || (h.flags & (DG_F_FIRST | DG_F_EXT)) || !(h.flags & DG_F_AUTH) ||
+            dg_dst(&h) != (uint32_t)ep->args.rank || (src = dg_src(&h)) >= (uint32_t)ep->args.size)
+            continue;
+        pp = &ep->peers[src];
+        if (!pp->remote || pp->gone)
+            continue;
+        if (pp->pl_batch != batch) {   /* its first in this batch: from its state */
+            pp->pl_batch = batch;
+            pp->pl_seq = pp->rcv_nxt;
+            pp->pl_got = pp->rx_got;
+            pp->pl_gen = pp->rx_gen;
+            pp->pl_ok = pp->rx_active && pp->rx_x && pp->rx_x != &pp->rx_sink &&
+                        pp->rx_first.type == DG_MSG && pp->rx_x->buf;
+        }
+        if (!pp->pl_ok)
+            continue;
+        x = pp->rx_x;
+        plen = in[i].len - sizeof(h);
+        if (h.seq != pp->pl_seq || dg_lenoff(&h) != pp->pl_got ||
+            plen > dg_lenoff(&pp->rx_first) - pp->pl_got || pp->pl_got + plen > x->len)
+            continue;
+        in[i].place = (uint8_t *)x->buf + pp->pl_got;
+        in[i].place_gen = pp->pl_gen;
+        pp->pl_seq++;
+        pp->pl_got += plen;
+        if (h.flags & DG_F_LAST)
+            pp->pl_ok = 0;
+    }
 }
 
 int cvia__dg_rx(struct dg_ep *ep)
@@ -360,6 +425,7 @@ int cvia__dg_rx(struct dg_ep *ep)
         /* the MACs of the whole batch in one SipHash call (the high halves
          * of the sequence numbers from the state before any of it: a
          * datagram's is the same until its peer's window moves 2^31) */
+        dg_place_plan(ep, ep->in, n);
         cvia__dg_mac_batch(&ep->keys, ep->in, n, cvia__dg_esn_in, ep, ep->mac_in, ep->mac_tag);
         for (int i = 0; i < n; i++)
             events += cvia__dg_input(ep, ep->in[i].data, ep->in[i].len, &ep->in[i]);

@@ -329,12 +329,25 @@ void cvia__dg_mac_batch(const struct dg_keys *k, struct dg_in *in, int n,
     struct dg_hdr h;
     int m = 0;
 
+    _Static_assert(sizeof(struct dg_hdr) - DG_MAC_SKIP == CVIA_NH2C_SKIP,
+                   "cvia__nh2c copies what follows the header");
     for (int i = 0; i < n; i++) {
+        uint8_t *place = in[i].place;
+
         in[i].mac_ok = 0;
+        in[i].place = NULL;
         if (!k->auth || dg_pre(in[i].data, in[i].len, k, &h))
             continue;
         tail[m][0] = in[i].len - DG_MAC_SKIP;
-        cvia__nh2(in[i].data + DG_MAC_SKIP, in[i].len - DG_MAC_SKIP, k->nh, &tail[m][1]);
+        /* the payload copied where it belongs in the same pass, if the
+         * plan said where: used only if the MAC is good (dg_deliver) */
+        if (place && in[i].len > sizeof(h) && !(h.flags & DG_F_EXT)) {
+            cvia__nh2c(in[i].data + DG_MAC_SKIP, in[i].len - DG_MAC_SKIP, k->nh, &tail[m][1],
+                       place);
+            in[i].place = place;
+        } else {
+            cvia__nh2(in[i].data + DG_MAC_SKIP, in[i].len - DG_MAC_SKIP, k->nh, &tail[m][1]);
+        }
         tail[m][3] = esn ? esn(arg, &h) : 0;
         in[i].mac_ok = 2;   /* computed: tag[m] to compare */
         m++;
