@@ -90,8 +90,9 @@ int main(int argc, char **argv)
     uint64_t (*tail)[4] = calloc((size_t)nd, sizeof(*tail)), *tag = calloc((size_t)nd, 8);
     struct dg_in *in = calloc((size_t)nd, sizeof(*in));
     double *ts = calloc((size_t)rounds, sizeof(double)), *tr = calloc((size_t)rounds, sizeof(double));
-    double *tc = calloc((size_t)rounds, sizeof(double)), *t2p = calloc((size_t)rounds, sizeof(double));
-    double *tf = calloc((size_t)rounds, sizeof(double));
+    double *tc = calloc((size_t)rounds, sizeof(double));   /* copy alone */
+    double *t2p = calloc((size_t)rounds, sizeof(double));  /* check, then copy */
+    double *tf = calloc((size_t)rounds, sizeof(double));   /* check with the copy */
     unsigned char *dest = malloc((size_t)size);
 
     if (posix_memalign((void **)&gro_mem, 64, (size_t)nd * (size_t)(seg + 40) + 64))
