@@ -364,8 +364,13 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
  * rx_got; the plan's offsets only grow within a batch, and a message is
  * filled in order, early segments kept aside), and the genuine segments
  * write there before the receive completes; dg_deliver uses a place only
- * for a datagram whose MAC is good, at the offset it arrives at. */
-static void dg_place_plan(struct dg_ep *ep, struct dg_in *in, int n)
+ * for a datagram whose MAC is good, at the offset it arrives at.
+ * A message's first segment is matched only once its MAC passed, so where
+ * the rest goes is not known before: the batch is cut after a first
+ * segment that the next datagram continues (a GRO buffer is one message
+ * from its first segment on, at udp's 64 KiB), and its rest planned after
+ * it is delivered. Returns how many datagrams to check and take now. */
+static int dg_place_plan(struct dg_ep *ep, struct dg_in *in, int n)
 {
     uint64_t batch = ++ep->rx_batch;
 
@@ -380,9 +385,18 @@ static void dg_place_plan(struct dg_ep *ep, struct dg_in *in, int n)
         if (!ep->keys.auth || in[i].len <= sizeof(h))
             continue;
         memcpy(&h, in[i].data, sizeof(h));
-        if (h.type != DG_MSG || (h.flags & (DG_F_FIRST | DG_F_EXT)) || !(h.flags & DG_F_AUTH) ||
+        if (h.type != DG_MSG || (h.flags & DG_F_EXT) || !(h.flags & DG_F_AUTH) ||
             dg_dst(&h) != (uint32_t)ep->args.rank || (src = dg_src(&h)) >= (uint32_t)ep->args.size)
             continue;
+        if (h.flags & DG_F_FIRST) {
+            struct dg_hdr nx;
+            if ((h.flags & DG_F_LAST) || i + 1 == n || in[i + 1].len <= sizeof(nx))
+                continue;
+            memcpy(&nx, in[i + 1].data, sizeof(nx));
+            if (nx.type == DG_MSG && !(nx.flags & DG_F_FIRST) && dg_src(&nx) == src)
+                return i + 1;
+            continue;
+        }
         pp = &ep->peers[src];
         if (!pp->remote || pp->gone)
             continue;
@@ -408,6 +422,7 @@ static void dg_place_plan(struct dg_ep *ep, struct dg_in *in, int n)
         if (h.flags & DG_F_LAST)
             pp->pl_ok = 0;
     }
+    return n;
 }
 
 int cvia__dg_rx(struct dg_ep *ep)
@@ -422,13 +437,17 @@ int cvia__dg_rx(struct dg_ep *ep)
         if (n <= 0)
             break;
         ep->st.rx_calls++;
-        /* the MACs of the whole batch in one SipHash call (the high halves
-         * of the sequence numbers from the state before any of it: a
-         * datagram's is the same until its peer's window moves 2^31) */
-        dg_place_plan(ep, ep->in, n);
-        cvia__dg_mac_batch(&ep->keys, ep->in, n, cvia__dg_esn_in, ep, ep->mac_in, ep->mac_tag);
-        for (int i = 0; i < n; i++)
-            events += cvia__dg_input(ep, ep->in[i].data, ep->in[i].len, &ep->in[i]);
+        /* the MACs of the whole batch in one SipHash call, or of each part
+         * dg_place_plan cuts it into (the high halves of the sequence
+         * numbers from the state before any of it: a datagram's is the
+         * same until its peer's window moves 2^31) */
+        for (int at = 0, m; at < n; at += m) {
+            struct dg_in *in = ep->in + at;
+            m = dg_place_plan(ep, in, n - at);
+            cvia__dg_mac_batch(&ep->keys, in, m, cvia__dg_esn_in, ep, ep->mac_in, ep->mac_tag);
+            for (int i = 0; i < m; i++)
+                events += cvia__dg_input(ep, in[i].data, in[i].len, &in[i]);
+        }
         ep->link->release(ep, ep->in, n);
         if (n < (int)ep->cfg.batch)
             break;
