@@ -12,7 +12,7 @@
  * line gives the receiver with its copy of the payloads to the receive
  * buffer: the copy alone (what it does without the MAC), the check then
  * the copy (two passes over the bytes), and the check with the copy in
- * NH's pass (cvia__nh2c, in[i].place as dg_place_plan sets it), each
+ * NH's pass (cvia__nh2c, in[i].place as cvia__dg_place gives it), each
  * after its own eviction; "MAC's share" is what each adds to the copy.
  *   dgram_mac_cost [--seg BYTES] [--size BYTES] [--rounds N] [--gro-at BYTES]
  * (--seg: payload per datagram, 1432 by default (udp at MTU 1500; eth
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         }
         memcpy(ev_to, ev_from, evict_n);
         t2 = now_ns();
-        cvia__dg_mac_batch(&k, in, nd, NULL, NULL, tail, tag);
+        cvia__dg_mac_batch(&k, in, nd, NULL, NULL, tail, tag, NULL);
         t3 = now_ns();
         for (int i = 0; i < nd; i++)
             bad += in[i].mac_ok != 1;
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
                 for (int i = 0; i < nd; i++)
                     in[i].place = dest + (size_t)i * (size_t)seg;
             if (mode)
-                cvia__dg_mac_batch(&k, in, nd, NULL, NULL, tail, tag);
+                cvia__dg_mac_batch(&k, in, nd, NULL, NULL, tail, tag, NULL);
             for (int i = 0; i < nd; i++)
                 if (!in[i].place)
                     memcpy(dest + (size_t)i * (size_t)seg, in[i].data + sizeof(hd[i]),

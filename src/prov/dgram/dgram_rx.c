@@ -141,7 +141,7 @@ static void dg_end(struct dg_ep *ep, int peer)
 }
 
 /* The in-order segment: place its payload (unless the MAC's pass already
- * did: @in's place, dg_place_plan). 0, or -1 if the peer was dropped. */
+ * did: @in's place, cvia__dg_place). 0, or -1 if the peer was dropped. */
 static int dg_deliver(struct dg_ep *ep, int peer, const struct dg_hdr *h, const struct dg_ext *e,
                       const uint8_t *payload, size_t plen, const struct dg_in *in)
 {
@@ -353,7 +353,8 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
     return 1;
 }
 
-/* Before the MAC of a receive batch: for each datagram that reads as the
+/* In the MAC's pass over a receive batch (cvia__dg_mac_batch), before
+ * NH of datagram @i: if it reads as the
  * next segment of the message being received from its peer (a message's
  * continuation, its sequence and offset those after the segments planned
  * before it in the batch, all of it inside the receive buffer), where its
@@ -369,60 +370,54 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
  * the rest goes is not known before: the batch is cut after a first
  * segment that the next datagram continues (a GRO buffer is one message
  * from its first segment on, at udp's 64 KiB), and its rest planned after
- * it is delivered. Returns how many datagrams to check and take now. */
-static int dg_place_plan(struct dg_ep *ep, struct dg_in *in, int n)
+ * it is delivered (*cut = 1). Its header @h passed dg_pre's checks (job
+ * tag, MAC flag, length) and nothing else. */
+uint8_t *cvia__dg_place(const void *arg, const struct dg_in *in, int i, int n,
+                        const struct dg_hdr *h, uint32_t *gen, int *cut)
 {
-    uint64_t batch = ++ep->rx_batch;
+    struct dg_ep *ep = (struct dg_ep *)(uintptr_t)arg;
+    struct dg_peer *pp;
+    struct cvia_xfer *x;
+    uint32_t src;
+    uint64_t plen;
+    uint8_t *at;
 
-    for (int i = 0; i < n; i++) {
-        struct dg_hdr h;
-        struct dg_peer *pp;
-        struct cvia_xfer *x;
-        uint32_t src;
-        uint64_t plen;
-
-        in[i].place = NULL;
-        if (!ep->keys.auth || in[i].len <= sizeof(h))
-            continue;
-        memcpy(&h, in[i].data, sizeof(h));
-        if (h.type != DG_MSG || (h.flags & DG_F_EXT) || !(h.flags & DG_F_AUTH) ||
-            dg_dst(&h) != (uint32_t)ep->args.rank || (src = dg_src(&h)) >= (uint32_t)ep->args.size)
-            continue;
-        if (h.flags & DG_F_FIRST) {
-            struct dg_hdr nx;
-            if ((h.flags & DG_F_LAST) || i + 1 == n || in[i + 1].len <= sizeof(nx))
-                continue;
-            memcpy(&nx, in[i + 1].data, sizeof(nx));
-            if (nx.type == DG_MSG && !(nx.flags & DG_F_FIRST) && dg_src(&nx) == src)
-                return i + 1;
-            continue;
-        }
-        pp = &ep->peers[src];
-        if (!pp->remote || pp->gone)
-            continue;
-        if (pp->pl_batch != batch) {   /* its first in this batch: from its state */
-            pp->pl_batch = batch;
-            pp->pl_seq = pp->rcv_nxt;
-            pp->pl_got = pp->rx_got;
-            pp->pl_gen = pp->rx_gen;
-            pp->pl_ok = pp->rx_active && pp->rx_x && pp->rx_x != &pp->rx_sink &&
-                        pp->rx_first.type == DG_MSG && pp->rx_x->buf;
-        }
-        if (!pp->pl_ok)
-            continue;
-        x = pp->rx_x;
-        plen = in[i].len - sizeof(h);
-        if (h.seq != pp->pl_seq || dg_lenoff(&h) != pp->pl_got ||
-            plen > dg_lenoff(&pp->rx_first) - pp->pl_got || pp->pl_got + plen > x->len)
-            continue;
-        in[i].place = (uint8_t *)x->buf + pp->pl_got;
-        in[i].place_gen = pp->pl_gen;
-        pp->pl_seq++;
-        pp->pl_got += plen;
-        if (h.flags & DG_F_LAST)
-            pp->pl_ok = 0;
+    if (h->type != DG_MSG || (h->flags & DG_F_EXT) || in[i].len <= sizeof(*h) ||
+        dg_dst(h) != (uint32_t)ep->args.rank || (src = dg_src(h)) >= (uint32_t)ep->args.size)
+        return NULL;
+    if (h->flags & DG_F_FIRST) {
+        struct dg_hdr nx;
+        if ((h->flags & DG_F_LAST) || i + 1 == n || in[i + 1].len <= sizeof(nx))
+            return NULL;
+        memcpy(&nx, in[i + 1].data, sizeof(nx));
+        *cut = nx.type == DG_MSG && !(nx.flags & DG_F_FIRST) && dg_src(&nx) == src;
+        return NULL;
     }
-    return n;
+    pp = &ep->peers[src];
+    if (!pp->remote || pp->gone)
+        return NULL;
+    if (pp->pl_batch != ep->rx_batch) {   /* its first in this batch: from its state */
+        pp->pl_batch = ep->rx_batch;
+        pp->pl_seq = pp->rcv_nxt;
+        pp->pl_got = pp->rx_got;
+        pp->pl_gen = pp->rx_gen;
+        pp->pl_ok = pp->rx_active && pp->rx_x && pp->rx_x != &pp->rx_sink &&
+                    pp->rx_first.type == DG_MSG && pp->rx_x->buf;
+    }
+    if (!pp->pl_ok)
+        return NULL;
+    x = pp->rx_x;
+    plen = in[i].len - sizeof(*h);
+    if (h->seq != pp->pl_seq || dg_lenoff(h) != pp->pl_got ||
+        plen > dg_lenoff(&pp->rx_first) - pp->pl_got || pp->pl_got + plen > x->len)
+        return NULL;
+    at = (uint8_t *)x->buf + pp->pl_got;
+    *gen = pp->pl_gen;
+    pp->pl_seq++;
+    pp->pl_got += plen;
+    if (h->flags & DG_F_LAST)
+        pp->pl_ok = 0;
+    return at;
 }
 
 int cvia__dg_rx(struct dg_ep *ep)
@@ -438,13 +433,14 @@ int cvia__dg_rx(struct dg_ep *ep)
             break;
         ep->st.rx_calls++;
         /* the MACs of the whole batch in one SipHash call, or of each part
-         * dg_place_plan cuts it into (the high halves of the sequence
+         * cvia__dg_place cuts it into (the high halves of the sequence
          * numbers from the state before any of it: a datagram's is the
          * same until its peer's window moves 2^31) */
         for (int at = 0, m; at < n; at += m) {
             struct dg_in *in = ep->in + at;
-            m = dg_place_plan(ep, in, n - at);
-            cvia__dg_mac_batch(&ep->keys, in, m, cvia__dg_esn_in, ep, ep->mac_in, ep->mac_tag);
+            ep->rx_batch++;
+            m = cvia__dg_mac_batch(&ep->keys, in, n - at, cvia__dg_esn_in, ep, ep->mac_in,
+                                   ep->mac_tag, cvia__dg_place);
             for (int i = 0; i < m; i++)
                 events += cvia__dg_input(ep, in[i].data, in[i].len, &in[i]);
         }
