@@ -6,7 +6,8 @@
  * masked last step), the widest the CPU
  * has chosen once at the first call; cvia__nh2v, the same over a
  * datagram's pieces (header, extension, payload) in one pass, fused
- * with AVX-512 (one reduction of the lanes instead of one per piece). */
+ * with AVX-512 (one reduction of the lanes instead of one per piece);
+ * cvia__nh2c, NH and a copy of the bytes hashed in one pass. */
 #include <string.h>
 
 #include "util/nh.h"
@@ -109,14 +110,15 @@ void cvia__nh2_avx2(const void *msg, size_t len, const uint32_t *key, uint64_t o
  * CVIA_NH_KEY_WORDS is read. 8-10 % fewer cycles than loading both keys
  * (BENCHMARKS.md, "The MAC at MTU 1500, third pass"). @acc: s0, s1, t0,
  * t1, kept from piece to piece; @len a multiple of 16 except for the
- * last piece. */
+ * last piece; @d, if not NULL (a constant at every call: the stores go
+ * where it is NULL), gets a copy of the @len bytes read. */
 struct nh512_acc {
     __m512i s0, s1, t0, t1;
 };
 
 __attribute__((target("avx512f,avx512bw"), always_inline))
 static inline void nh512_run(const unsigned char *p, size_t len, const uint32_t *k,
-                             struct nh512_acc *acc)
+                             struct nh512_acc *acc, unsigned char *d)
 {
     __m512i s0 = acc->s0, s1 = acc->s1, t0 = acc->t0, t1 = acc->t1;
 
@@ -128,6 +130,11 @@ static inline void nh512_run(const unsigned char *p, size_t len, const uint32_t 
             __m512i K1 = _mm512_loadu_si512((const void *)(k + 16));
             __m512i K2 = _mm512_loadu_si512((const void *)(k + 32));
             __m512i x = _mm512_add_epi32(m, K);
+            if (d) {
+                _mm512_storeu_si512((void *)d, m);
+                _mm512_storeu_si512((void *)(d + 64), n);
+                d += 128;
+            }
             __m512i y = _mm512_add_epi32(m, _mm512_alignr_epi32(K1, K, 4));
             __m512i u = _mm512_add_epi32(n, K1);
             __m512i v = _mm512_add_epi32(n, _mm512_alignr_epi32(K2, K1, 4));
@@ -145,6 +152,11 @@ static inline void nh512_run(const unsigned char *p, size_t len, const uint32_t 
         __m512i x = _mm512_add_epi32(m, _mm512_loadu_si512((const void *)k));
         __m512i y = _mm512_add_epi32(m, _mm512_loadu_si512((const void *)(k + 4)));
         __m512i u = _mm512_add_epi32(n, _mm512_loadu_si512((const void *)(k + 16)));
+        if (d) {
+            _mm512_storeu_si512((void *)d, m);
+            _mm512_storeu_si512((void *)(d + 64), n);
+            d += 128;
+        }
         __m512i v = _mm512_add_epi32(n, _mm512_loadu_si512((const void *)(k + 20)));
         s0 = _mm512_add_epi64(s0, _mm512_mul_epu32(x, _mm512_shuffle_epi32(x, 0xb1)));
         s1 = _mm512_add_epi64(s1, _mm512_mul_epu32(y, _mm512_shuffle_epi32(y, 0xb1)));
@@ -158,6 +170,10 @@ static inline void nh512_run(const unsigned char *p, size_t len, const uint32_t 
         __m512i y = _mm512_add_epi32(m, _mm512_loadu_si512((const void *)(k + 4)));
         s0 = _mm512_add_epi64(s0, _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32)));
         s1 = _mm512_add_epi64(s1, _mm512_mul_epu32(y, _mm512_srli_epi64(y, 32)));
+        if (d) {
+            _mm512_storeu_si512((void *)d, m);
+            d += 64;
+        }
         p += 64, len -= 64, k += 16;
     }
     if (len) {   /* 1..63 bytes: b blocks of 16 */
@@ -170,6 +186,8 @@ static inline void nh512_run(const unsigned char *p, size_t len, const uint32_t 
         __m512i y = _mm512_add_epi32(m, _mm512_maskz_loadu_epi32(wm, (const void *)(k + 4)));
         s0 = _mm512_add_epi64(s0, _mm512_maskz_mul_epu32(lm, x, _mm512_srli_epi64(x, 32)));
         s1 = _mm512_add_epi64(s1, _mm512_maskz_mul_epu32(lm, y, _mm512_srli_epi64(y, 32)));
+        if (d)
+            _mm512_mask_storeu_epi8((void *)d, bm, m);
     }
     acc->s0 = s0, acc->s1 = s1, acc->t0 = t0, acc->t1 = t1;
 }
@@ -197,7 +215,36 @@ void cvia__nh2_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t
     struct nh512_acc acc = { _mm512_setzero_si512(), _mm512_setzero_si512(),
                              _mm512_setzero_si512(), _mm512_setzero_si512() };
 
-    nh512_run(msg, len, key, &acc);
+    nh512_run(msg, len, key, &acc, NULL);
+    nh512_out(&acc, out);
+}
+
+/* NH of @len bytes (at least CVIA_NH2C_SKIP) and a copy of those past
+ * the first CVIA_NH2C_SKIP to @dst, in one pass: each 64 bytes loaded once
+ * for both (the receiver's MAC and its copy of a segment to the receive
+ * buffer). The first 64 bytes alone, their upper half stored; then the
+ * loop with its stores. */
+__attribute__((target("avx512f,avx512bw")))
+void cvia__nh2c_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t out[2],
+                       void *dst)
+{
+    const unsigned char *p = msg;
+    struct nh512_acc acc = { _mm512_setzero_si512(), _mm512_setzero_si512(),
+                             _mm512_setzero_si512(), _mm512_setzero_si512() };
+
+    _Static_assert(CVIA_NH2C_SKIP == 32, "the first step stores the upper 32 bytes");
+    if (len >= 64) {
+        __m512i m = _mm512_loadu_si512((const void *)p);
+        __m512i x = _mm512_add_epi32(m, _mm512_loadu_si512((const void *)key));
+        __m512i y = _mm512_add_epi32(m, _mm512_loadu_si512((const void *)(key + 4)));
+        acc.s0 = _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32));
+        acc.s1 = _mm512_mul_epu32(y, _mm512_srli_epi64(y, 32));
+        _mm256_storeu_si256((__m256i *)dst, _mm512_extracti64x4_epi64(m, 1));
+        nh512_run(p + 64, len - 64, key + 16, &acc, (unsigned char *)dst + 32);
+    } else {
+        nh512_run(p, len, key, &acc, NULL);
+        memcpy(dst, p + CVIA_NH2C_SKIP, len - CVIA_NH2C_SKIP);
+    }
     nh512_out(&acc, out);
 }
 
@@ -221,10 +268,10 @@ void cvia__nh2v_avx512(const struct cvia_nh_piece *pc, int n, const uint32_t *ke
             at += pc[i].len;
         }
         for (int i = n - 1; i >= 0; i--)
-            nh512_run(pc[i].p, pc[i].len, k[i], &acc);
+            nh512_run(pc[i].p, pc[i].len, k[i], &acc, NULL);
     } else {
         for (int i = 0; i < n; i++) {
-            nh512_run(pc[i].p, pc[i].len, key, &acc);
+            nh512_run(pc[i].p, pc[i].len, key, &acc, NULL);
             key += pc[i].len / 4;
         }
     }
@@ -238,6 +285,17 @@ static void nh2v_first(const struct cvia_nh_piece *pc, int n, const uint32_t *ke
                        uint64_t out[2]);
 static void (*nh2v_impl)(const struct cvia_nh_piece *, int, const uint32_t *,
                          uint64_t *) = nh2v_first;
+static void nh2c_first(const void *msg, size_t len, const uint32_t *key, uint64_t out[2],
+                       void *dst);
+static void (*nh2c_impl)(const void *, size_t, const uint32_t *, uint64_t *, void *) = nh2c_first;
+
+/* Without AVX-512: NH, then the copy. */
+void cvia__nh2c_2pass(const void *msg, size_t len, const uint32_t *key, uint64_t out[2],
+                      void *dst)
+{
+    cvia__nh2(msg, len, key, out);
+    memcpy(dst, (const unsigned char *)msg + CVIA_NH2C_SKIP, len - CVIA_NH2C_SKIP);
+}
 
 #if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
 /* AVX2: pieces one by one through its loop, their sums added (a piece
@@ -272,12 +330,14 @@ static void nh_choose(void)
 {
     void (*f)(const void *, size_t, const uint32_t *, uint64_t *) = cvia__nh2_scalar;
     void (*v)(const struct cvia_nh_piece *, int, const uint32_t *, uint64_t *) = cvia__nh2v_scalar;
+    void (*c)(const void *, size_t, const uint32_t *, uint64_t *, void *) = cvia__nh2c_2pass;
 
 #if defined(__x86_64__) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
         f = cvia__nh2_avx512;
         v = cvia__nh2v_avx512;
+        c = cvia__nh2c_avx512;
     } else if (__builtin_cpu_supports("avx2")) {
         f = cvia__nh2_avx2;
         v = cvia__nh2v_avx2;
@@ -285,6 +345,19 @@ static void nh_choose(void)
 #endif
     __atomic_store_n(&nh2_impl, f, __ATOMIC_RELEASE);
     __atomic_store_n(&nh2v_impl, v, __ATOMIC_RELEASE);
+    __atomic_store_n(&nh2c_impl, c, __ATOMIC_RELEASE);
+}
+
+static void nh2c_first(const void *msg, size_t len, const uint32_t *key, uint64_t out[2],
+                       void *dst)
+{
+    nh_choose();
+    __atomic_load_n(&nh2c_impl, __ATOMIC_ACQUIRE)(msg, len, key, out, dst);
+}
+
+void cvia__nh2c(const void *msg, size_t len, const uint32_t *key, uint64_t out[2], void *dst)
+{
+    __atomic_load_n(&nh2c_impl, __ATOMIC_ACQUIRE)(msg, len, key, out, dst);
 }
 
 static void nh2_first(const void *msg, size_t len, const uint32_t *key, uint64_t out[2])

@@ -31,6 +31,13 @@ struct cvia_nh_piece {
     size_t len;
 };
 void cvia__nh2v(const struct cvia_nh_piece *pc, int n, const uint32_t *key, uint64_t out[2]);
+/* NH of @len bytes (len >= CVIA_NH2C_SKIP) as cvia__nh2, and a copy of
+ * all but the first CVIA_NH2C_SKIP of them to @dst (a datagram's payload
+ * after its header), in one pass where the CPU has AVX-512. */
+#define CVIA_NH2C_SKIP 32
+void cvia__nh2c(const void *msg, size_t len, const uint32_t *key, uint64_t out[2], void *dst);
+void cvia__nh2c_2pass(const void *msg, size_t len, const uint32_t *key, uint64_t out[2],
+                      void *dst);
 /* The portable loop alone, and (x86-64, only where the CPU has them) the
  * vector loops: the unit test compares them. */
 void cvia__nh2_scalar(const void *msg, size_t len, const uint32_t *key, uint64_t out[2]);
@@ -42,6 +49,8 @@ void cvia__nh2_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t
 void cvia__nh2v_avx2(const struct cvia_nh_piece *pc, int n, const uint32_t *key, uint64_t out[2]);
 void cvia__nh2v_avx512(const struct cvia_nh_piece *pc, int n, const uint32_t *key,
                        uint64_t out[2]);
+void cvia__nh2c_avx512(const void *msg, size_t len, const uint32_t *key, uint64_t out[2],
+                       void *dst);
 #endif
 
 #endif

@@ -214,10 +214,19 @@ int  cvia__dg_seal_begin(struct dg_hdr *h, const struct iovec *iov, int n, int c
                          const struct dg_keys *k, uint64_t esn, uint64_t tail[4]);
 /* For @n received datagrams: in[i].mac_ok = 1 where the MAC matched (as
  * cvia__dg_parse would check it), 0 otherwise (not checked, or failed:
- * cvia__dg_parse decides). @tail, @tag: room for @n. One SipHash call. */
-void cvia__dg_mac_batch(const struct dg_keys *k, struct dg_in *in, int n,
+ * cvia__dg_parse decides). @tail, @tag: room for @n. One SipHash call.
+ * Where a place is given (@place_fn, or in[i].place), NH's pass also
+ * copies the payload there (cvia__nh2c); place stays set only where it
+ * did. */
+typedef uint8_t *dg_place_fn(const void *arg, const struct dg_in *in, int i, int n,
+                             const struct dg_hdr *h, uint32_t *gen, int *cut);
+int  cvia__dg_mac_batch(const struct dg_keys *k, struct dg_in *in, int n,
                         uint64_t (*esn)(const void *arg, const struct dg_hdr *h), const void *arg,
-                        uint64_t (*tail)[4], uint64_t *tag);
+                        uint64_t (*tail)[4], uint64_t *tag, dg_place_fn *place_fn);
+/* @place_fn (with @arg, may be NULL: in[i].place as the caller set it):
+ * where datagram i's payload goes, asked once its header passed the first
+ * checks, or NULL; *cut = 1: check only up to it (returns how many were). */
+dg_place_fn cvia__dg_place;
 /* cvia__dg_parse for a datagram whose MAC cvia__dg_mac_batch found good. */
 int  cvia__dg_parse_macd(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
                          struct dg_ext *ext, const uint8_t **payload, size_t *plen);
@@ -334,6 +343,12 @@ struct dg_in {
     uint32_t link_tag;     /* the link's token for its source (eth: ifindex) */
     unsigned char from[32];   /* the link's source address, for the check */
     uint8_t mac_ok;           /* cvia__dg_mac_batch found its MAC good */
+    /* Where its payload belongs if it is the next segment of the message
+     * being received (cvia__dg_place, before the MAC); cvia__dg_mac_batch
+     * copies it there in NH's pass and leaves it set only if it did, else
+     * NULL. @place_gen: that message's rx_gen. */
+    uint8_t *place;
+    uint32_t place_gen;
 };
 
 struct dg_link_ops {
@@ -479,6 +494,12 @@ struct dg_peer {
     uint64_t rx_got;
     int      rx_status;
     int      rx_active;
+    uint32_t rx_gen;          /* counts the messages begun */
+    /* cvia__dg_place's view within one receive batch (pl_batch): the next
+     * sequence and offset if every segment it placed were good */
+    uint64_t pl_batch, pl_got;
+    uint32_t pl_seq, pl_gen;
+    int      pl_ok;
 };
 
 struct dg_stats {
@@ -525,6 +546,7 @@ struct dg_ep {
     struct dg_in *in;         /* [batch * DG_IN_PER_RECV] */
     uint64_t (*mac_in)[4];    /* [batch * DG_IN_PER_RECV]: SipHash inputs of a batch */
     uint64_t *mac_tag;        /* [batch * DG_IN_PER_RECV]: their tags */
+    uint64_t rx_batch;        /* receive batches so far (cvia__dg_place) */
     int      *mac_at;         /* [batch]: out[] index of each sender's input */
     unsigned char *scratch;   /* [2 * batch * dgram_max]: corrupted copies */
     struct dg_stats st;

@@ -140,9 +140,10 @@ static void dg_end(struct dg_ep *ep, int peer)
     }
 }
 
-/* The in-order segment: place its payload. 0, or -1 if the peer was dropped. */
+/* The in-order segment: place its payload (unless the MAC's pass already
+ * did: @in's place, cvia__dg_place). 0, or -1 if the peer was dropped. */
 static int dg_deliver(struct dg_ep *ep, int peer, const struct dg_hdr *h, const struct dg_ext *e,
-                      const uint8_t *payload, size_t plen)
+                      const uint8_t *payload, size_t plen, const struct dg_in *in)
 {
     struct dg_peer *pp = &ep->peers[peer];
     struct cvia_xfer *x;
@@ -151,6 +152,7 @@ static int dg_deliver(struct dg_ep *ep, int peer, const struct dg_hdr *h, const 
     if (h->type == DG_ACK || h->type == DG_PING)
         return 0;
     if (h->flags & DG_F_FIRST) {
+        pp->rx_gen++;
         if (pp->rx_active) {
             dg_proto_error(ep, peer, "a message began inside another");
             return -1;
@@ -180,7 +182,13 @@ static int dg_deliver(struct dg_ep *ep, int peer, const struct dg_hdr *h, const 
          * unexpected message into a receive posted since */
         if (pp->rx_got < x->len) {
             size_t room = x->len - (size_t)pp->rx_got;
-            memcpy((char *)x->buf + pp->rx_got, payload, plen < room ? plen : room);
+            uint8_t *to = (uint8_t *)x->buf + pp->rx_got;
+            /* placed by the MAC's pass: this segment's bytes, at this
+             * message's offset, and nothing has written there since (the
+             * plan's places in a batch only move forward, and every
+             * other copy lands below rx_got) */
+            if (!(in && in->place == to && in->place_gen == pp->rx_gen && plen <= room))
+                memcpy(to, payload, plen < room ? plen : room);
         }
     }
     pp->rx_got += plen;
@@ -320,7 +328,7 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
     }
     if ((h.flags & DG_F_ACKREQ) || pp->ooo_count)
         pp->ack_now = 1;   /* asked, or it fills (part of) a hole: at once */
-    if (dg_deliver(ep, peer, &h, &e, payload, plen))
+    if (dg_deliver(ep, peer, &h, &e, payload, plen, in))
         return 1;
     if (++pp->rcv_nxt == 0)
         pp->rcv_hi++;
@@ -335,7 +343,7 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
         pp->ooo_count--;
         if (k->hdr.flags & DG_F_ACKREQ)
             pp->ack_now = 1;
-        rc = dg_deliver(ep, peer, &k->hdr, &k->ext, k->payload, k->len);
+        rc = dg_deliver(ep, peer, &k->hdr, &k->ext, k->payload, k->len, NULL);
         free(k);
         if (rc)
             return 1;
@@ -343,6 +351,73 @@ int cvia__dg_input(struct dg_ep *ep, const uint8_t *buf, size_t len, const struc
             pp->rcv_hi++;
     }
     return 1;
+}
+
+/* In the MAC's pass over a receive batch (cvia__dg_mac_batch), before
+ * NH of datagram @i: if it reads as the
+ * next segment of the message being received from its peer (a message's
+ * continuation, its sequence and offset those after the segments planned
+ * before it in the batch, all of it inside the receive buffer), where its
+ * payload goes, so that NH's pass over it copies it there (cvia__nh2c):
+ * one pass over the bytes instead of NH's and then dg_deliver's copy.
+ * Read from the raw header, before the MAC: a forged datagram planned so
+ * writes only where no byte of its message has landed yet (at or past
+ * rx_got; the plan's offsets only grow within a batch, and a message is
+ * filled in order, early segments kept aside), and the genuine segments
+ * write there before the receive completes; dg_deliver uses a place only
+ * for a datagram whose MAC is good, at the offset it arrives at.
+ * A message's first segment is matched only once its MAC passed, so where
+ * the rest goes is not known before: the batch is cut after a first
+ * segment that the next datagram continues (a GRO buffer is one message
+ * from its first segment on, at udp's 64 KiB), and its rest planned after
+ * it is delivered (*cut = 1). Its header @h passed dg_pre's checks (job
+ * tag, MAC flag, length) and nothing else. */
+uint8_t *cvia__dg_place(const void *arg, const struct dg_in *in, int i, int n,
+                        const struct dg_hdr *h, uint32_t *gen, int *cut)
+{
+    struct dg_ep *ep = (struct dg_ep *)(uintptr_t)arg;
+    struct dg_peer *pp;
+    struct cvia_xfer *x;
+    uint32_t src;
+    uint64_t plen;
+    uint8_t *at;
+
+    if (h->type != DG_MSG || (h->flags & DG_F_EXT) || in[i].len <= sizeof(*h) ||
+        dg_dst(h) != (uint32_t)ep->args.rank || (src = dg_src(h)) >= (uint32_t)ep->args.size)
+        return NULL;
+    if (h->flags & DG_F_FIRST) {
+        struct dg_hdr nx;
+        if ((h->flags & DG_F_LAST) || i + 1 == n || in[i + 1].len <= sizeof(nx))
+            return NULL;
+        memcpy(&nx, in[i + 1].data, sizeof(nx));
+        *cut = nx.type == DG_MSG && !(nx.flags & DG_F_FIRST) && dg_src(&nx) == src;
+        return NULL;
+    }
+    pp = &ep->peers[src];
+    if (!pp->remote || pp->gone)
+        return NULL;
+    if (pp->pl_batch != ep->rx_batch) {   /* its first in this batch: from its state */
+        pp->pl_batch = ep->rx_batch;
+        pp->pl_seq = pp->rcv_nxt;
+        pp->pl_got = pp->rx_got;
+        pp->pl_gen = pp->rx_gen;
+        pp->pl_ok = pp->rx_active && pp->rx_x && pp->rx_x != &pp->rx_sink &&
+                    pp->rx_first.type == DG_MSG && pp->rx_x->buf;
+    }
+    if (!pp->pl_ok)
+        return NULL;
+    x = pp->rx_x;
+    plen = in[i].len - sizeof(*h);
+    if (h->seq != pp->pl_seq || dg_lenoff(h) != pp->pl_got ||
+        plen > dg_lenoff(&pp->rx_first) - pp->pl_got || pp->pl_got + plen > x->len)
+        return NULL;
+    at = (uint8_t *)x->buf + pp->pl_got;
+    *gen = pp->pl_gen;
+    pp->pl_seq++;
+    pp->pl_got += plen;
+    if (h->flags & DG_F_LAST)
+        pp->pl_ok = 0;
+    return at;
 }
 
 int cvia__dg_rx(struct dg_ep *ep)
@@ -357,12 +432,18 @@ int cvia__dg_rx(struct dg_ep *ep)
         if (n <= 0)
             break;
         ep->st.rx_calls++;
-        /* the MACs of the whole batch in one SipHash call (the high halves
-         * of the sequence numbers from the state before any of it: a
-         * datagram's is the same until its peer's window moves 2^31) */
-        cvia__dg_mac_batch(&ep->keys, ep->in, n, cvia__dg_esn_in, ep, ep->mac_in, ep->mac_tag);
-        for (int i = 0; i < n; i++)
-            events += cvia__dg_input(ep, ep->in[i].data, ep->in[i].len, &ep->in[i]);
+        /* the MACs of the whole batch in one SipHash call, or of each part
+         * cvia__dg_place cuts it into (the high halves of the sequence
+         * numbers from the state before any of it: a datagram's is the
+         * same until its peer's window moves 2^31) */
+        for (int at = 0, m; at < n; at += m) {
+            struct dg_in *in = ep->in + at;
+            ep->rx_batch++;
+            m = cvia__dg_mac_batch(&ep->keys, in, n - at, cvia__dg_esn_in, ep, ep->mac_in,
+                                   ep->mac_tag, cvia__dg_place);
+            for (int i = 0; i < m; i++)
+                events += cvia__dg_input(ep, in[i].data, in[i].len, &in[i]);
+        }
         ep->link->release(ep, ep->in, n);
         if (n < (int)ep->cfg.batch)
             break;

@@ -322,25 +322,44 @@ static int dg_pre(const uint8_t *p, size_t len, const struct dg_keys *k, struct 
     return 0;
 }
 
-void cvia__dg_mac_batch(const struct dg_keys *k, struct dg_in *in, int n,
-                        uint64_t (*esn)(const void *arg, const struct dg_hdr *h), const void *arg,
-                        uint64_t (*tail)[4], uint64_t *tag)
+int cvia__dg_mac_batch(const struct dg_keys *k, struct dg_in *in, int n,
+                       uint64_t (*esn)(const void *arg, const struct dg_hdr *h), const void *arg,
+                       uint64_t (*tail)[4], uint64_t *tag, dg_place_fn *place_fn)
 {
     struct dg_hdr h;
     int m = 0;
 
+    _Static_assert(sizeof(struct dg_hdr) - DG_MAC_SKIP == CVIA_NH2C_SKIP,
+                   "cvia__nh2c copies what follows the header");
     for (int i = 0; i < n; i++) {
+        uint8_t *place = in[i].place;
+
         in[i].mac_ok = 0;
+        in[i].place = NULL;
         if (!k->auth || dg_pre(in[i].data, in[i].len, k, &h))
             continue;
+        if (place_fn) {
+            int cut = 0;
+            place = place_fn(arg, in, i, n, &h, &in[i].place_gen, &cut);
+            if (cut)
+                n = i + 1;   /* the rest after this one is delivered */
+        }
         tail[m][0] = in[i].len - DG_MAC_SKIP;
-        cvia__nh2(in[i].data + DG_MAC_SKIP, in[i].len - DG_MAC_SKIP, k->nh, &tail[m][1]);
+        /* the payload copied where it belongs in the same pass, if the
+         * plan said where: used only if the MAC is good (dg_deliver) */
+        if (place && in[i].len > sizeof(h) && !(h.flags & DG_F_EXT)) {
+            cvia__nh2c(in[i].data + DG_MAC_SKIP, in[i].len - DG_MAC_SKIP, k->nh, &tail[m][1],
+                       place);
+            in[i].place = place;
+        } else {
+            cvia__nh2(in[i].data + DG_MAC_SKIP, in[i].len - DG_MAC_SKIP, k->nh, &tail[m][1]);
+        }
         tail[m][3] = esn ? esn(arg, &h) : 0;
         in[i].mac_ok = 2;   /* computed: tag[m] to compare */
         m++;
     }
     if (!m)
-        return;
+        return n;
     cvia__siphash24_4w(k->secret, (const uint64_t (*)[4])tail, tag, (size_t)m);
     m = 0;
     for (int i = 0; i < n; i++)
@@ -348,6 +367,7 @@ void cvia__dg_mac_batch(const struct dg_keys *k, struct dg_in *in, int n,
             memcpy(&h.mac, in[i].data, sizeof(h.mac));
             in[i].mac_ok = tag[m++] == h.mac;
         }
+    return n;
 }
 
 static int dg_parse(const void *buf, size_t len, const struct dg_keys *k, struct dg_hdr *h,
