@@ -155,14 +155,11 @@ _Static_assert(sizeof(struct shm_dyn_addr) == CVIA_DYN_ADDR_HOST &&
                "shm's address is the host part of struct cvia_dyn_addr");
 
 enum shm_rv_state { SHM_RV_FREE = 0, SHM_RV_RTS, SHM_RV_CTS, SHM_RV_DONE };
-enum shm_copy_mode { SHM_COPY_AUTO = 0, SHM_COPY_READ, SHM_COPY_WRITE, SHM_COPY_COOP,
-                     /* not a CVIA_SHM_COPY value: a window's message, copied
-                      * whole by whichever side claims it first (issue 17) */
-                     SHM_COPY_POOL };
+enum shm_copy_mode { SHM_COPY_AUTO = 0, SHM_COPY_READ, SHM_COPY_WRITE, SHM_COPY_COOP };
 
 /* shm_rndv.hint: the sender had other transfers to the peer in flight
- * when it sent this one (a window): either side may copy it. */
-#define SHM_RV_HINT_POOL 1u
+ * when it sent this one (a window): both sides copy it, in halves. */
+#define SHM_RV_HINT_WINDOW 1u
 
 /* A rendezvous transfer, in the sender's segment. */
 struct shm_rndv {

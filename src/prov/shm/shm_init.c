@@ -84,11 +84,11 @@ static const struct cvia_param shm_params[] = {
     { "RNDV_WINDOW", "auto", CVIA_PARAM_STRING, offsetof(struct shm_cfg, window_text),
       "Below CVIA_SHM_RNDV_THRESHOLD, a message of at least this size that finds "
       "the pair busy (the peer has not yet taken the last slot written to it, or "
-      "earlier sends wait) goes by rendezvous too, copied whole by whichever side "
-      "comes first: the receiver by process_vm_readv or the sender by "
-      "process_vm_writev, so that both cores copy a window's messages, one copy "
-      "each, where the ring would make both copy every message. Where both ranks "
-      "may use Cross Memory Attach. auto: from the threshold probe's figures, the "
+      "earlier sends wait) goes by rendezvous too, copied once by both sides in "
+      "halves (the receiver by process_vm_readv, the sender by process_vm_writev) "
+      "where the ring would make both copy every byte. Where both ranks may use "
+      "Cross Memory Attach and CVIA_SHM_COPY is auto. auto: from the threshold "
+      "probe's figures, the "
       "smallest size from which one process_vm_readv took at most twice the ring's "
       "time (the threshold itself where the probe did not run, e.g. a threshold "
       "given as a size). A size sets it; 1t turns it off.",

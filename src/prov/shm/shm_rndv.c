@@ -187,9 +187,9 @@ int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
 
     cvia_mlock_lock(&pp->tx_lock);
     i = rv_take(ep, pp, x->peer, &err);
-    /* in a window, below the cooperative size: either side copies it whole */
+    /* in a window, below the cooperative size: both sides copy it */
     if (i >= 0 && x->len < ep->cfg.coop_threshold && x->peer != ep->args.rank && rv_busy(pp))
-        hint = SHM_RV_HINT_POOL;
+        hint = SHM_RV_HINT_WINDOW;
     cvia_mlock_unlock(&pp->tx_lock);
     if (i < 0) {   /* no block: this one goes through the ring */
         cvia_mcount_add(&pp->msgs_spill, 1);
@@ -210,10 +210,9 @@ int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
 }
 
 /* Below the threshold (issue 17): a message that finds the pair busy goes
- * by rendezvous, to be copied whole by whichever side claims it first
- * (SHM_COPY_POOL), so that in a window each core copies whole messages
- * once where the ring would have both copy each; the pair still uses the
- * ring whenever the receiver has caught up. Needs CMA both ways. */
+ * by rendezvous, copied once by both sides in halves (coop), where the
+ * ring would have both copy all of it; the pair still uses the ring
+ * whenever the receiver has caught up. Needs CMA both ways. */
 int shm_rndv_send_window(struct cvia_prov_ep *ep, struct cvia_xfer *x)
 {
     struct shm_peer *pp = &ep->peers[x->peer];
@@ -230,7 +229,7 @@ int shm_rndv_send_window(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     if (i < 0)   /* not busy, or no block free: the ring, as below the window */
         return shm_enqueue(ep, x->peer, x);
     cvia_mcount_add(&pp->msgs_window, 1);
-    return rv_announce(ep, x, i, SHM_RV_HINT_POOL);
+    return rv_announce(ep, x, i, SHM_RV_HINT_WINDOW);
 }
 
 /* Claim and copy chunks until none is left. @pull: the receiver's side. */
@@ -261,9 +260,14 @@ static int rv_choose_mode(struct cvia_prov_ep *ep, struct shm_peer *pp, int peer
 
     if (peer == ep->args.rank || shm_translate(ep, peer, b->src, len))
         return SHM_COPY_READ;   /* plain loads: nothing is cheaper */
-    if ((b->hint & SHM_RV_HINT_POOL) && mode == SHM_COPY_AUTO && can_read && can_write &&
+    /* a window's: both copy, each its half of the destination. Whole
+     * messages shared out between the two sides were as fast on a quiet
+     * host and up to 2x slower where the vCPUs sat apart: with the same
+     * receive buffer for each message (OSU) every line then moved
+     * between the cores at each message (BENCHMARKS.md, issue 17). */
+    if ((b->hint & SHM_RV_HINT_WINDOW) && mode == SHM_COPY_AUTO && can_read && can_write &&
         len < ep->cfg.coop_threshold)
-        return SHM_COPY_POOL;   /* a window's: whoever comes first */
+        return SHM_COPY_COOP;
     if (mode == SHM_COPY_AUTO)
         mode = len >= ep->cfg.coop_threshold ? SHM_COPY_COOP : SHM_COPY_READ;
     if (mode == SHM_COPY_COOP && !(can_read && can_write))
@@ -301,13 +305,12 @@ int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     mode = rv_choose_mode(ep, pp, peer, b, len);
     b->dst = (uint64_t)(uintptr_t)x->buf;
     b->len = len;
-    b->chunk = mode == SHM_COPY_READ || mode == SHM_COPY_POOL ? (len ? len : 1) :
+    b->chunk = mode == SHM_COPY_READ ? (len ? len : 1) :
                ep->cfg.coop_chunk ? ep->cfg.coop_chunk : shm_half_chunk(len);
     b->mode = (uint32_t)mode;
     if (mode != SHM_COPY_READ)   /* the sender may join in */
         atomic_store_explicit(&b->state, SHM_RV_CTS, memory_order_release);
-    /* a pooled one waits for whichever side is free first (rv_recv_claim) */
-    if (mode == SHM_COPY_READ || mode == SHM_COPY_COOP)
+    if (mode != SHM_COPY_WRITE)
         rv_claim_loop(ep, peer, b, 1, x->buf);
     if (atomic_load_explicit(&b->done, memory_order_acquire) == len) {
         int err = atomic_load_explicit(&b->error, memory_order_relaxed);
@@ -323,37 +326,6 @@ int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     cvia_mcount_add(&pp->rv_pending, 1);
     cvia_mlock_unlock(&pp->rx_lock);
     return 0;
-}
-
-/* Receiver side: copy one pooled transfer the sender has not claimed.
- * The claim is made under rx_lock, where the transfer is still on rv_recv
- * and its block cannot be DONE (the claimed chunk is the only one, so
- * `done` stays short of the length until this copy adds to it); the copy
- * runs without the lock. 1 if one was copied. */
-static int rv_recv_claim(struct cvia_prov_ep *ep, int peer)
-{
-    struct shm_peer *pp = &ep->peers[peer];
-    struct shm_rndv *got = NULL;
-    struct cvia_xfer *x;
-    int rc;
-
-    if (!CVIA_HINT_LOAD(pp->rv_recv) || !cvia_mlock_trylock(&pp->rx_lock))
-        return 0;
-    for (x = pp->rv_recv; x && !got; x = x->prov_next) {
-        struct shm_rndv *b = shm_rv_block(pp->seg, pp->remote_idx, (uint32_t)x->prov_cookie);
-        if (b->mode == SHM_COPY_POOL && !atomic_load_explicit(&b->next, memory_order_relaxed) &&
-            !atomic_fetch_add_explicit(&b->next, 1, memory_order_relaxed))
-            got = b;
-    }
-    cvia_mlock_unlock(&pp->rx_lock);
-    if (!got)
-        return 0;
-    if ((rc = shm_copy(ep, peer, 1, (void *)(uintptr_t)got->dst, got->src, (size_t)got->len))) {
-        int32_t zero = 0;
-        atomic_compare_exchange_strong(&got->error, &zero, rc);
-    }
-    atomic_fetch_add_explicit(&got->done, got->len, memory_order_release);
-    return 1;
 }
 
 int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
@@ -405,8 +377,7 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
         up->complete(up->core, x, err);
         events++;
     }
-    /* receiver side: copy a pooled one, end those whose last chunk has landed */
-    events += rv_recv_claim(ep, peer);
+    /* receiver side: end the transfers whose last chunk has landed */
     if (CVIA_HINT_LOAD(pp->rv_recv) && cvia_mlock_trylock(&pp->rx_lock)) {
         for (link = &pp->rv_recv; (x = *link);) {
             struct shm_rndv *b = shm_rv_block(pp->seg, pp->remote_idx,

@@ -344,9 +344,9 @@ static void boot_id(char *buf, size_t cap)
 
 /* A window's messages below the threshold: in the ring each one keeps
  * both cores busy for about ring[i] (one copies in while the other copies
- * out), single-copied it keeps one core busy for cma[i] while the other
- * core copies another message of the window (shm_rndv_send_window). So
- * single copy moves more of a window where cma[i] <= 2 ring[i]: the
+ * out); single-copied in halves by both sides (shm_rndv_send_window) it
+ * keeps each core busy for about cma[i] / 2. So single copy moves more of
+ * a window where cma[i] <= 2 ring[i]: the
  * smallest size from which that holds at every measured size up to the
  * threshold and below @coop_from (cma[] is two cores' time from there). */
 static size_t tune_window(const double *ring, const double *cma, size_t coop_from,
