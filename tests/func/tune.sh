@@ -76,10 +76,10 @@ for v in fast 12q -1 0x10; do
         bad "CVIA_SHM_RNDV_THRESHOLD='$v': exit $rc, output: $out"
     fi
 done
-# the window from the cached figures: single copy at most twice the ring's
-# time from 16k up (8k: 2.5x), so 16384; a threshold given: the threshold
+# the window from the cached figures: single copy at most 2.5x the ring's
+# time from 16k up (8k: 2.6x), so 16384; a threshold given: the threshold
 sed -i '/^[0-9]/d; s/^threshold .*/threshold 524288/' "$cache"
-printf '%s\n' "4096 1000 3000" "8192 1000 2500" "16384 2000 3999" "32768 3000 6000" \
+printf '%s\n' "4096 1000 3000" "8192 1000 2600" "16384 2000 5000" "32768 3000 6000" \
     "65536 5000 6000" "131072 6000 9000" "262144 9000 17000" "524288 20000 21000" \
     "1048576 40000 40000" >>"$cache"
 out=$(job); rc=$?

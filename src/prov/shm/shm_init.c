@@ -89,7 +89,7 @@ static const struct cvia_param shm_params[] = {
       "where the ring would make both copy every byte. Where both ranks may use "
       "Cross Memory Attach and CVIA_SHM_COPY is auto. auto: from the threshold "
       "probe's figures, the "
-      "smallest size from which one process_vm_readv took at most twice the ring's "
+      "smallest size from which one process_vm_readv took at most 2.5x the ring's "
       "time (the threshold itself where the probe did not run, e.g. a threshold "
       "given as a size). A size sets it; 1t turns it off.",
       0, 0, NULL },

@@ -345,8 +345,13 @@ static void boot_id(char *buf, size_t cap)
 /* A window's messages below the threshold: in the ring each one keeps
  * both cores busy for about ring[i] (one copies in while the other copies
  * out); single-copied in halves by both sides (shm_rndv_send_window) it
- * keeps each core busy for about cma[i] / 2. So single copy moves more of
- * a window where cma[i] <= 2 ring[i]: the
+ * keeps each core busy for about cma[i] / 2, and cma[i] (one transfer,
+ * hand-off included) overstates that: in a window the hand-offs overlap
+ * the copies. Measured (BENCHMARKS.md, issue 17): in the host's fast
+ * state, where a probe finds cma 2.1x the ring at 256 KiB and 2.06x at
+ * 16 KiB, a window by single copy still had 1.4-1.5x and 1.1x the ring's
+ * bandwidth, and a ring slowed by the host costs 5x. So single copy where
+ * cma[i] <= 2.5 ring[i]: the
  * smallest size from which that holds at every measured size up to the
  * threshold and below @coop_from (cma[] is two cores' time from there). */
 static size_t tune_window(const double *ring, const double *cma, size_t coop_from,
@@ -357,7 +362,7 @@ static size_t tune_window(const double *ring, const double *cma, size_t coop_fro
     while (from < TUNE_NSIZES && ((size_t)TUNE_MIN << from) < thr)
         from++;
     while (from > 0 && ((size_t)TUNE_MIN << (from - 1)) < coop_from &&
-           cma[from - 1] <= 2 * ring[from - 1])
+           cma[from - 1] <= 2.5 * ring[from - 1])
         from--;
     return (size_t)TUNE_MIN << from < thr ? (size_t)TUNE_MIN << from : thr;
 }
