@@ -13,6 +13,11 @@
  *             every one checked; FUNC_SPILL=0: none may have gone through
  *             the ring, FUNC_SPILL=1: some must have (CVIA_SHM_RNDV_SLOTS
  *             below 256), and still every byte arrives.
+ *   medium    256 messages of 16 KiB to one peer at once, below the
+ *             threshold (4 MiB: the ring holds 1 MiB, so the pair is busy),
+ *             the last into a receive of half its size, every one
+ *             checked; FUNC_WINDOW=1: some must have gone by rendezvous
+ *             (CVIA_SHM_RNDV_WINDOW), FUNC_WINDOW=0: none.
  *   info      print cvia_peer_info for the next rank (tune.sh reads it). */
 #include <errno.h>
 #include <stdio.h>
@@ -214,12 +219,83 @@ static void case_window(void)
     free(buf);
 }
 
+static unsigned long long window_count(int peer, char *info, size_t cap)
+{
+    unsigned long long n;
+    const char *p;
+
+    CHECK_RC(cvia_peer_info(peer, info, cap));
+    if (!(p = strstr(info, "(CVIA_SHM_RNDV_WINDOW) when busy: ")) ||
+        sscanf(p, "(CVIA_SHM_RNDV_WINDOW) when busy: %llu", &n) != 1)
+        FAIL("no window counter in: %s", info);
+    return n;
+}
+
+static void case_medium(void)
+{
+    enum { N = 256 };
+    const size_t len = 16u << 10;
+    const char *want = getenv("FUNC_WINDOW");
+    unsigned char *buf = malloc((size_t)N * len);
+    cvia_req_t req[N];
+    unsigned long long single, ring, pooled;
+    char info[1024];
+
+    if (!buf)
+        FAIL("malloc");
+    for (int round = 0; round < 2 && size > 1 && rank < 2; round++) {
+        for (int i = 0; i < N; i++) {
+            unsigned char *b = buf + (size_t)i * len;
+            if (rank == 0) {
+                fill(b, len, seed_of(0, len, (unsigned)(round * N + i)));
+                CHECK_RC(cvia_isend(b, len, 1, i, &req[i]));
+            } else {
+                memset(b + len / 2, 0xA5, len / 2);
+                CHECK_RC(cvia_irecv(b, i == N - 1 ? len / 2 : len, 0, i, &req[i]));
+            }
+        }
+        for (int i = 0; i < N; i++) {
+            cvia_status_t st;
+            int rc = cvia_wait(&req[i], &st);
+            size_t got = rank == 1 && i == N - 1 ? len / 2 : len;
+            if (rank == 0 ? rc != 0 : rc != (i == N - 1 ? -CVIA_ETRUNC : 0) ||
+                st.len != got || st.msg_len != len || st.tag != i)
+                FAIL("round %d message %d: %s len %zu msg_len %zu tag %d", round, i,
+                     cvia_err_name(rc), st.len, st.msg_len, st.tag);
+        }
+        for (int i = 0; rank == 1 && i < N; i++) {
+            unsigned char *b = buf + (size_t)i * len;
+            size_t got = i == N - 1 ? len / 2 : len;
+            if (verify(b, got, seed_of(0, len, (unsigned)(round * N + i))) != (size_t)-1)
+                FAIL("round %d message %d differs", round, i);
+            for (size_t k = got; k < len; k++)
+                if (b[k] != 0xA5)
+                    FAIL("round %d: write past the receive of %zu B", round, got);
+        }
+    }
+    if (rank == 0 && size > 1) {
+        pooled = window_count(1, info, sizeof(info));
+        counts(1, &single, &ring, info, sizeof(info));
+        printf("window of %d x %zu B below the threshold: %llu by rendezvous\n", N, len,
+               pooled);
+        if (single || ring || pooled > 2 * N)
+            FAIL("%llu, %llu counted from the threshold up, %llu below: %s", single, ring,
+                 pooled, info);
+        if (want && *want == '1' && !pooled)
+            FAIL("no message of a busy window went by rendezvous: %s", info);
+        if (want && *want == '0' && pooled)
+            FAIL("messages went by rendezvous with the window off: %s", info);
+    }
+    CHECK_RC(cvia_barrier());
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: func_pipe pipeline|window|info\n");
+        fprintf(stderr, "usage: func_pipe pipeline|window|medium|info\n");
         return 2;
     }
     if ((rc = func_init(&argc, &argv))) {
@@ -232,6 +308,8 @@ int main(int argc, char **argv)
         case_pipeline();
     else if (!strcmp(argv[1], "window"))
         case_window();
+    else if (!strcmp(argv[1], "medium"))
+        case_medium();
     else if (!strcmp(argv[1], "info")) {
         char info[1024];
         CHECK_RC(cvia_peer_info((rank + 1) % size, info, sizeof(info)));

@@ -3,7 +3,8 @@
 # The rendezvous threshold's probe (issue 17): measured once and cached per
 # boot in a 0600 file of the runtime directory, that file reused, refused
 # when it is not private; CVIA_SHM_RNDV_THRESHOLD overrides it and garbage
-# in it is refused naming the variable.   tune.sh CVIA_RUN FUNC_PIPE
+# in it is refused naming the variable. CVIA_SHM_RNDV_WINDOW: from the
+# cached figures, given, or the threshold.   tune.sh CVIA_RUN FUNC_PIPE
 set -u
 run=$1 prog=$2
 n=0 failed=0
@@ -12,7 +13,7 @@ bad() { n=$((n + 1)); echo "not ok $n - $1"; failed=1; }
 dir=$(mktemp -d) || exit 1          # 0700: a private runtime directory
 trap 'rm -rf "$dir"' EXIT
 export XDG_RUNTIME_DIR=$dir
-unset CVIA_SHM_RNDV_THRESHOLD
+unset CVIA_SHM_RNDV_THRESHOLD CVIA_SHM_RNDV_WINDOW
 job() { timeout 60 "$run" -n 2 -- "$prog" info 2>&1; }
 cache=$dir/corevia-shm-tune
 
@@ -73,6 +74,32 @@ for v in fast 12q -1 0x10; do
         ok "CVIA_SHM_RNDV_THRESHOLD='$v' is refused naming the variable"
     else
         bad "CVIA_SHM_RNDV_THRESHOLD='$v': exit $rc, output: $out"
+    fi
+done
+# the window from the cached figures: single copy at most 2.5x the ring's
+# time from 16k up (8k: 2.6x), so 16384; a threshold given: the threshold
+sed -i '/^[0-9]/d; s/^threshold .*/threshold 524288/' "$cache"
+printf '%s\n' "4096 1000 3000" "8192 1000 2600" "16384 2000 5000" "32768 3000 6000" \
+    "65536 5000 6000" "131072 6000 9000" "262144 9000 17000" "524288 20000 21000" \
+    "1048576 40000 40000" >>"$cache"
+out=$(job); rc=$?
+if [ $rc -eq 0 ] && grep -q "from 16384 B (CVIA_SHM_RNDV_WINDOW)" <<<"$out"; then
+    ok "the window comes from the cached figures"
+else
+    bad "window from figures: exit $rc, output: $out, cache: $(cat "$cache")"
+fi
+out=$(CVIA_SHM_RNDV_WINDOW=32k job); rc=$?
+[ $rc -eq 0 ] && grep -q "from 32768 B (CVIA_SHM_RNDV_WINDOW)" <<<"$out" &&
+    ok "CVIA_SHM_RNDV_WINDOW=32k sets it" || bad "window 32k: exit $rc, output: $out"
+out=$(CVIA_SHM_RNDV_THRESHOLD=48k job); rc=$?
+[ $rc -eq 0 ] && grep -q "from 49152 B (CVIA_SHM_RNDV_WINDOW)" <<<"$out" &&
+    ok "with a threshold given, the window is the threshold" || bad "window, 48k: exit $rc, output: $out"
+for v in fast 8x; do
+    out=$(CVIA_SHM_RNDV_WINDOW=$v job); rc=$?
+    if [ $rc -ne 0 ] && [ $rc -lt 124 ] && grep -q "CVIA_SHM_RNDV_WINDOW: invalid value '$v'" <<<"$out"; then
+        ok "CVIA_SHM_RNDV_WINDOW='$v' is refused naming the variable"
+    else
+        bad "CVIA_SHM_RNDV_WINDOW='$v': exit $rc, output: $out"
     fi
 done
 echo "1..$n"

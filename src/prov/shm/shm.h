@@ -157,12 +157,16 @@ _Static_assert(sizeof(struct shm_dyn_addr) == CVIA_DYN_ADDR_HOST &&
 enum shm_rv_state { SHM_RV_FREE = 0, SHM_RV_RTS, SHM_RV_CTS, SHM_RV_DONE };
 enum shm_copy_mode { SHM_COPY_AUTO = 0, SHM_COPY_READ, SHM_COPY_WRITE, SHM_COPY_COOP };
 
+/* shm_rndv.hint: the sender had other transfers to the peer in flight
+ * when it sent this one (a window): both sides copy it, in halves. */
+#define SHM_RV_HINT_WINDOW 1u
+
 /* A rendezvous transfer, in the sender's segment. */
 struct shm_rndv {
     _Atomic uint32_t state;  /* enum shm_rv_state */
     _Atomic int32_t  error;  /* first error of either side */
     uint32_t mode;           /* receiver's choice, with CTS */
-    uint32_t reserved;
+    uint32_t hint;           /* sender's SHM_RV_HINT_*, with RTS */
     uint64_t src;            /* sender's buffer, in the sender */
     uint64_t msg_len;
     uint64_t dst;            /* receiver's buffer, in the receiver (CTS) */
@@ -199,6 +203,9 @@ struct shm_cfg {
     size_t slot_size;
     char   rndv_text[256];   /* CVIA_SHM_RNDV_THRESHOLD as given: auto or a size */
     size_t rndv_threshold;   /* in use: rndv_text, or what shm_tune measured */
+    char   window_text[256]; /* CVIA_SHM_RNDV_WINDOW as given: auto or a size */
+    size_t rv_window;        /* in use: below the threshold, a window's messages
+                              * from this size go by rendezvous (shm_rndv_window) */
     int    cma;              /* tri: -1 auto, 0 never, 1 required */
     int    arena;
     int    copy_mode;        /* enum shm_copy_mode */
@@ -244,6 +251,8 @@ struct shm_peer {
     _Atomic uint64_t bytes_cma;    /* single-copy bytes by Cross Memory Attach */
     _Atomic uint64_t bytes_near;   /* single-copy bytes by load/store (arena, self) */
     _Atomic uint64_t msgs_rndv;    /* sends to the peer that went by rendezvous */
+    _Atomic uint64_t msgs_window;  /* sends below the threshold that went by
+                                    * rendezvous, in a window (shm_rndv_window) */
     _Atomic uint64_t msgs_spill;   /* sends at or above the threshold that found no
                                     * block (CVIA_SHM_RNDV_SLOTS or memory
                                     * exhausted) and went through the ring */
@@ -400,6 +409,9 @@ void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err);
 /* shm_rndv.c */
 int  shm_rndv_use(struct cvia_prov_ep *ep, int peer, const struct cvia_xfer *x);
 int  shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+/* below the threshold: a rendezvous if @x (>= CVIA_SHM_RNDV_WINDOW) finds
+ * the pair busy (a window in flight), else the ring */
+int  shm_rndv_send_window(struct cvia_prov_ep *ep, struct cvia_xfer *x);
 int  shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x);
 int  shm_rndv_progress(struct cvia_prov_ep *ep, int peer);
 void shm_rndv_fail(struct cvia_prov_ep *ep, int peer, int err);
@@ -410,6 +422,12 @@ int  shm_copy(struct cvia_prov_ep *ep, int peer, int pull, void *local,
  * per boot under the user's runtime directory); 0 or -errno */
 int  shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
                         size_t coop_chunk, size_t *threshold, int *cached);
+/* the same, and from the same figures @window: the size from which a
+ * window's messages are cheaper single-copied by either core than through
+ * the ring (*threshold where the figures do not say) */
+int  shm_tune_threshold_window(uint32_t nslots, uint32_t slot_size, size_t coop_from,
+                               size_t coop_chunk, size_t *threshold, size_t *window,
+                               int *cached);
 int  shm_tune_parse(const char *text, size_t *threshold, int *is_auto);
 
 /* shm_rma.c */

@@ -81,6 +81,18 @@ static const struct cvia_param shm_params[] = {
     { "MR_MAX", "1024", CVIA_PARAM_INT, offsetof(struct shm_cfg, mr_max),
       "Regions a rank may have registered for one-sided access at once.",
       1, 1 << 20, NULL },
+    { "RNDV_WINDOW", "auto", CVIA_PARAM_STRING, offsetof(struct shm_cfg, window_text),
+      "Below CVIA_SHM_RNDV_THRESHOLD, a message of at least this size that finds "
+      "the pair busy (the peer has not yet taken the last slot written to it, or "
+      "earlier sends wait) goes by rendezvous too, copied once by both sides in "
+      "halves (the receiver by process_vm_readv, the sender by process_vm_writev) "
+      "where the ring would make both copy every byte. Where both ranks may use "
+      "Cross Memory Attach and CVIA_SHM_COPY is auto. auto: from the threshold "
+      "probe's figures, the "
+      "smallest size from which one process_vm_readv took at most 2.5x the ring's "
+      "time (the threshold itself where the probe did not run, e.g. a threshold "
+      "given as a size). A size sets it; 1t turns it off.",
+      0, 0, NULL },
     { NULL }
 };
 
@@ -91,11 +103,12 @@ const struct cvia_param_table cvia__shm_param_table = {
 
 /* CVIA_SHM_RNDV_THRESHOLD: a size, or auto (shm_tune.c). @probed: 1 when
  * measured now, 2 when read from the cache, 0 when given or defaulted. */
-static int shm_resolve_threshold(struct shm_cfg *cfg, int *probed)
+static int shm_resolve_threshold(struct shm_cfg *cfg, int *probed, size_t *window)
 {
     int is_auto, cached;
 
     *probed = 0;
+    *window = 0;
     if (shm_tune_parse(cfg->rndv_text, &cfg->rndv_threshold, &is_auto)) {
         cvia_error(CONF, "CVIA_SHM_RNDV_THRESHOLD: invalid value '%s' (expected auto or "
                    "%s)", cfg->rndv_text, cvia__param_syntax(&shm_params[6]));
@@ -106,11 +119,27 @@ static int shm_resolve_threshold(struct shm_cfg *cfg, int *probed)
     cfg->rndv_threshold = 32 << 10;   /* where the probe cannot run */
     if (cfg->cma == 0 && !cfg->arena)
         return 0;   /* no single copy at all: nothing to choose */
-    if (!shm_tune_threshold((uint32_t)cfg->nslots, (uint32_t)cfg->slot_size,
-                            cfg->copy_mode == SHM_COPY_AUTO ? cfg->coop_threshold :
-                            cfg->copy_mode == SHM_COPY_COOP ? 0 : (size_t)1 << 50,
-                            cfg->coop_chunk, &cfg->rndv_threshold, &cached))
+    if (!shm_tune_threshold_window((uint32_t)cfg->nslots, (uint32_t)cfg->slot_size,
+                                   cfg->copy_mode == SHM_COPY_AUTO ? cfg->coop_threshold :
+                                   cfg->copy_mode == SHM_COPY_COOP ? 0 : (size_t)1 << 50,
+                                   cfg->coop_chunk, &cfg->rndv_threshold, window, &cached))
         *probed = cached ? 2 : 1;
+    return 0;
+}
+
+/* CVIA_SHM_RNDV_WINDOW: a size, or auto (the probe's, else the threshold:
+ * nothing below it). After shm_resolve_threshold. */
+static int shm_resolve_window(struct shm_cfg *cfg, int probed, size_t probed_window)
+{
+    int is_auto;
+
+    if (shm_tune_parse(cfg->window_text, &cfg->rv_window, &is_auto)) {
+        cvia_error(CONF, "CVIA_SHM_RNDV_WINDOW: invalid value '%s' (expected auto or a "
+                   "size such as 16k)", cfg->window_text);
+        return -CVIA_ECONFIG;
+    }
+    if (is_auto)
+        cfg->rv_window = probed ? probed_window : cfg->rndv_threshold;
     return 0;
 }
 
@@ -118,6 +147,7 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
 {
     struct cvia_prov_ep *ep;
     char key[32];
+    size_t window;
     int rc;
 
     ep = calloc(1, sizeof(*ep));
@@ -146,7 +176,8 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
         rc = -CVIA_ECONFIG;
         goto err_free;
     }
-    if ((rc = shm_resolve_threshold(&ep->cfg, &ep->rndv_probed)))
+    if ((rc = shm_resolve_threshold(&ep->cfg, &ep->rndv_probed, &window)) ||
+        (rc = shm_resolve_window(&ep->cfg, ep->rndv_probed, window)))
         goto err_free;
     /* every rank registers, so that a sleeper's membarrier reaches the
      * CPUs running its senders (shm_block) */
@@ -386,11 +417,14 @@ static void shm_peer_info(struct cvia_prov_ep *ep, int peer, char *buf, size_t c
     if (n < cap)
         snprintf(buf + n, cap - n, "; single-copied so far: %llu B by CMA, %llu B by "
                  "load/store; sent from the threshold up: %llu messages single-copied, "
-                 "%llu through the ring",
+                 "%llu through the ring; below it, from %zu B (CVIA_SHM_RNDV_WINDOW) when "
+                 "busy: %llu single-copied",
                  (unsigned long long)atomic_load_explicit(&pp->bytes_cma, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&pp->bytes_near, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&pp->msgs_rndv, memory_order_relaxed),
-                 (unsigned long long)atomic_load_explicit(&pp->msgs_spill, memory_order_relaxed));
+                 (unsigned long long)atomic_load_explicit(&pp->msgs_spill, memory_order_relaxed),
+                 ep->cfg.rv_window,
+                 (unsigned long long)atomic_load_explicit(&pp->msgs_window, memory_order_relaxed));
 }
 
 static int shm_mr_reg(struct cvia_prov_ep *ep, uint64_t key, const void *addr,

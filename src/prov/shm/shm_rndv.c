@@ -141,15 +141,55 @@ static int64_t rv_take(struct cvia_prov_ep *ep, struct shm_peer *pp, int dest, i
     return pp->rv_top - n;
 }
 
+/* The pair is busy (tx_lock held): the peer has not yet taken the last
+ * slot I wrote to it, or sends to it wait in the queue or in rendezvous.
+ * A message sent now would wait behind them. */
+static int rv_busy(struct shm_peer *pp)
+{
+    return pp->txq_head || pp->rv_send ||
+           (pp->tx_pos && cvia_ring_peek(&pp->tx_ring, pp->tx_pos - 1));
+}
+
+/* Fill my block @i for @x and queue its RTS. */
+static int rv_announce(struct cvia_prov_ep *ep, struct cvia_xfer *x, int64_t i, uint32_t hint)
+{
+    struct shm_peer *pp = &ep->peers[x->peer];
+    struct shm_rndv *b = shm_rv_block(ep->seg, x->peer, (uint32_t)i);
+    int err;
+
+    b->src = (uint64_t)(uintptr_t)x->buf;
+    b->msg_len = x->len;
+    b->dst = b->len = b->chunk = 0;
+    b->mode = 0;
+    b->hint = hint;
+    atomic_store_explicit(&b->error, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->done, 0, memory_order_relaxed);
+    /* published to the receiver by the RTS slot's release store */
+    atomic_store_explicit(&b->state, SHM_RV_RTS, memory_order_relaxed);
+    x->prov_cookie = (uint64_t)i;
+    x->flags |= CVIA_XFER_RNDV;
+    if ((err = shm_enqueue(ep, x->peer, x))) {   /* the peer is gone */
+        cvia_mlock_lock(&pp->tx_lock);
+        if (pp->rv_nfree < pp->rv_top)
+            pp->rv_free[pp->rv_nfree++] = (uint32_t)i;
+        cvia_mlock_unlock(&pp->tx_lock);
+    }
+    return err;
+}
+
 int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
 {
     struct shm_peer *pp = &ep->peers[x->peer];
-    struct shm_rndv *b;
+    uint32_t hint = 0;
     int64_t i;
     int err;
 
     cvia_mlock_lock(&pp->tx_lock);
     i = rv_take(ep, pp, x->peer, &err);
+    /* in a window, below the cooperative size: both sides copy it */
+    if (i >= 0 && x->len < ep->cfg.coop_threshold && x->peer != ep->args.rank && rv_busy(pp))
+        hint = SHM_RV_HINT_WINDOW;
     cvia_mlock_unlock(&pp->tx_lock);
     if (i < 0) {   /* no block: this one goes through the ring */
         cvia_mcount_add(&pp->msgs_spill, 1);
@@ -166,26 +206,30 @@ int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
         return shm_enqueue(ep, x->peer, x);
     }
     cvia_mcount_add(&pp->msgs_rndv, 1);
+    return rv_announce(ep, x, i, hint);
+}
 
-    b = shm_rv_block(ep->seg, x->peer, (uint32_t)i);
-    b->src = (uint64_t)(uintptr_t)x->buf;
-    b->msg_len = x->len;
-    b->dst = b->len = b->chunk = 0;
-    b->mode = 0;
-    atomic_store_explicit(&b->error, 0, memory_order_relaxed);
-    atomic_store_explicit(&b->next, 0, memory_order_relaxed);
-    atomic_store_explicit(&b->done, 0, memory_order_relaxed);
-    /* published to the receiver by the RTS slot's release store */
-    atomic_store_explicit(&b->state, SHM_RV_RTS, memory_order_relaxed);
-    x->prov_cookie = (uint64_t)i;
-    x->flags |= CVIA_XFER_RNDV;
-    if ((err = shm_enqueue(ep, x->peer, x))) {   /* the peer is gone */
-        cvia_mlock_lock(&pp->tx_lock);
-        if (pp->rv_nfree < pp->rv_top)
-            pp->rv_free[pp->rv_nfree++] = (uint32_t)i;
-        cvia_mlock_unlock(&pp->tx_lock);
-    }
-    return err;
+/* Below the threshold (issue 17): a message that finds the pair busy goes
+ * by rendezvous, copied once by both sides in halves (coop), where the
+ * ring would have both copy all of it; the pair still uses the ring
+ * whenever the receiver has caught up. Needs CMA both ways. */
+int shm_rndv_send_window(struct cvia_prov_ep *ep, struct cvia_xfer *x)
+{
+    struct shm_peer *pp = &ep->peers[x->peer];
+    int64_t i = -1;
+    int err;
+
+    if (x->peer == ep->args.rank || !pp->can_cma || !pp->peer_cma ||
+        ep->cfg.copy_mode != SHM_COPY_AUTO)
+        return shm_enqueue(ep, x->peer, x);
+    cvia_mlock_lock(&pp->tx_lock);
+    if (rv_busy(pp))
+        i = rv_take(ep, pp, x->peer, &err);
+    cvia_mlock_unlock(&pp->tx_lock);
+    if (i < 0)   /* not busy, or no block free: the ring, as below the window */
+        return shm_enqueue(ep, x->peer, x);
+    cvia_mcount_add(&pp->msgs_window, 1);
+    return rv_announce(ep, x, i, SHM_RV_HINT_WINDOW);
 }
 
 /* Claim and copy chunks until none is left. @pull: the receiver's side. */
@@ -216,6 +260,14 @@ static int rv_choose_mode(struct cvia_prov_ep *ep, struct shm_peer *pp, int peer
 
     if (peer == ep->args.rank || shm_translate(ep, peer, b->src, len))
         return SHM_COPY_READ;   /* plain loads: nothing is cheaper */
+    /* a window's: both copy, each its half of the destination. Whole
+     * messages shared out between the two sides were as fast on a quiet
+     * host and up to 2x slower where the vCPUs sat apart: with the same
+     * receive buffer for each message (OSU) every line then moved
+     * between the cores at each message (BENCHMARKS.md, issue 17). */
+    if ((b->hint & SHM_RV_HINT_WINDOW) && mode == SHM_COPY_AUTO && can_read && can_write &&
+        len < ep->cfg.coop_threshold)
+        return SHM_COPY_COOP;
     if (mode == SHM_COPY_AUTO)
         mode = len >= ep->cfg.coop_threshold ? SHM_COPY_COOP : SHM_COPY_READ;
     if (mode == SHM_COPY_COOP && !(can_read && can_write))

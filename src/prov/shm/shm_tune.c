@@ -342,8 +342,65 @@ static void boot_id(char *buf, size_t cap)
     buf[strcspn(buf, "\n")] = 0;
 }
 
+/* A window's messages below the threshold: in the ring each one keeps
+ * both cores busy for about ring[i] (one copies in while the other copies
+ * out); single-copied in halves by both sides (shm_rndv_send_window) it
+ * keeps each core busy for about cma[i] / 2, and cma[i] (one transfer,
+ * hand-off included) overstates that: in a window the hand-offs overlap
+ * the copies. Measured (BENCHMARKS.md, issue 17): in the host's fast
+ * state, where a probe finds cma 2.1x the ring at 256 KiB and 2.06x at
+ * 16 KiB, a window by single copy still had 1.4-1.5x and 1.1x the ring's
+ * bandwidth, and a ring slowed by the host costs 5x. So single copy where
+ * cma[i] <= 2.5 ring[i]: the
+ * smallest size from which that holds at every measured size up to the
+ * threshold and below @coop_from (cma[] is two cores' time from there). */
+static size_t tune_window(const double *ring, const double *cma, size_t coop_from,
+                          size_t thr)
+{
+    int from = 0;
+
+    while (from < TUNE_NSIZES && ((size_t)TUNE_MIN << from) < thr)
+        from++;
+    while (from > 0 && ((size_t)TUNE_MIN << (from - 1)) < coop_from &&
+           cma[from - 1] <= 2.5 * ring[from - 1])
+        from--;
+    return (size_t)TUNE_MIN << from < thr ? (size_t)TUNE_MIN << from : thr;
+}
+
+/* The figures a cache file holds ("SIZE RING_NS CMA_NS" lines); 0 when all
+ * TUNE_NSIZES are there. */
+static int tune_figures(const char *text, double *ring, double *cma)
+{
+    const char *p = strstr(text, "\n# size");
+    int got = 0;
+
+    while (p && (p = strchr(p + 1, '\n')) && p[1]) {
+        unsigned long long sz;
+        double r, c;
+        if (sscanf(p + 1, "%llu %lf %lf", &sz, &r, &c) != 3)
+            break;
+        for (int i = 0; i < TUNE_NSIZES; i++)
+            if (sz == (unsigned long long)TUNE_MIN << i) {
+                ring[i] = r * 1e-9;
+                cma[i] = c * 1e-9;
+                got |= 1 << i;
+            }
+    }
+    return got == (1 << TUNE_NSIZES) - 1 ? 0 : -1;
+}
+
 int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
                        size_t coop_chunk, size_t *threshold, int *cached)
+{
+    size_t window;
+
+    return shm_tune_threshold_window(nslots, slot_size, coop_from, coop_chunk, threshold,
+                                     &window, cached);
+}
+
+int shm_tune_threshold_window(uint32_t nslots, uint32_t slot_size, size_t coop_from,
+                              size_t coop_chunk, size_t *threshold, size_t *window,
+                              int *cached)
 {
     char path[512], boot[64], key[160], text[2048];
     double ring[TUNE_NSIZES], cma[TUNE_NSIZES];
@@ -385,7 +442,9 @@ int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
         if (n > 0 && !strncmp(text, key, strlen(key)) &&
             (p = strstr(text, "\nthreshold ")) && sscanf(p, "\nthreshold %llu", &v) == 1 &&
             v >= TUNE_MIN) {
-            *threshold = (size_t)v;
+            *threshold = *window = (size_t)v;
+            if (!tune_figures(text, ring, cma))
+                *window = tune_window(ring, cma, coop_from, (size_t)v);
             *cached = 1;
             close(fd);   /* releases the lock */
             return 0;
@@ -397,6 +456,7 @@ int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
     if (!rc) {
         size_t len = strlen(key);
         *threshold = thr = tune_decide(ring, cma);
+        *window = tune_window(ring, cma, coop_from, thr);
         memcpy(text, key, len);
         len += (size_t)snprintf(text + len, sizeof(text) - len, "threshold %zu\n"
                                 "# size  ring_ns  single_copy_ns (receiver's time, fastest)\n", thr);
