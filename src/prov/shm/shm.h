@@ -206,6 +206,9 @@ struct shm_cfg {
     size_t coop_chunk;
     long   rv_per_peer;
     long   mr_max;
+    char   piece_text[64];   /* CVIA_SHM_PIECE as given: auto or a size */
+    size_t piece;            /* in use: one-slot messages longer than this go
+                              * a piece per slot (shm_piece.c); 0: whole */
 };
 
 struct cvia_arena_view;
@@ -411,6 +414,20 @@ int  shm_copy(struct cvia_prov_ep *ep, int peer, int pull, void *local,
 int  shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
                         size_t coop_chunk, size_t *threshold, int *cached);
 int  shm_tune_parse(const char *text, size_t *threshold, int *is_auto);
+int  shm_piece_parse(const char *text, size_t *piece, int *is_auto);
+int  shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached);
+
+/* Payload bytes of the next slot of a message of @total bytes with @left
+ * still to write: a message that fits one slot (cap) and is longer than
+ * @piece goes a piece per slot (shm_piece.c), others fill slots. */
+static inline size_t shm_piece_len(size_t cap, size_t piece, size_t total, size_t left)
+{
+    size_t n = left < cap ? left : cap;
+
+    if (piece && total <= cap && total > piece && n > piece)
+        n = piece;
+    return n;
+}
 
 /* shm_rma.c */
 int  shm_mr_export(struct cvia_prov_ep *ep, uint64_t key, const void *addr,

@@ -107,9 +107,8 @@ static int shm_push_ring(struct cvia_prov_ep *ep, int peer)
 
             if (!s)
                 return done;   /* ring full: the consumer has not caught up */
-            n = total - x->done;
-            if (n > cap)
-                n = cap;
+            n = kind ? (total - x->done < cap ? total - x->done : cap) :
+                shm_piece_len(cap, ep->cfg.piece, total, total - x->done);
             if (!pp->tx_started) {
                 flags |= SHM_SLOT_FIRST;
                 s->ctx = x->ctx;
@@ -192,7 +191,8 @@ int shm_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x)
         return -CVIA_ENOPEER;
     }
     if (!pp->txq_tail && !(x->flags & (CVIA_XFER_RNDV | SHM_XFER_OP)) &&
-        x->len <= ep->slot_size - SHM_SLOT_HDR && shm_send_one(ep, pp, x)) {
+        x->len <= ep->slot_size - SHM_SLOT_HDR &&
+        !(ep->cfg.piece && x->len > ep->cfg.piece) && shm_send_one(ep, pp, x)) {
         cvia_mlock_unlock(&pp->tx_lock);
         return 0;
     }
