@@ -110,8 +110,11 @@ static int shm_piece_cfg(struct shm_cfg *cfg)
                    "size of at least 64 bytes)", cfg->piece_text);
         return -1;
     }
+    cached = 0;
     if (is_auto && shm_tune_piece((uint32_t)cfg->slot_size, &cfg->piece, &cached))
         cfg->piece = 0;
+    cvia_info(SHM, "one-slot messages in pieces of %zu bytes (0: whole; %s)", cfg->piece,
+              !is_auto ? "CVIA_SHM_PIECE" : cached ? "measured, cached" : "measured");
     return 0;
 }
 
