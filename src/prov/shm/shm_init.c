@@ -86,7 +86,7 @@ static const struct cvia_param shm_params[] = {
       "per slot, so that the receiver copies one piece out while the sender "
       "copies the next in (4 KiB in 2 KiB pieces: 0.83x the time of one slot on "
       "a KVM guest, BENCHMARKS.md, issue 17). auto: measured at the first start "
-      "after boot (two threads, 4-16 KiB whole and in 1k, 2k, 4k pieces; the "
+      "after boot (two threads, 4-16 KiB whole and in 2k and 4k pieces; the "
       "fastest piece if 3 % faster than whole slots, else 0) and cached in "
       "$XDG_RUNTIME_DIR/corevia-shm-piece (/dev/shm/corevia-shm-piece-UID "
       "without a private runtime directory; 0600; delete it to measure again); "

@@ -119,6 +119,10 @@ static int shm_push_ring(struct cvia_prov_ep *ep, int peer)
             if (x->done + n == total)
                 flags |= SHM_SLOT_LAST;
             dst = (unsigned char *)s + SHM_SLOT_HDR;
+            if (!kind && shm_piece_on(cap, ep->cfg.piece, total)) {
+                flags |= SHM_SLOT_LINE2;
+                dst = (unsigned char *)s + SHM_CACHELINE;
+            }
             w = x->done;
             left = n;
             if (w < hdr_len) {   /* the one-sided header goes first */
@@ -248,6 +252,11 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
         kind = flags & SHM_SLOT_KINDS;
         n = s->len;
         payload = (const unsigned char *)s + SHM_SLOT_HDR;
+        if (flags & SHM_SLOT_LINE2) {   /* a piece (shm_piece.c) */
+            payload = (const unsigned char *)s + SHM_CACHELINE;
+            if (n > ep->slot_size - SHM_CACHELINE)
+                return shm_proto_error(ep, peer);
+        }
         if (n > cap)
             return shm_proto_error(ep, peer);
         x = pp->rx_cur;

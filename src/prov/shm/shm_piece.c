@@ -15,11 +15,16 @@
  * The probe runs what a send does, on two threads of this process on two
  * CPUs (the receiver here, the sender on any other CPU): a ring of the
  * endpoint's geometry, a message of 4 KiB, 8 KiB and 16 KiB (those that fit
- * a slot) written whole and in pieces of 1, 2 and 4 KiB, each one-way
+ * a slot) written whole and in pieces of 2 and 4 KiB, each one-way
  * transfer timed by the receiver, the fastest of interleaved tries kept
  * (a loaded machine only makes some slower). It keeps the piece with the
  * lowest sum over the sizes if that beats whole slots by 3 % or more, else
- * 0 (whole slots). Cached per boot beside the rendezvous threshold's file
+ * 0 (whole slots). No 1 KiB candidate: the probe's receiver spins on each
+ * piece in a tight loop, the provider's goes back through its progress
+ * loop, so the probe credits small pieces with more than they give: it
+ * chose 1k in 4 of 5 runs in the host's slow state, where 1 KiB pieces took
+ * 0.98x the time of whole slots in cvia-bench's ping-pong and 2 KiB pieces
+ * 0.83x (BENCHMARKS.md). Cached per boot beside the rendezvous threshold's file
  * ($XDG_RUNTIME_DIR/corevia-shm-piece, or /dev/shm/corevia-shm-piece-UID;
  * 0600, this user's only), keyed by the boot id and the slot size; a file
  * lock makes one rank measure while the others wait. One CPU: 0. */
@@ -44,7 +49,7 @@
 #include "util/ring.h"
 
 #define PIECE_NSIZES   3            /* 4, 8, 16 KiB */
-#define PIECE_NCHOICES 4            /* whole, 1k, 2k, 4k */
+#define PIECE_NCHOICES 3            /* whole, 2k, 4k */
 #define PIECE_TRIES    64           /* per size and choice, at most */
 #define PIECE_BUDGET_S 2.0          /* the whole probe; past it: no answer */
 #define PIECE_SIZE_S   0.01         /* per size, once 4 rounds are in */
@@ -59,7 +64,7 @@
 #define PIECE_FLAVOUR ""
 #endif
 
-static const size_t piece_choice[PIECE_NCHOICES] = { 0, 1024, 2048, 4096 };
+static const size_t piece_choice[PIECE_NCHOICES] = { 0, 2048, 4096 };
 
 static const struct cvia_param piece_param = {
     "PIECE", "0", CVIA_PARAM_SIZE, 0, "", 0, 0, NULL
@@ -125,7 +130,8 @@ static void *piece_sender(void *arg)
             while (!(s = cvia_ring_claim(&t->ring, t->prod_pos)))
                 if (piece_late(t, &spins))
                     return NULL;
-            memcpy(s + SHM_SLOT_HDR, t->src + off, n);
+            memcpy(s + (shm_piece_on(t->cap, piece, len) ? SHM_CACHELINE : SHM_SLOT_HDR),
+                   t->src + off, n);
             cvia_ring_publish(s, t->prod_pos++);
             off += n;
         }
@@ -148,7 +154,8 @@ static double piece_once(struct piece_probe *t, size_t len, size_t piece, uint64
         while (!(s = cvia_ring_peek(&t->ring, *cons_pos)))
             if (piece_late(t, &spins))
                 return -1;
-        memcpy(t->dst + off, s + SHM_SLOT_HDR, n);
+        memcpy(t->dst + off, s + (shm_piece_on(t->cap, piece, len) ? SHM_CACHELINE :
+                                  SHM_SLOT_HDR), n);
         cvia_ring_release(&t->ring, s, (*cons_pos)++);
         off += n;
     }
@@ -314,13 +321,13 @@ int shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached)
         *piece = piece_decide(best);
         memcpy(text, key, len);
         len += (size_t)snprintf(text + len, sizeof(text) - len,
-                                "piece %zu\n# size  whole_ns  1k_ns  2k_ns  4k_ns (fastest one-way)\n",
+                                "piece %zu\n# size  whole_ns  2k_ns  4k_ns (fastest one-way)\n",
                                 *piece);
         for (int s = 0; s < PIECE_NSIZES && len < sizeof(text); s++)
             if (best[s][0] < 1e9)
-                len += (size_t)snprintf(text + len, sizeof(text) - len, "%d %.0f %.0f %.0f %.0f\n",
+                len += (size_t)snprintf(text + len, sizeof(text) - len, "%d %.0f %.0f %.0f\n",
                                         4096 << s, best[s][0] * 1e9, best[s][1] * 1e9,
-                                        best[s][2] * 1e9, best[s][3] * 1e9);
+                                        best[s][2] * 1e9);
         if (len >= sizeof(text))
             len = sizeof(text) - 1;
         if (fd >= 0 && (ftruncate(fd, 0) || pwrite(fd, text, len, 0) != (ssize_t)len))
