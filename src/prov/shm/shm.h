@@ -66,6 +66,7 @@
 #define SHM_SLOT_LINE2  0x80   /* payload from the slot's second cache line
                                   * (a piece, shm_piece.c), not right after
                                   * the header */
+_Static_assert((SHM_SLOT_LINE2 >> 2) == 32, "shm_drain: LINE2 >> 2 is the line's rest");
 #define SHM_SLOT_KINDS  (SHM_SLOT_RTS | SHM_SLOT_IMM | SHM_SLOT_RMAW | \
                          SHM_SLOT_RMAR | SHM_SLOT_RRESP)
 

@@ -235,7 +235,6 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                      int *nstart)
 {
     struct shm_peer *pp = &ep->peers[peer];
-    const size_t cap = ep->slot_size - SHM_SLOT_HDR;
     const struct cvia_prov_upcalls *up = ep->args.up;
     int events = 0;
 
@@ -243,7 +242,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
         struct shm_slot *s = cvia_ring_peek(&pp->rx_ring, pp->rx_pos);
         const unsigned char *payload;
         struct cvia_xfer *x;
-        size_t n, skip = 0, off;
+        size_t n, skip = 0, off, at;
         uint16_t flags, kind;
 
         if (!s || *nstart == SHM_START_MAX)
@@ -251,13 +250,10 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
         flags = s->flags;
         kind = flags & SHM_SLOT_KINDS;
         n = s->len;
-        payload = (const unsigned char *)s + SHM_SLOT_HDR;
-        if (flags & SHM_SLOT_LINE2) {   /* a piece (shm_piece.c) */
-            payload = (const unsigned char *)s + SHM_CACHELINE;
-            if (n > ep->slot_size - SHM_CACHELINE)
-                return shm_proto_error(ep, peer);
-        }
-        if (n > cap)
+        /* a piece (shm_piece.c) starts at the second line: 32 bytes on */
+        at = SHM_SLOT_HDR + ((size_t)(flags & SHM_SLOT_LINE2) >> 2);
+        payload = (const unsigned char *)s + at;
+        if (n > ep->slot_size - at)
             return shm_proto_error(ep, peer);
         x = pp->rx_cur;
         if (!x) {
