@@ -210,7 +210,7 @@ struct shm_cfg {
     size_t coop_chunk;
     long   rv_per_peer;
     long   mr_max;
-    char   piece_text[64];   /* CVIA_SHM_PIECE as given: auto or a size */
+    char   piece_text[256];  /* CVIA_SHM_PIECE as given: auto or a size */
     size_t piece;            /* in use: one-slot messages longer than this go
                               * a piece per slot (shm_piece.c); 0: whole */
 };
