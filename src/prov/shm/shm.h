@@ -63,6 +63,10 @@
 #define SHM_SLOT_RMAW   0x10   /* one-sided write through the ring */
 #define SHM_SLOT_RMAR   0x20   /* one-sided read request */
 #define SHM_SLOT_RRESP  0x40   /* answer to a read request */
+#define SHM_SLOT_LINE2  0x80   /* payload from the slot's second cache line
+                                  * (a piece, shm_piece.c), not right after
+                                  * the header */
+_Static_assert((SHM_SLOT_LINE2 >> 2) == 32, "shm_drain: LINE2 >> 2 is the line's rest");
 #define SHM_SLOT_KINDS  (SHM_SLOT_RTS | SHM_SLOT_IMM | SHM_SLOT_RMAW | \
                          SHM_SLOT_RMAR | SHM_SLOT_RRESP)
 
@@ -213,6 +217,12 @@ struct shm_cfg {
     size_t coop_chunk;
     long   rv_per_peer;
     long   mr_max;
+    size_t piece;            /* in use: one-slot messages longer than this go
+                              * a piece per slot (shm_piece.c); 0: whole.
+                              * Before its text: with the text first, 4 KiB
+                              * took 1.08x the time in the host's slow state
+                              * (the fields after the config moved) */
+    char   piece_text[256];  /* CVIA_SHM_PIECE as given: auto or a size */
 };
 
 struct cvia_arena_view;
@@ -429,6 +439,32 @@ int  shm_tune_threshold_window(uint32_t nslots, uint32_t slot_size, size_t coop_
                                size_t coop_chunk, size_t *threshold, size_t *window,
                                int *cached);
 int  shm_tune_parse(const char *text, size_t *threshold, int *is_auto);
+int  shm_piece_parse(const char *text, size_t *piece, int *is_auto);
+int  shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached);
+
+/* A message of @total bytes goes a piece per slot (shm_piece.c): it fits
+ * one slot (cap payload bytes) and is longer than @piece (0: never). Each
+ * piece starts at the slot's second cache line (SHM_SLOT_LINE2), so that
+ * both copies move whole lines. */
+static inline int shm_piece_on(size_t cap, size_t piece, size_t total)
+{
+    return piece && total <= cap && total > piece;
+}
+
+/* Payload bytes of the next slot of a message of @total bytes with @left
+ * still to write: a piece, or as much as a slot takes. */
+static inline size_t shm_piece_len(size_t cap, size_t piece, size_t total, size_t left)
+{
+    size_t n = left < cap ? left : cap;
+
+    if (shm_piece_on(cap, piece, total)) {
+        size_t most = piece < cap - (SHM_CACHELINE - SHM_SLOT_HDR) ? piece :
+                      cap - (SHM_CACHELINE - SHM_SLOT_HDR);
+        if (n > most)
+            n = most;
+    }
+    return n;
+}
 
 /* shm_rma.c */
 int  shm_mr_export(struct cvia_prov_ep *ep, uint64_t key, const void *addr,

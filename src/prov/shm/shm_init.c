@@ -93,6 +93,17 @@ static const struct cvia_param shm_params[] = {
       "time (the threshold itself where the probe did not run, e.g. a threshold "
       "given as a size). A size sets it; 1t turns it off.",
       0, 0, NULL },
+    { "PIECE", "auto", CVIA_PARAM_STRING, offsetof(struct shm_cfg, piece_text),
+      "A message longer than this that fits one ring slot is published a piece "
+      "per slot, so that the receiver copies one piece out while the sender "
+      "copies the next in (4 KiB in 2 KiB pieces: 0.83x the time of one slot on "
+      "a KVM guest, BENCHMARKS.md, issue 17). auto: measured at the first start "
+      "after boot (two threads, 4-16 KiB whole and in 2k and 4k pieces; the "
+      "fastest piece if 3 % faster than whole slots, else 0) and cached in "
+      "$XDG_RUNTIME_DIR/corevia-shm-piece (/dev/shm/corevia-shm-piece-UID "
+      "without a private runtime directory; 0600; delete it to measure again); "
+      "0 on one CPU. 0: whole slots; a size (2k, at least 64) overrides the probe.",
+      0, 0, NULL },
     { NULL }
 };
 
@@ -100,6 +111,24 @@ const struct cvia_param_table cvia__shm_param_table = {
     .component = "shm", .prefix = "SHM_", .params = shm_params,
     .cfg_size = sizeof(struct shm_cfg),
 };
+
+/* CVIA_SHM_PIECE: a size, or auto (shm_piece.c). */
+static int shm_piece_cfg(struct shm_cfg *cfg)
+{
+    int is_auto, cached;
+
+    if (shm_piece_parse(cfg->piece_text, &cfg->piece, &is_auto)) {
+        cvia_error(CONF, "CVIA_SHM_PIECE: invalid value '%s' (expected auto, 0 or a "
+                   "size of at least 64 bytes)", cfg->piece_text);
+        return -1;
+    }
+    cached = 0;
+    if (is_auto && shm_tune_piece((uint32_t)cfg->slot_size, &cfg->piece, &cached))
+        cfg->piece = 0;
+    cvia_info(SHM, "one-slot messages in pieces of %zu bytes (0: whole; %s)", cfg->piece,
+              !is_auto ? "CVIA_SHM_PIECE" : cached ? "measured, cached" : "measured");
+    return 0;
+}
 
 /* CVIA_SHM_RNDV_THRESHOLD: a size, or auto (shm_tune.c). @probed: 1 when
  * measured now, 2 when read from the cache, 0 when given or defaulted. */
@@ -177,7 +206,8 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
         goto err_free;
     }
     if ((rc = shm_resolve_threshold(&ep->cfg, &ep->rndv_probed, &window)) ||
-        (rc = shm_resolve_window(&ep->cfg, ep->rndv_probed, window)))
+        (rc = shm_resolve_window(&ep->cfg, ep->rndv_probed, window)) ||
+        (rc = shm_piece_cfg(&ep->cfg) ? -CVIA_ECONFIG : 0))
         goto err_free;
     /* every rank registers, so that a sleeper's membarrier reaches the
      * CPUs running its senders (shm_block) */

@@ -107,9 +107,8 @@ static int shm_push_ring(struct cvia_prov_ep *ep, int peer)
 
             if (!s)
                 return done;   /* ring full: the consumer has not caught up */
-            n = total - x->done;
-            if (n > cap)
-                n = cap;
+            n = kind ? (total - x->done < cap ? total - x->done : cap) :
+                shm_piece_len(cap, ep->cfg.piece, total, total - x->done);
             if (!pp->tx_started) {
                 flags |= SHM_SLOT_FIRST;
                 s->ctx = x->ctx;
@@ -120,6 +119,10 @@ static int shm_push_ring(struct cvia_prov_ep *ep, int peer)
             if (x->done + n == total)
                 flags |= SHM_SLOT_LAST;
             dst = (unsigned char *)s + SHM_SLOT_HDR;
+            if (!kind && shm_piece_on(cap, ep->cfg.piece, total)) {
+                flags |= SHM_SLOT_LINE2;
+                dst = (unsigned char *)s + SHM_CACHELINE;
+            }
             w = x->done;
             left = n;
             if (w < hdr_len) {   /* the one-sided header goes first */
@@ -192,7 +195,8 @@ int shm_enqueue(struct cvia_prov_ep *ep, int peer, struct cvia_xfer *x)
         return -CVIA_ENOPEER;
     }
     if (!pp->txq_tail && !(x->flags & (CVIA_XFER_RNDV | SHM_XFER_OP)) &&
-        x->len <= ep->slot_size - SHM_SLOT_HDR && shm_send_one(ep, pp, x)) {
+        x->len <= ep->slot_size - SHM_SLOT_HDR &&
+        !(ep->cfg.piece && x->len > ep->cfg.piece) && shm_send_one(ep, pp, x)) {
         cvia_mlock_unlock(&pp->tx_lock);
         return 0;
     }
@@ -233,7 +237,6 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                      int *nstart)
 {
     struct shm_peer *pp = &ep->peers[peer];
-    const size_t cap = ep->slot_size - SHM_SLOT_HDR;
     const struct cvia_prov_upcalls *up = ep->args.up;
     int events = 0;
 
@@ -241,7 +244,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
         struct shm_slot *s = cvia_ring_peek(&pp->rx_ring, pp->rx_pos);
         const unsigned char *payload;
         struct cvia_xfer *x;
-        size_t n, skip = 0, off;
+        size_t n, skip = 0, off, at;
         uint16_t flags, kind;
 
         if (!s || *nstart == SHM_START_MAX)
@@ -249,8 +252,10 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
         flags = s->flags;
         kind = flags & SHM_SLOT_KINDS;
         n = s->len;
-        payload = (const unsigned char *)s + SHM_SLOT_HDR;
-        if (n > cap)
+        /* a piece (shm_piece.c) starts at the second line: 32 bytes on */
+        at = SHM_SLOT_HDR + ((size_t)(flags & SHM_SLOT_LINE2) >> 2);
+        payload = (const unsigned char *)s + at;
+        if (n > ep->slot_size - at)
             return shm_proto_error(ep, peer);
         x = pp->rx_cur;
         if (!x) {
