@@ -35,7 +35,7 @@ static const struct cvia_param shm_params[] = {
       "through the ring (the sender copies slot k+1 in while the receiver copies "
       "slot k out). auto: the size from which single copy measured no slower, "
       "probed at the first start after boot (two threads, ring against "
-      "process_vm_readv, 4k-1m; at most 512k) and cached in $XDG_RUNTIME_DIR/corevia-shm-tune "
+      "process_vm_readv, 4k-1m; at least 16k, at most 512k) and cached in $XDG_RUNTIME_DIR/corevia-shm-tune "
       "(/dev/shm/corevia-shm-tune-UID without a private runtime directory; 0600; "
       "delete it to measure again); where the probe cannot run, 32k. "
       "A size (64k) overrides the probe; a huge value (1t) turns single copy off. "

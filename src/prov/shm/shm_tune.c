@@ -14,7 +14,7 @@
  * cooperative threshold on, both threads copying chunks by CMA, the
  * sender pushing and the receiver pulling, as CVIA_SHM_COPY=auto does).
  * The threshold is
- * the smallest size (4 KiB to 512 KiB, powers of two) at which, and at
+ * the smallest size (16 KiB to 512 KiB, powers of two) at which, and at
  * every larger measured size, single copy was no slower (else 512 KiB), each the fastest of interleaved
  * transfers (the figure of two threads that both ran: a loaded machine only
  * makes some slower).
@@ -51,6 +51,7 @@
 #define TUNE_MIN      4096u
 #define TUNE_NSIZES   9           /* 4 KiB .. 1 MiB */
 #define TUNE_CAP      (512u << 10)  /* the largest threshold chosen */
+#define TUNE_FLOOR    (16u << 10)   /* the smallest threshold chosen (below) */
 #define TUNE_ROUNDS   7
 #define TUNE_BUDGET_S 5.0         /* the whole probe; past it: no answer */
 #define TUNE_SIZE_S   0.02        /* per size, once 3 pairs are in */
@@ -304,8 +305,18 @@ static size_t tune_decide(const double *ring, const double *cma)
 
     while (from > 0 && cma[from - 1] <= ring[from - 1])
         from--;
+    /* Never below 16 KiB (one default slot): a process_vm_readv costs a
+     * system call and the pinning of the pages whatever its length, about
+     * 2 us here, and a window of small messages has one call each where the
+     * ring pipelines them. When the probe's threads share a CPU with other
+     * work, its ring figures at 4-8 KiB are time-slicing, not the ring: on
+     * the 2-vCPU KVM guest (2026-11-26, load 5) the probe measured the ring
+     * at 2.27 us for 4 KiB and CMA at 2.05 and chose 4 KiB, while two ranks
+     * measured in the same minutes 4 KiB p50 0.68-0.94 us through the ring
+     * against 2.17-2.41 us by CMA, and 4 KiB bandwidth 2.3-5.6 GB/s against
+     * 0.9-1.7 (BENCHMARKS.md, "The merged tree, sixth session"). */
     if (from < TUNE_NSIZES && ((size_t)TUNE_MIN << from) < TUNE_CAP)
-        return (size_t)TUNE_MIN << from;
+        return (size_t)TUNE_MIN << from < TUNE_FLOOR ? TUNE_FLOOR : (size_t)TUNE_MIN << from;
     return TUNE_CAP;
 }
 
