@@ -214,7 +214,8 @@ int  cvia__dg_seal_begin(struct dg_hdr *h, const struct iovec *iov, int n, int c
                          const struct dg_keys *k, uint64_t esn, uint64_t tail[4]);
 /* For @n received datagrams: in[i].mac_ok = 1 where the MAC matched (as
  * cvia__dg_parse would check it), 0 otherwise (not checked, or failed:
- * cvia__dg_parse decides). @tail, @tag: room for @n. One SipHash call.
+ * cvia__dg_parse decides). @tail, @tag: room for @n. One SipHash call per
+ * part of the batch (a batch is cut after a message's first segment).
  * Where a place is given (@place_fn, or in[i].place), NH's pass also
  * copies the payload there (cvia__nh2c); place stays set only where it
  * did. */

@@ -89,9 +89,10 @@ static const struct cvia_param shm_params[] = {
       "where the ring would make both copy every byte. Where both ranks may use "
       "Cross Memory Attach and CVIA_SHM_COPY is auto. auto: from the threshold "
       "probe's figures, the "
-      "smallest size from which one process_vm_readv took at most 2.5x the ring's "
+      "smallest size (16k or more) from which one process_vm_readv took at most 2.5x the ring's "
       "time (the threshold itself where the probe did not run, e.g. a threshold "
-      "given as a size). A size sets it; 1t turns it off.",
+      "given as a size). A size sets it (a message under 8k is copied by one side, "
+      "not in halves); 1t turns it off.",
       0, 0, NULL },
     { "PIECE", "auto", CVIA_PARAM_STRING, offsetof(struct shm_cfg, piece_text),
       "A message longer than this that fits one ring slot is published a piece "

@@ -55,7 +55,7 @@
 #define TUNE_ROUNDS   7
 #define TUNE_BUDGET_S 5.0         /* the whole probe; past it: no answer */
 #define TUNE_SIZE_S   0.02        /* per size, once 3 pairs are in */
-#define TUNE_FORMAT   "corevia-shm-tune 2"
+#define TUNE_FORMAT   "corevia-shm-tune 3"   /* 3: the 16 KiB floor */
 
 /* A sanitizer's build copies at its own speed: its answer goes to a file
  * of its own, so its figures never become a plain build's. */
@@ -373,6 +373,7 @@ static size_t tune_window(const double *ring, const double *cma, size_t coop_fro
     while (from < TUNE_NSIZES && ((size_t)TUNE_MIN << from) < thr)
         from++;
     while (from > 0 && ((size_t)TUNE_MIN << (from - 1)) < coop_from &&
+           ((size_t)TUNE_MIN << (from - 1)) >= TUNE_FLOOR &&   /* as the threshold */
            cma[from - 1] <= 2.5 * ring[from - 1])
         from--;
     return (size_t)TUNE_MIN << from < thr ? (size_t)TUNE_MIN << from : thr;
