@@ -441,6 +441,12 @@ int  shm_tune_threshold_window(uint32_t nslots, uint32_t slot_size, size_t coop_
 int  shm_tune_parse(const char *text, size_t *threshold, int *is_auto);
 int  shm_piece_parse(const char *text, size_t *piece, int *is_auto);
 int  shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached);
+/* The probes' per-boot cache file NAME (shm_tune.c): opened (created 0600,
+ * not followed, refused unless this user's private regular file with one
+ * link) and locked, waiting up to @wait_ms for a rank that measures; -1
+ * when none can be used. @path gets its name. */
+int  shm_cache_open(const char *name, char *path, size_t cap, int wait_ms);
+void shm_boot_id(char *buf, size_t cap);
 
 /* A message of @total bytes goes a piece per slot (shm_piece.c): it fits
  * one slot (cap payload bytes) and is longer than @piece (0: never). Each

@@ -56,13 +56,6 @@
 #define PIECE_NSLOTS   64
 #define PIECE_FORMAT   "corevia-shm-piece 1"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define PIECE_FLAVOUR "-asan"
-#elif defined(__SANITIZE_THREAD__)
-#define PIECE_FLAVOUR "-tsan"
-#else
-#define PIECE_FLAVOUR ""
-#endif
 
 static const size_t piece_choice[PIECE_NCHOICES] = { 0, 2048, 4096 };
 
@@ -248,57 +241,18 @@ static size_t piece_decide(double best[PIECE_NSIZES][PIECE_NCHOICES])
     return pick && sum[pick] <= 0.97 * sum[0] ? piece_choice[pick] : 0;
 }
 
-static int piece_path(char *buf, size_t cap)
-{
-    const char *dir = getenv("XDG_RUNTIME_DIR");
-    char def[64];
-    struct stat st;
-
-    if (!dir || dir[0] != '/') {
-        snprintf(def, sizeof(def), "/run/user/%u", (unsigned)getuid());
-        dir = def;
-    }
-    if (stat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077))
-        return snprintf(buf, cap, "/dev/shm/corevia-shm-piece%s-%u", PIECE_FLAVOUR,
-                        (unsigned)getuid()) < (int)cap ? 0 : -ENAMETOOLONG;
-    return snprintf(buf, cap, "%s/corevia-shm-piece%s", dir, PIECE_FLAVOUR) < (int)cap ?
-           0 : -ENAMETOOLONG;
-}
-
 int shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached)
 {
-    char path[512], boot[64] = "", key[160], text[1024];
+    char path[512] = "", boot[64] = "", key[160], text[1024];
     double best[PIECE_NSIZES][PIECE_NCHOICES];
-    struct stat st;
-    FILE *f;
     int fd = -1, rc;
 
     *cached = 0;
     *piece = 0;
-    if ((f = fopen("/proc/sys/kernel/random/boot_id", "r"))) {
-        if (!fgets(boot, (int)sizeof(boot), f))
-            boot[0] = 0;
-        fclose(f);
-    }
-    boot[strcspn(boot, "\n")] = 0;
+    shm_boot_id(boot, sizeof(boot));
     snprintf(key, sizeof(key), "%s\nboot %s\nslot %u\n", PIECE_FORMAT, boot, (unsigned)slot_size);
-    if (boot[0] && !piece_path(path, sizeof(path))) {
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
-                        (st.st_mode & 077) || st.st_nlink != 1)) {
-            cvia_warn(SHM, "%s is not a private file of this user: not used", path);
-            close(fd);
-            fd = -1;
-        }
-        for (int k = 0; fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0; k++) {
-            if (errno != EWOULDBLOCK || k == 5000) {
-                close(fd);
-                fd = -1;
-                break;
-            }
-            usleep(1000);
-        }
-    }
+    if (boot[0])
+        fd = shm_cache_open("piece", path, sizeof(path), 5000);
     if (fd >= 0) {
         ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
         unsigned long long v;

@@ -320,8 +320,10 @@ static size_t tune_decide(const double *ring, const double *cma)
     return TUNE_CAP;
 }
 
-/* The cache file, if this user has a private runtime directory. */
-static int tune_path(char *buf, size_t cap)
+/* The cache file NAME ("tune", "piece"): $XDG_RUNTIME_DIR/corevia-shm-NAME
+ * if this user has a private runtime directory, else (root, cron)
+ * /dev/shm/corevia-shm-NAME-UID, emptied at boot too. */
+static int cache_path(const char *name, char *buf, size_t cap)
 {
     const char *dir = getenv("XDG_RUNTIME_DIR");
     char def[64];
@@ -332,15 +334,43 @@ static int tune_path(char *buf, size_t cap)
         dir = def;
     }
     if (stat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
-        (st.st_mode & 077))   /* no private runtime directory (root, cron): /dev/shm,
-                               * emptied at boot too; the file's owner is checked */
-        return snprintf(buf, cap, "/dev/shm/corevia-shm-tune%s-%u", TUNE_FLAVOUR,
+        (st.st_mode & 077))   /* no private runtime directory: the file's owner is checked */
+        return snprintf(buf, cap, "/dev/shm/corevia-shm-%s%s-%u", name, TUNE_FLAVOUR,
                         (unsigned)getuid()) < (int)cap ? 0 : -ENAMETOOLONG;
-    return snprintf(buf, cap, "%s/corevia-shm-tune%s", dir, TUNE_FLAVOUR) < (int)cap ?
+    return snprintf(buf, cap, "%s/corevia-shm-%s%s", dir, name, TUNE_FLAVOUR) < (int)cap ?
            0 : -ENAMETOOLONG;
 }
 
-static void boot_id(char *buf, size_t cap)
+int shm_cache_open(const char *name, char *path, size_t cap, int wait_ms)
+{
+    struct stat st;
+    int fd;
+
+    if (cache_path(name, path, cap))
+        return -1;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* one link only: a hard link to another file of this user (one of its
+     * live segments, where fs.protected_hardlinks is off) would pass the
+     * other checks and be truncated by the writer */
+    if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
+                    (st.st_mode & 077) || st.st_nlink != 1)) {
+        cvia_warn(SHM, "%s is not a private file of this user: not used", path);
+        close(fd);
+        return -1;
+    }
+    /* another rank measures: wait for its answer, @wait_ms at most (a
+     * holder that was stopped must not stop us; measure alone then) */
+    for (int k = 0; fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0; k++) {
+        if (errno != EWOULDBLOCK || k == wait_ms) {
+            close(fd);
+            return -1;
+        }
+        usleep(1000);
+    }
+    return fd;
+}
+
+void shm_boot_id(char *buf, size_t cap)
 {
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
 
@@ -414,38 +444,17 @@ int shm_tune_threshold_window(uint32_t nslots, uint32_t slot_size, size_t coop_f
                               size_t coop_chunk, size_t *threshold, size_t *window,
                               int *cached)
 {
-    char path[512], boot[64], key[160], text[2048];
+    char path[512] = "", boot[64], key[160], text[2048];
     double ring[TUNE_NSIZES], cma[TUNE_NSIZES];
-    struct stat st;
     int fd = -1, rc;
     size_t thr;
 
     *cached = 0;
-    boot_id(boot, sizeof(boot));
+    shm_boot_id(boot, sizeof(boot));
     snprintf(key, sizeof(key), "%s\nboot %s\nring %u x %u\ncoop from %zu by %zu\n",
              TUNE_FORMAT, boot, (unsigned)nslots, (unsigned)slot_size, coop_from, coop_chunk);
-    if (boot[0] && !tune_path(path, sizeof(path))) {
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        /* one link only: a hard link to another file of this user (one of
-         * its live segments, where fs.protected_hardlinks is off) would
-         * pass the other checks and be truncated below */
-        if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
-                        (st.st_mode & 077) || st.st_nlink != 1)) {
-            cvia_warn(SHM, "%s is not a private file of this user: not used", path);
-            close(fd);
-            fd = -1;
-        }
-        /* another rank measures: wait for its answer, 10 s at most (a
-         * holder that was stopped must not stop us; measure alone then) */
-        for (int k = 0; fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0; k++) {
-            if (errno != EWOULDBLOCK || k == 10000) {
-                close(fd);
-                fd = -1;
-                break;
-            }
-            usleep(1000);
-        }
-    }
+    if (boot[0])
+        fd = shm_cache_open("tune", path, sizeof(path), 10000);
     if (fd >= 0) {
         ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
         unsigned long long v;
