@@ -811,33 +811,51 @@ void cvia_imm_kick(void)
     for (int i = 0; i < c->nprov; i++)
         if (c->prov[i].desc->ops->kick)
             c->prov[i].desc->ops->kick(c->prov[i].ep);
-    /* a waiter in cvia_input_wait's poll (after the count: it announces
-     * itself, then looks at the count) */
-    if (atomic_load(&c->kick_waiters)) {
-        int fd = atomic_load(&c->kick_efd) - 1;
-        uint64_t one = 1;
-        if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
-            /* EAGAIN: the counter is far from zero, readable anyway */
+    /* the waiters in cvia_input_wait's poll, each on its own eventfd
+     * (after the count: a waiter arms its slot, then looks at the count) */
+    for (int i = 0; i < CVIA_KICK_SLOTS; i++)
+        if (atomic_load(&c->kick_slot[i].armed)) {
+            int fd = atomic_load(&c->kick_slot[i].efd) - 1;
+            uint64_t one = 1;
+            if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
+                /* EAGAIN: the counter is far from zero, readable anyway */
+            }
         }
-    }
 }
 
-/* The eventfd cvia_imm_kick writes for a thread in cvia_input_wait's
- * poll(), made at the first such wait (the finalize closes it); -1 if
- * none can be made (the wait then sees kicks at its end only). */
-static int kick_fd(struct cvia_ctx *c)
-{
-    int fd = atomic_load(&c->kick_efd) - 1, none = 0;
+/* Test hook (tests/func/func_kick.c, linked with the internal library):
+ * called by cvia_input_wait between its last look at the kick count and
+ * its poll(), the window a kick must not be lost in. NULL otherwise. */
+void (*cvia__input_wait_hook)(void);
 
-    if (fd >= 0)
-        return fd;
-    if ((fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
-        return -1;
-    if (!atomic_compare_exchange_strong(&c->kick_efd, &none, fd + 1)) {
-        close(fd);   /* another waiter made one first */
-        fd = none - 1;
+/* A slot of cvia_input_wait's, with its eventfd made and drained (a kick
+ * that came after its last holder looked is no news), not yet armed; -1
+ * if every slot is taken or no eventfd can be made (that waiter then
+ * sleeps in 1 ms slices and looks at the count after each). */
+static int kick_slot_take(struct cvia_ctx *c)
+{
+    for (int i = 0; i < CVIA_KICK_SLOTS; i++) {
+        int free_ = 0, none = 0, fd;
+        uint64_t v;
+        if (atomic_load(&c->kick_slot[i].busy) ||
+            !atomic_compare_exchange_strong(&c->kick_slot[i].busy, &free_, 1))
+            continue;
+        if ((fd = atomic_load(&c->kick_slot[i].efd) - 1) < 0) {
+            if ((fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+                atomic_store(&c->kick_slot[i].busy, 0);
+                return -1;
+            }
+            if (!atomic_compare_exchange_strong(&c->kick_slot[i].efd, &none, fd + 1)) {
+                close(fd);   /* cannot happen: the slot is ours */
+                fd = none - 1;
+            }
+        }
+        if (read(fd, &v, sizeof(v)) < 0) {
+            /* EAGAIN: nothing in it */
+        }
+        return i;
     }
-    return fd;
+    return -1;
 }
 
 /* Where every peer is on this host, sleep on the shm futex until a peer
@@ -926,25 +944,37 @@ int cvia_input_wait(uint32_t kicks, double max_s)
     int nremote = __atomic_load_n(&c->nremote, __ATOMIC_RELAXED);
     int all_remote = c->dynamic ? 0 : nremote == c->size - 1;
     if (n && (all_remote || !bops)) {
-        /* no futex here for a kick to wake: the kick's eventfd beside the
-         * sockets, announced before the last look at the count (the kick
-         * bumps the count, then looks for waiters), so none is missed */
-        int ms = (int)(max_s * 1e3 + 0.999), kfd = kick_fd(c), rc;
+        /* no futex here for a kick to wake: the waiter's own eventfd
+         * beside the sockets, armed before the last look at the count (the
+         * kick bumps the count, then looks for armed slots), so none is
+         * missed; its own, so that no other waiter reads its kick */
+        int slot = kick_slot_take(c), ready = 0, rc = 0;
+        double t0 = cvia__clock_s(), left = max_s;
         nfds_t nf = (nfds_t)n;
-        if (kfd >= 0)
-            fds[nf++] = (struct pollfd){ .fd = kfd, .events = POLLIN };
-        atomic_fetch_add(&c->kick_waiters, 1);
-        rc = atomic_load(&c->kicks) != kicks ? 0 : poll(fds, nf, ms);
-        atomic_fetch_sub(&c->kick_waiters, 1);
-        int ready = 0;
+        if (slot >= 0) {
+            fds[nf++] = (struct pollfd){ .fd = atomic_load(&c->kick_slot[slot].efd) - 1,
+                                         .events = POLLIN };
+            atomic_store(&c->kick_slot[slot].armed, 1);
+        }
+        for (;;) {
+            double cut = slot < 0 && left > 1e-3 ? 1e-3 : left;
+            int ms = (int)(cut * 1e3 + 0.999);
+            if (atomic_load(&c->kicks) != kicks)
+                break;
+            if (cvia__input_wait_hook)
+                cvia__input_wait_hook();
+            if ((rc = poll(fds, nf, ms)) != 0)
+                break;
+            left = max_s - (cvia__clock_s() - t0);
+            if (slot >= 0 || left <= 0)
+                break;
+        }
+        if (slot >= 0) {
+            atomic_store(&c->kick_slot[slot].armed, 0);
+            atomic_store(&c->kick_slot[slot].busy, 0);
+        }
         for (int i = 0; rc > 0 && i < n; i++)
             ready |= fds[i].revents != 0;
-        if (rc > 0 && kfd >= 0 && (fds[n].revents & POLLIN)) {
-            uint64_t v;
-            if (read(kfd, &v, sizeof(v)) < 0) {
-                /* EAGAIN: another waiter took it; the count tells */
-            }
-        }
         return ready || atomic_load(&c->kicks) != kicks;
     }
     if (!bops) {   /* nothing to sleep on: a nap, then "may be" */
@@ -1024,8 +1054,11 @@ int cvia_finalize(void)
     if (rc)
         cvia_error(CORE, "finalize: barrier failed: %s", cvia_strerror(rc));
     cvia__bridge_stop(c);
-    if (atomic_load(&c->kick_efd) > 0)
-        close(atomic_load(&c->kick_efd) - 1);
+    for (int i = 0; i < CVIA_KICK_SLOTS; i++)
+        if (atomic_load(&c->kick_slot[i].efd) > 0) {
+            close(atomic_load(&c->kick_slot[i].efd) - 1);
+            atomic_store(&c->kick_slot[i].efd, 0);
+        }
     close_providers(c, rc == 0);
     if (rc == 0)
         cvia__boot_fini(c->boot);

@@ -14,6 +14,7 @@
 #include "util/mlock.h"
 
 #define CVIA_MAX_PROV 8
+#define CVIA_KICK_SLOTS 8   /* cvia_input_wait sleepers in poll() woken at once by a kick */
 /* without a launcher: peer indices over a life per CVIA_MAX_PEERS */
 #define CVIA_DYN_INDEX_MULT 4
 
@@ -107,10 +108,15 @@ struct cvia_ctx {
     _Atomic uint32_t kicks;    /* cvia_imm_kick() count (cvia_imm_block) */
     _Atomic int imm_sleepers;  /* threads in cvia_imm_block() */
     /* cvia_input_wait with every peer remote sleeps in poll(), where no
-     * futex is kicked: an eventfd (+1; 0: none yet) a kick writes while
-     * kick_waiters says someone sleeps there */
-    _Atomic int kick_efd;
-    _Atomic int kick_waiters;
+     * futex is kicked: each such waiter holds a slot (busy) with an
+     * eventfd of its own (efd + 1; 0: none yet; made at the slot's first
+     * use, closed by the finalize), and a kick writes the eventfd of every
+     * slot that is armed. One eventfd per waiter: with one for all, a
+     * waiter that woke read back the kick meant for another one still on
+     * its way into poll(), which then slept its whole bound */
+    struct {
+        _Atomic int efd, busy, armed;
+    } kick_slot[CVIA_KICK_SLOTS];
     /* the helper that watches the sockets while a waiter with peers of
      * both kinds sleeps on shm's futex (idle_bridge.c; slow_lock) */
     struct cvia_bridge *bridge;
@@ -203,6 +209,9 @@ int  cvia__net_fds(struct cvia_ctx *c, struct pollfd *fds, int *who, int cap);
 /* idle_bridge.c: sleep in provider @shm's block() until a local peer
  * writes, a network socket turns readable, @max_s passes or *@kicks moves
  * from @seen; -EOPNOTSUPP if no helper thread could be started. */
+/* tests only: called in cvia_input_wait between its last look at the kick
+ * count and its poll() (context.c) */
+extern void (*cvia__input_wait_hook)(void);
 int  cvia__bridge_block(struct cvia_ctx *c, int shm, double max_s, const _Atomic uint32_t *kicks,
                         uint32_t seen);
 void cvia__bridge_stop(struct cvia_ctx *c);

@@ -62,7 +62,7 @@ void dsm_futex_wake(_Atomic uint32_t *w)
 /* Async-signal-safe (the fault handler kicks). The service thread naps
  * on d->kick (svc_sleeping 1) or sleeps in cvia_imm_block() (2); only the
  * latter needs corevia's kick, which also wakes whatever else sleeps on
- * this rank's shm segment (the watchdog). */
+ * this rank's shm segment. */
 void dsm_kick(struct dsm *d)
 {
     int s;
@@ -706,26 +706,43 @@ static void on_msg(struct dsm *d, int src, uint64_t off, uint64_t len)
 }
 
 /* Liveness. corevia notices a dead peer only in its idle back-off (a wait
- * or a test that finds nothing), and the service thread never idles
- * there (a test that finds nothing makes corevia yield or nap, which would
- * delay service). A watchdog thread of the idle scheduling class blocks in
- * cvia_wait() on a receive that only a dead peer completes (with an error):
- * it runs only when the core has nothing else to do, which is the case
- * when a job waits on a dead peer (the service thread then naps). */
+ * or a test that finds nothing) or in cvia_check_peers(), and neither the
+ * service thread (a test that finds nothing makes corevia yield or nap,
+ * which would delay service) nor an application thread that computes goes
+ * there. The watchdog does: every DSM_WATCH_PERIOD it asks corevia to look
+ * for dead peers, which fails the watch receive (any source, a tag nobody
+ * sends on) with an error once a peer has died; the rank then ends
+ * (dsm_fatal) instead of waiting for ever on a peer that is gone.
+ * It runs at the normal priority and sleeps in between, on a futex of its
+ * own, never inside corevia: the check takes a provider's locks for a
+ * moment (tcp's receive lock, tcp_check_peers), and a thread of the idle
+ * class preempted while holding one could wait seconds to run again while
+ * every other thread's trylock failed (an earlier watchdog blocked in
+ * cvia_wait() at SCHED_IDLE, and so ran the providers' progress). */
+#define DSM_WATCH_PERIOD 0.1   /* seconds */
+static _Atomic uint32_t watch_quit;
+
 static void *watchdog_main(void *arg)
 {
     struct dsm *d = arg;
-    struct sched_param sp = { 0 };
     sigset_t all;
-    int rc;
+    int rc, done = 0;
 
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-    rc = cvia_wait(&watch_req, NULL);
-    watch_req = NULL;
-    if (rc && !atomic_load(&d->finishing) && !atomic_load(&d->stop))
-        dsm_fatal(rc, "%s", cvia_strerror(rc));
+    while (!atomic_load(&watch_quit)) {
+        dsm_futex_wait(&watch_quit, 0, DSM_WATCH_PERIOD);
+        if (atomic_load(&watch_quit))
+            break;
+        (void)cvia_check_peers();
+        rc = cvia_reap(&watch_req, &done, NULL);
+        if (!done)
+            continue;
+        watch_req = NULL;   /* only this thread reaps it while it runs */
+        if (rc && !atomic_load(&d->finishing) && !atomic_load(&d->stop))
+            dsm_fatal(rc, "%s", cvia_strerror(rc));
+        break;
+    }
     return NULL;
 }
 
@@ -895,6 +912,7 @@ int dsm_svc_start(struct dsm *d)
     d->svc_started = 1;
     if (d->size == 1)   /* no peer that could die */
         return 0;
+    atomic_store(&watch_quit, 0);
     if ((rc = pthread_create(&d->watchdog, NULL, watchdog_main, d)))
         dsm_warn("no watchdog thread (%s): a dead peer may go unnoticed until "
                  "the launcher ends the job", strerror(rc));
@@ -910,16 +928,17 @@ void dsm_svc_forget(void)
     struct dsm *d = &dsm__g;
     char one = 1;
 
+    if (d->watch_started) {      /* it ends within its sleep */
+        atomic_store(&watch_quit, 1);
+        dsm_futex_wake(&watch_quit);
+        pthread_join(d->watchdog, NULL);
+        d->watch_started = 0;
+    }
     if (!watch_req)
         return;
     if (cvia_send(&one, 1, cvia_rank(), DSM_TAG_WATCH))
         return;
-    if (d->watch_started) {      /* the watchdog completes it and ends */
-        pthread_join(d->watchdog, NULL);
-        d->watch_started = 0;
-    } else {
-        cvia_wait(&watch_req, NULL);
-    }
+    cvia_wait(&watch_req, NULL);
     watch_req = NULL;
 }
 

@@ -341,7 +341,7 @@ struct fab_op {
 };
 
 #define FAB_INBOX_BATCH 16   /* inbox messages taken at a time */
-#define FAB_FIN_OWED 64      /* FINs owed at most, for want of memory */
+#define FAB_OWED_MAX 64      /* control messages owed at most, for want of memory */
 
 struct fab_ep {
     struct fid_ep fid;
@@ -372,10 +372,14 @@ struct fab_ep {
     char    *early_buf;
     int32_t  early_src;
     size_t   early_len;
-    /* FINs owed for want of memory, sent at the next progress (a
-     * rendezvous sender's completion waits for its FIN) */
-    struct { int32_t rank; uint16_t epid; int rc; uint64_t cookie; } fin_owed[FAB_FIN_OWED];
-    unsigned nfin_owed;
+    /* header-only control messages (FIN, CTS, DC) owed for want of
+     * memory (their header, or corevia's request), sent at the next
+     * progress and once more at close (the peer's operation waits for
+     * them); fab_send_hdr */
+    struct {
+        int32_t rank; uint16_t epid; uint8_t op; int status; uint64_t cookie; uint64_t tag;
+    } owed[FAB_OWED_MAX];
+    unsigned nowed;
     size_t   slot_size;          /* the largest message of ours but a pushed one */
     int      nlost_seen;
     unsigned check_tick;         /* progress rounds, to read the clock rarely */
@@ -473,9 +477,14 @@ void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);
 
 void fab_op_link(struct fab_ep *ep, struct fab_op *op);
-/* Send @buf (malloc'd, @n bytes; freed once sent) to (@rank, @epid);
- * nobody waits for its completion. */
-void fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n);
+/* Send @buf (malloc'd, @n bytes; freed once sent, or at once on an
+ * error) to (@rank, @epid); nobody waits for its completion. 0, or
+ * corevia's error: -ENOMEM (no request now) or the peer's. fab_send_hdr:
+ * a header-only FIN, CTS or DC, owed (retried at each progress and at
+ * close) where there is no memory for it. */
+int fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n);
+void fab_send_hdr(struct fab_ep *ep, int32_t rank, uint16_t epid, uint8_t op,
+                  uint64_t cookie, int status, uint64_t tag);
 
 /* fab_rma.c */
 extern struct fi_ops_rma fab_rma_ops;

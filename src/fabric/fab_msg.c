@@ -160,58 +160,82 @@ static void fab_op_free(struct fab_ep *ep, struct fab_op *op)
 
 /* ---- sending ------------------------------------------------------------------- */
 
-void fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n)
+/* 0: @buf is on its way (freed once sent); else it is freed and the
+ * error is corevia's: -ENOMEM (no request for it now: fab_send_hdr owes
+ * the message) or the peer's (gone: its side ends by liveness). */
+int fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n)
 {
     cvia_req_t req = NULL;
-    int done = 0;
+    int done = 0, rc;
 
-    if (cvia_isend(buf, n, rank, FAB_TAG_BASE + epid, &req)) {
+    rc = fab_fault("ctrl_isend") ? -ENOMEM :
+         cvia_isend(buf, n, rank, FAB_TAG_BASE + epid, &req);
+    if (rc) {
         free(buf);
-        return;   /* the peer is gone: its side ends by liveness */
+        return rc;
     }
     cvia_reap(&req, &done, NULL);
     if (done) {
         free(buf);
-        return;
+        return 0;
     }
     struct fab_op *op = calloc(1, sizeof(*op));
     if (!op) {   /* keep the buffer alive until it is sent */
         (void)cvia_wait(&req, NULL);
         free(buf);
-        return;
+        return 0;
     }
     op->kind = FAB_TX_CTRL;
     op->req = req;
     op->wire = buf;
     op->rank = rank;
     fab_op_link(ep, op);
+    return 0;
 }
 
-/* A FIN to (@rank, @epid): the rendezvous @cookie is over with @rc.
- * Without memory for it, owed (fab_fin_retry): its sender's send cannot
- * complete without it, and a live sender is never failed by liveness. */
+/* A header-only control message @op (FIN, CTS, DC) to (@rank, @epid).
+ * Without memory for it (its header, or corevia's request) it is owed
+ * (fab_owed_retry): the peer's operation cannot end without it, and a
+ * live peer is never failed by liveness. Dropped only when the peer is
+ * gone (or the owed queue is full, which is logged). */
+void fab_send_hdr(struct fab_ep *ep, int32_t rank, uint16_t epid, uint8_t op,
+                  uint64_t cookie, int status, uint64_t tag)
+{
+    struct fab_hdr *h = op == FAB_OP_FIN && fab_fault("fin") ? NULL : calloc(1, sizeof(*h));
+    int rc = -ENOMEM;
+
+    if (h) {
+        h->op = op;
+        h->src_epid = ep->epid;
+        h->status = status;
+        h->cookie = cookie;
+        h->tag = tag;
+        rc = fab_send_ctrl(ep, rank, epid, h, sizeof(*h));
+    }
+    if (rc && rc != -ENOMEM && rc != -EAGAIN && cvia_peer_alive(rank) != 0)
+        cvia_error(CORE, "libfabric provider: a control message (op %u) to rank %d is "
+                   "lost: %s", (unsigned)op, rank, cvia_strerror(rc));
+    if (rc != -ENOMEM && rc != -EAGAIN)
+        return;   /* sent, or the peer is gone */
+    if (ep->nowed < FAB_OWED_MAX) {
+        unsigned k = ep->nowed++;
+        ep->owed[k].rank = rank;
+        ep->owed[k].epid = epid;
+        ep->owed[k].op = op;
+        ep->owed[k].status = status;
+        ep->owed[k].cookie = cookie;
+        ep->owed[k].tag = tag;
+    } else {
+        cvia_error(CORE, "libfabric provider: out of memory for %u control messages; "
+                   "rank %d's operation waits for ever", ep->nowed + 1, rank);
+    }
+}
+
+/* A FIN to (@rank, @epid): the rendezvous @cookie is over with @rc (owed
+ * without memory: its sender's send cannot complete without it). */
 static void fab_send_fin(struct fab_ep *ep, int32_t rank, uint16_t epid, uint64_t cookie, int rc)
 {
-    struct fab_hdr *h = fab_fault("fin") ? NULL : calloc(1, sizeof(*h));
-
-    if (!h) {
-        if (ep->nfin_owed < FAB_FIN_OWED) {
-            unsigned k = ep->nfin_owed++;
-            ep->fin_owed[k].rank = rank;
-            ep->fin_owed[k].epid = epid;
-            ep->fin_owed[k].rc = rc;
-            ep->fin_owed[k].cookie = cookie;
-        } else {
-            cvia_error(CORE, "libfabric provider: out of memory for %u FINs; rank %d's "
-                       "send waits for ever", ep->nfin_owed + 1, rank);
-        }
-        return;
-    }
-    h->op = FAB_OP_FIN;
-    h->src_epid = ep->epid;
-    h->status = rc;
-    h->cookie = cookie;
-    fab_send_ctrl(ep, rank, epid, h, sizeof(*h));
+    fab_send_hdr(ep, rank, epid, FAB_OP_FIN, cookie, rc, 0);
 }
 
 int fab_tx_begin(struct fab_ep *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
@@ -427,21 +451,13 @@ static void fab_deliver(struct fab_ep *ep, struct fab_rx *rx, int32_t rank, uint
     if (n && rx->iov_count > 1 && !(dst = op->bounce = malloc(n)))
         rc = -ENOMEM;
     if (rc == 0 && len && cvia_peer_local(rank) == 0) {
-        /* another host: post the receive for the pushed data, then CTS */
-        struct fab_hdr *c = calloc(1, sizeof(*c));
+        /* another host: post the receive for the pushed data, then CTS
+         * (owed without memory: both sides wait for it) */
         int32_t dtag = FAB_DATA_TAG | (int32_t)((ep->epid & 0x3fu) << 23) |
                        (int32_t)(++ep->data_gen & 0x7fffffu);
         op->pushed = 1;
-        if (!c)
-            rc = -ENOMEM;
-        else if ((rc = cvia_irecv(dst, n, rank, dtag, &op->req)) != 0)
-            free(c);
-        if (rc == 0) {
-            c->op = FAB_OP_CTS;
-            c->src_epid = ep->epid;
-            c->cookie = op->cookie;
-            c->tag = (uint64_t)dtag;
-            fab_send_ctrl(ep, rank, epid, c, sizeof(*c));
+        if ((rc = cvia_irecv(dst, n, rank, dtag, &op->req)) == 0) {
+            fab_send_hdr(ep, rank, epid, FAB_OP_CTS, op->cookie, 0, (uint64_t)dtag);
             fab_op_link(ep, op);
             return;
         }
@@ -592,18 +608,18 @@ int fab_take_early(struct fab_ep *ep, char *buf)
     return 0;
 }
 
-/* The FINs owed, in order, as far as memory allows. */
-static void fab_fin_retry(struct fab_ep *ep)
+/* The control messages owed, in order, as far as memory allows. */
+static void fab_owed_retry(struct fab_ep *ep)
 {
-    unsigned n = ep->nfin_owed, k;
+    unsigned n = ep->nowed, k;
 
-    ep->nfin_owed = 0;
-    for (k = 0; k < n && ep->nfin_owed == 0; k++)   /* owed again: stop there */
-        fab_send_fin(ep, ep->fin_owed[k].rank, ep->fin_owed[k].epid, ep->fin_owed[k].cookie,
-                     ep->fin_owed[k].rc);
-    if (ep->nfin_owed) {   /* it went back to slot 0: the rest after it */
-        memmove(&ep->fin_owed[1], &ep->fin_owed[k], (n - k) * sizeof(ep->fin_owed[0]));
-        ep->nfin_owed = 1 + (n - k);
+    ep->nowed = 0;
+    for (k = 0; k < n && ep->nowed == 0; k++)   /* owed again: stop there */
+        fab_send_hdr(ep, ep->owed[k].rank, ep->owed[k].epid, ep->owed[k].op,
+                     ep->owed[k].cookie, ep->owed[k].status, ep->owed[k].tag);
+    if (ep->nowed) {   /* it went back to slot 0: the rest after it */
+        memmove(&ep->owed[1], &ep->owed[k], (n - k) * sizeof(ep->owed[0]));
+        ep->nowed = 1 + (n - k);
     }
 }
 
@@ -694,8 +710,8 @@ void fab_progress_locked(struct fab_ep *ep)
         }
     }
     cvia_progress();
-    if (ep->nfin_owed)
-        fab_fin_retry(ep);
+    if (ep->nowed)
+        fab_owed_retry(ep);
     /* arrivals, in the order they began to arrive (per peer: the order it
      * sent them); the buffers go back to corevia at once, but for a batch
      * with one that could not be queued for want of memory: held, from
@@ -931,6 +947,15 @@ void fab_ep_flush(struct fab_ep *ep, int err)
             fab_unexp_free(u);
         }
     }
+    /* the control messages still owed (those FINs among them): once more,
+     * then the peers' operations they end wait for ever; say so */
+    if (ep->nowed)
+        fab_owed_retry(ep);
+    if (ep->nowed)
+        cvia_warn(CORE, "libfabric provider: endpoint %u closes owing %u control messages "
+                  "for want of memory (the first to rank %d); their peers' operations "
+                  "wait for ever", (unsigned)ep->epid, ep->nowed, ep->owed[0].rank);
+    ep->nowed = 0;
     /* corevia requests must end before their buffers go: wait for them */
     while (ep->ops) {
         struct fab_op *op = ep->ops;

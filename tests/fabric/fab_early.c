@@ -25,8 +25,9 @@
  *   Last, rank 1 sends NR messages past the eager size to `ctl` (a
  *   rendezvous: rank 0 reads them, and its FIN completes the send) and
  *   waits for their completions; FAB_FIN_FAULT: the FAB_FAULT rank 0 sets
- *   for it ("fin:K": no memory for the first K FINs, which must be owed
- *   and sent later, or those sends never complete).
+ *   for it ("fin:K": no memory for the first K FINs, "ctrl_isend:K": no
+ *   corevia request for the first K control messages' sends; they must be
+ *   owed and sent later, or those sends never complete).
  * Prints "ok early" on rank 0.
  */
 #include <stdio.h>
