@@ -16,6 +16,15 @@ mpi_hosts_up() {   # TAG NP
         echo "SKIP: --hosts needs root and iproute2 (network namespaces)"
         exit 77
     fi
+    # labs of these runners (m4PID: mpi4py.sh, mfPID: mpirun_ofi.sh) whose
+    # runner is gone were left by one that was killed (ctest's timeout
+    # sends SIGKILL, which no trap sees): take them down first
+    local t
+    for t in $(bash "$here/../../scripts/netlab.sh" list 2>/dev/null); do
+        if [[ $t =~ ^m[4f]([0-9]+)$ ]] && ! [ -d "/proc/${BASH_REMATCH[1]}" ]; then
+            bash "$here/../../scripts/netlab.sh" down --tag "$t" >/dev/null 2>&1 || true
+        fi
+    done
     # netlab's `up` would replace a lab of that tag: never someone else's
     if bash "$here/../../scripts/netlab.sh" list 2>/dev/null | grep -qxF "$tag"; then
         echo "FAIL: a netlab lab '$tag' is already up; not replacing what another job may use"
