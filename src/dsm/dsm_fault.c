@@ -301,6 +301,33 @@ int dsm_pull(struct dsm *d, size_t u)
     return 0;
 }
 
+/* A unit asked for by message, ahead of its touch (barrier prefetch,
+ * fetch-ahead): called with d->lk held and the unit eligible (invalid,
+ * nothing in flight, another's home, a landing slot free in copy mode);
+ * returns with it released. */
+void dsm_pf_send(struct dsm *d, struct dsm_unit *x, struct dsm_hdr *h, int home)
+{
+    if (d->cfg.fetch == DSM_FETCH_COPY) {
+        int slot = d->pf_free[--d->npf_free];
+        h->c = (uint64_t)slot + 1;
+    }
+    x->pf = PF_FLIGHT;
+    h->b = d->epoch;
+    cvia_spin_unlock(d->lk);
+    dsm_send(d, home, h, NULL, 0);
+    ADD(prefetches, 1);
+}
+
+/* The RDMA reads of @np units read ahead (pull): a failed one ends the job. */
+void dsm_pf_wait(cvia_req_t *reqs, const uint32_t *units, size_t np)
+{
+    for (size_t i = 0; i < np; i++) {
+        int rc = cvia_wait(&reqs[i], NULL);
+        if (rc)
+            dsm_fatal(rc, "reading unit %u: %s", units[i], cvia_strerror(rc));
+    }
+}
+
 /* Ask the homes of @units (invalidated at a barrier, valid and used before
  * it) for them now, so that they are back before they are touched. App
  * thread, outside signal context. A unit fetched before is read at once
@@ -320,7 +347,7 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
     for (size_t i = 0; i < n; i++) {
         struct dsm_unit *x = &d->u[units[i]];
         struct dsm_hdr h = { .type = M_FETCH, .a = units[i], .pad = 1 };
-        int slot = 0, home;
+        int home;
 
         cvia_spin_lock(d->lk);
         if (x->state != U_INVALID || x->pf || x->home < 0 || dsm_ghome(d, x->home) ||
@@ -344,21 +371,9 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
             pulled[np++] = units[i];
             continue;
         }
-        if (d->cfg.fetch == DSM_FETCH_COPY) {
-            slot = d->pf_free[--d->npf_free];
-            h.c = (uint64_t)slot + 1;
-        }
-        x->pf = PF_FLIGHT;
-        h.b = d->epoch;
-        cvia_spin_unlock(d->lk);
-        dsm_send(d, home, &h, NULL, 0);
-        ADD(prefetches, 1);
+        dsm_pf_send(d, x, &h, home);
     }
-    for (size_t i = 0; i < np; i++) {
-        int rc = cvia_wait(&reqs[i], NULL);
-        if (rc)
-            dsm_fatal(rc, "reading unit %u: %s", pulled[i], cvia_strerror(rc));
-    }
+    dsm_pf_wait(reqs, pulled, np);
     cvia_spin_lock(d->lk);
     for (size_t i = 0; i < np; i++) {
         struct dsm_unit *x = &d->u[pulled[i]];

@@ -504,23 +504,11 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
             pulled[np++] = (uint32_t)v;
             continue;
         }
-        if (d->cfg.fetch == DSM_FETCH_COPY) {
-            int slot = d->pf_free[--d->npf_free];
-            h.c = (uint64_t)slot + 1;
-        }
-        x->pf = PF_FLIGHT;
         x->ahead = 1;
         d->ahead_asked++;
-        h.b = d->epoch;
-        cvia_spin_unlock(d->lk);
-        dsm_send(d, home, &h, NULL, 0);
-        ADD(prefetches, 1);
+        dsm_pf_send(d, x, &h, home);
     }
-    for (size_t i = 0; i < np; i++) {
-        int rc = cvia_wait(&reqs[i], NULL);
-        if (rc)
-            dsm_fatal(rc, "reading unit %u: %s", pulled[i], cvia_strerror(rc));
-    }
+    dsm_pf_wait(reqs, pulled, np);
     if (first) {   /* the fault's unit: the handler makes it valid */
         ADD(rdma_bytes, d->unit);
         memmove(pulled, pulled + 1, --np * sizeof(*pulled));
