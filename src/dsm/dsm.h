@@ -280,6 +280,9 @@ struct dsm {
     _Atomic int in_fin;       /* app: finalizing, no more poll ticks */
     uint32_t *stale;          /* svc: dirty units a poll note dropped (lock) */
     size_t   nstale, stale_cap;
+    uint32_t renote[64];      /* app: clean units installed with a poll note
+                               * still pending, dropped at the next tick (lock) */
+    uint32_t nrenote;
     uint32_t *vt;             /* vector time: last interval known, per owner */
     uint32_t *bar_vt;         /* vt at the last barrier */
     struct dsm_ilog *log;     /* per owner */

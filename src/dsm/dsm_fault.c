@@ -260,6 +260,15 @@ int dsm_fault(struct dsm *d, size_t u, int write)
             memcpy(d->pview + u * d->unit, d->land, d->unit);
         if (x->noted && again < 2)
             continue;
+        if (x->noted) {
+            /* notes keep coming while it is on its way: this access gets
+             * this copy, and the service thread's next poll tick drops it
+             * (a note consumed by a flight and then ignored left a reader
+             * on its stale copy for good: dsm.poll-zcopy.np4 waited 60 s) */
+            if (d->nrenote == sizeof(d->renote) / sizeof(d->renote[0]))
+                continue;   /* the list is full: fetch again */
+            d->renote[d->nrenote++] = (uint32_t)u;
+        }
         x->state = U_CLEAN;
         x->used = 1;
         x->fetched = 1;

@@ -710,6 +710,18 @@ void dsm_poll_tick(struct dsm *d)
     size_t n, nr = 0, cap = 0;
     cvia_req_t *reqs = NULL;
 
+    cvia_spin_lock(d->lk);
+    for (uint32_t i = 0; i < d->nrenote; i++) {   /* dsm_fault's late notes */
+        struct dsm_unit *x = &d->u[d->renote[i]];
+        if (x->state == U_CLEAN && x->noted) {
+            x->state = U_INVALID;
+            x->used = 0;
+            dsm_unit_prot(d, d->renote[i], P_NONE);
+            ADD(invalidations, 1);
+        }
+    }
+    d->nrenote = 0;
+    cvia_spin_unlock(d->lk);
     atomic_store(&d->pflush, 1);
     if (atomic_load(&d->in_release) || atomic_load(&d->in_fin)) {
         /* the application ends the interval itself; or it is leaving */
