@@ -41,6 +41,7 @@
 #ifndef COREVIA_PROV_SHM_H
 #define COREVIA_PROV_SHM_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -447,6 +448,8 @@ int  shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached);
  * when none can be used. @path gets its name. */
 int  shm_cache_open(const char *name, char *path, size_t cap, int wait_ms);
 void shm_boot_id(char *buf, size_t cap);
+/* A probe's second thread on any CPU but @me (of @ncpu): 0 or -errno. */
+int  shm_probe_thread(pthread_t *th, int me, int ncpu, void *(*fn)(void *), void *arg);
 
 /* A message of @total bytes goes a piece per slot (shm_piece.c): it fits
  * one slot (cap payload bytes) and is longer than @piece (0: never). Each

@@ -44,6 +44,7 @@
 
 #include <corevia/cvia_errno.h>
 #include "prov/shm/shm.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/ring.h"
@@ -73,13 +74,6 @@ int shm_piece_parse(const char *text, size_t *piece, int *is_auto)
     return *piece && *piece < 64 ? -1 : 0;
 }
 
-static double piece_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 struct piece_probe {
     struct cvia_ring ring;
     unsigned char *src, *dst;
@@ -95,7 +89,7 @@ static int piece_late(struct piece_probe *t, unsigned *spins)
 {
     if (++*spins & 0xffff)
         return atomic_load_explicit(&t->failed, memory_order_relaxed);
-    if (piece_now() > t->deadline)
+    if (cvia__clock_s() > t->deadline)
         atomic_store_explicit(&t->failed, 1, memory_order_relaxed);
     return atomic_load_explicit(&t->failed, memory_order_relaxed);
 }
@@ -136,7 +130,7 @@ static double piece_once(struct piece_probe *t, size_t len, size_t piece, uint64
                          uint64_t *cons_pos)
 {
     unsigned spins = 0;
-    double t0 = piece_now();
+    double t0 = cvia__clock_s();
 
     atomic_store_explicit(&t->len, len, memory_order_relaxed);
     atomic_store_explicit(&t->piece, piece, memory_order_relaxed);
@@ -152,7 +146,7 @@ static double piece_once(struct piece_probe *t, size_t len, size_t piece, uint64
         cvia_ring_release(&t->ring, s, (*cons_pos)++);
         off += n;
     }
-    return piece_now() - t0;
+    return cvia__clock_s() - t0;
 }
 
 /* best[s][c]: fastest transfer of size 4k << s with piece_choice[c]. */
@@ -160,8 +154,6 @@ static int piece_measure(uint32_t slot_size, double best[PIECE_NSIZES][PIECE_NCH
 {
     struct piece_probe *t;
     pthread_t th;
-    pthread_attr_t attr;
-    cpu_set_t other;
     int me = sched_getcpu(), ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), rc = 0;
     uint64_t seq = 0, cons_pos = 0;
     const size_t max = 16384;
@@ -182,27 +174,17 @@ static int piece_measure(uint32_t slot_size, double best[PIECE_NSIZES][PIECE_NCH
     memset(t->src, 0x5a, max);
     memset(t->dst, 0, max);
     cvia_ring_init(&t->ring);
-    t->deadline = piece_now() + PIECE_BUDGET_S;
-    CPU_ZERO(&other);
-    for (int c = 0; c < ncpu && c < CPU_SETSIZE; c++)
-        if (c != me)
-            CPU_SET(c, &other);
-    pthread_attr_init(&attr);
-    pthread_attr_setaffinity_np(&attr, sizeof(other), &other);
-    rc = pthread_create(&th, &attr, piece_sender, t);
-    pthread_attr_destroy(&attr);
-    if (rc) {
-        rc = -rc;
+    t->deadline = cvia__clock_s() + PIECE_BUDGET_S;
+    if ((rc = shm_probe_thread(&th, me, ncpu, piece_sender, t)))
         goto out;
-    }
     for (int s = 0; s < PIECE_NSIZES && !rc; s++) {
         size_t len = (size_t)4096 << s;
-        double t0 = piece_now();
+        double t0 = cvia__clock_s();
         for (int c = 0; c < PIECE_NCHOICES; c++)
             best[s][c] = 1e9;
         if (len > t->cap)
             continue;   /* needs more than a slot: not a one-slot message */
-        for (int k = 0; k < PIECE_TRIES && !rc && (k < 4 || piece_now() - t0 < PIECE_SIZE_S); k++)
+        for (int k = 0; k < PIECE_TRIES && !rc && (k < 4 || cvia__clock_s() - t0 < PIECE_SIZE_S); k++)
             for (int c = 0; c < PIECE_NCHOICES && !rc; c++) {
                 double d = piece_once(t, len, piece_choice[c], ++seq, &cons_pos);
                 if (d < 0)

@@ -44,6 +44,7 @@
 
 #include <corevia/cvia_errno.h>
 #include "prov/shm/shm.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/ring.h"
@@ -79,13 +80,6 @@ int shm_tune_parse(const char *text, size_t *threshold, int *is_auto)
     return cvia__param_parse(&thr_param, text, threshold);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 enum { CMD_RING = 1, CMD_CMA = 2, CMD_COOP = 3, CMD_STOP = 4 };
 
 struct tune {
@@ -107,7 +101,7 @@ static int late(struct tune *t, unsigned *spins)
 {
     if (++*spins & 0xffff)
         return atomic_load_explicit(&t->failed, memory_order_relaxed);
-    if (now_s() > t->deadline)
+    if (cvia__clock_s() > t->deadline)
         atomic_store_explicit(&t->failed, 1, memory_order_relaxed);
     return atomic_load_explicit(&t->failed, memory_order_relaxed);
 }
@@ -171,7 +165,7 @@ static double tune_once(struct tune *t, int kind, size_t len, uint64_t seq,
                         uint64_t *cons_pos)
 {
     unsigned spins = 0;
-    double t0 = now_s();
+    double t0 = cvia__clock_s();
 
     atomic_store_explicit(&t->size, len, memory_order_relaxed);
     atomic_store_explicit(&t->next, 0, memory_order_relaxed);
@@ -204,7 +198,7 @@ static double tune_once(struct tune *t, int kind, size_t len, uint64_t seq,
             off += n;
         }
     }
-    return now_s() - t0;
+    return cvia__clock_s() - t0;
 }
 
 /* Measure: ring[i], cma[i] in seconds for size TUNE_MIN << i. 0 or -errno. */
@@ -214,8 +208,6 @@ static int tune_measure(uint32_t nslots, uint32_t slot_size, size_t coop_from,
     const size_t max = (size_t)TUNE_MIN << (TUNE_NSIZES - 1);
     struct tune *t;
     pthread_t th;
-    pthread_attr_t attr;
-    cpu_set_t other;
     int me = sched_getcpu(), ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), rc = 0;
     uint64_t seq = 0, cons_pos = 0;
 
@@ -236,20 +228,10 @@ static int tune_measure(uint32_t nslots, uint32_t slot_size, size_t coop_from,
     memset(t->src, 0x5a, max);
     memset(t->dst, 0, max);
     cvia_ring_init(&t->ring);
-    t->deadline = now_s() + TUNE_BUDGET_S;
+    t->deadline = cvia__clock_s() + TUNE_BUDGET_S;
     /* the producer on any other CPU: the sender's rank runs on another */
-    CPU_ZERO(&other);
-    for (int c = 0; c < ncpu && c < CPU_SETSIZE; c++)
-        if (c != me)
-            CPU_SET(c, &other);
-    pthread_attr_init(&attr);
-    pthread_attr_setaffinity_np(&attr, sizeof(other), &other);
-    rc = pthread_create(&th, &attr, tune_producer, t);
-    pthread_attr_destroy(&attr);
-    if (rc) {
-        rc = -rc;
+    if ((rc = shm_probe_thread(&th, me, ncpu, tune_producer, t)))
         goto out;
-    }
     for (int i = 0; i < TUNE_NSIZES && !rc; i++) {
         size_t len = (size_t)TUNE_MIN << i;
         /* 21 to 112 pairs: the largest sizes need as many tries as the
@@ -260,10 +242,10 @@ static int tune_measure(uint32_t nslots, uint32_t slot_size, size_t coop_from,
             per = 16;
         /* every transfer timed on its own, the fastest kept: a round the
          * scheduler cut into says nothing about the copy */
-        double t0 = now_s();
+        double t0 = cvia__clock_s();
         /* interleaved; on a busy machine, what 20 ms gave (3 pairs at least) */
         for (int k = 0; k < TUNE_ROUNDS * per && !rc &&
-                        (k < 3 || now_s() - t0 < TUNE_SIZE_S); k++) {
+                        (k < 3 || cvia__clock_s() - t0 < TUNE_SIZE_S); k++) {
             if ((d = tune_once(t, CMD_RING, len, ++seq, &cons_pos)) < 0)
                 rc = -ETIMEDOUT;
             else if (d < r)
@@ -318,6 +300,23 @@ static size_t tune_decide(const double *ring, const double *cma)
     if (from < TUNE_NSIZES && ((size_t)TUNE_MIN << from) < TUNE_CAP)
         return (size_t)TUNE_MIN << from < TUNE_FLOOR ? TUNE_FLOOR : (size_t)TUNE_MIN << from;
     return TUNE_CAP;
+}
+
+int shm_probe_thread(pthread_t *th, int me, int ncpu, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    cpu_set_t other;
+    int rc;
+
+    CPU_ZERO(&other);
+    for (int c = 0; c < ncpu && c < CPU_SETSIZE; c++)
+        if (c != me)
+            CPU_SET(c, &other);
+    pthread_attr_init(&attr);
+    pthread_attr_setaffinity_np(&attr, sizeof(other), &other);
+    rc = pthread_create(th, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return -rc;
 }
 
 /* The cache file NAME ("tune", "piece"): $XDG_RUNTIME_DIR/corevia-shm-NAME
