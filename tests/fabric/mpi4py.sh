@@ -98,20 +98,10 @@ if [ ! -f "$tests/runtests.py" ]; then
 fi
 
 token="cvia-test-$$-$RANDOM"
-work=$(mktemp -d "${TMPDIR:-/tmp}/mpi4py.XXXXXX") || exit 1
-chmod 755 "$work"   # the ranks of another emulated host write their logs here
-out=$work/out err=$work/err
-lab_up=0
-cleanup() {
-    if [ "$lab_up" = 1 ]; then
-        bash "$here/../../scripts/netlab.sh" down --tag "$hosts" >/dev/null 2>&1
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 . "$here/../func/leftovers.sh"
 . "$here/mpi_hosts.sh"
+mpi_work_init mpi4py
+chmod 755 "$work"   # the ranks of another emulated host write their logs here
 
 : >"$work/excludes"
 for e in "${EXCLUDES[@]}"; do

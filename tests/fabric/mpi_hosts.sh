@@ -10,6 +10,23 @@
 # $here (tests/fabric) and $work; sets lab_up=1 once the lab exists, so the
 # caller's clean-up takes it down. Exits 77 (skip) without root, iproute2 or
 # namespaces, 1 on failure.
+# mpi_work_init NAME: the runner's work directory $work (with $out and
+# $err for mpirun's streams), removed at exit with the lab if
+# mpi_hosts_up brought one up.
+mpi_work_init() {
+    work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
+    out=$work/out err=$work/err
+    lab_up=0
+    trap mpi_work_cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+mpi_work_cleanup() {
+    if [ "$lab_up" = 1 ]; then
+        bash "$here/../../scripts/netlab.sh" down --tag "$hosts" >/dev/null 2>&1
+    fi
+    rm -rf "$work"
+}
+
 mpi_hosts_up() {   # TAG NP
     local tag=$1 np=$2 a1 a2 slots
     if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then

@@ -75,19 +75,9 @@ if ! "$mpirun" --version 2>/dev/null | grep -q 'Open MPI'; then
 fi
 [ -x "$prog" ] || { echo "FAIL: no program $prog"; exit 1; }
 token="cvia-test-$$-$RANDOM"
-work=$(mktemp -d "${TMPDIR:-/tmp}/mpirun_ofi.XXXXXX") || exit 1
-out=$work/out err=$work/err
-lab_up=0
-cleanup() {
-    if [ "$lab_up" = 1 ]; then
-        bash "$here/../../scripts/netlab.sh" down --tag "$hosts" >/dev/null 2>&1
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 . "$here/../func/leftovers.sh"
 . "$here/mpi_hosts.sh"
+mpi_work_init mpirun_ofi
 
 args=(--oversubscribe --bind-to none -np "$np")
 [ "$(id -u)" -eq 0 ] && args=(--allow-run-as-root "${args[@]}")
