@@ -420,6 +420,7 @@ void dsm_prot_all(struct dsm *d);                     /* under lock: apply every
 void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n);
 void dsm_pf_send(struct dsm *d, struct dsm_unit *x, struct dsm_hdr *h, int home);
 void dsm_pf_wait(cvia_req_t *reqs, const uint32_t *units, size_t np);
+void dsm_pf_pulled(struct dsm *d, struct dsm_unit *x);
 void dsm_page_landed(struct dsm *d, uint64_t imm);    /* svc */
 int  dsm_pull(struct dsm *d, size_t u);                /* svc or app, not in a handler */
 

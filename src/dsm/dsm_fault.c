@@ -327,6 +327,18 @@ void dsm_pf_send(struct dsm *d, struct dsm_unit *x, struct dsm_hdr *h, int home)
     ADD(prefetches, 1);
 }
 
+/* A unit read ahead (pull) is in place: valid, but left inaccessible
+ * until touched (see dsm_page_landed). d->lk held. */
+void dsm_pf_pulled(struct dsm *d, struct dsm_unit *x)
+{
+    x->state = U_CLEAN;
+    ADD(prefetches, 1);
+    ADD(fetches, 1);
+    ADD(pages_fetched, d->unit / d->page);
+    ADD(fetch_bytes, d->unit);
+    ADD(rdma_bytes, d->unit);
+}
+
 /* The RDMA reads of @np units read ahead (pull): a failed one ends the job. */
 void dsm_pf_wait(cvia_req_t *reqs, const uint32_t *units, size_t np)
 {
@@ -397,12 +409,7 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
         } else if (x->noted) {
             continue;
         }
-        x->state = U_CLEAN;
-        ADD(prefetches, 1);
-        ADD(fetches, 1);
-        ADD(pages_fetched, d->unit / d->page);
-        ADD(fetch_bytes, d->unit);
-        ADD(rdma_bytes, d->unit);
+        dsm_pf_pulled(d, x);
     }
     cvia_spin_unlock(d->lk);
     free(reqs);

@@ -518,14 +518,9 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
         struct dsm_unit *x = &d->u[pulled[i]];
         if (x->noted || x->state != U_INVALID)   /* a poll note came meanwhile */
             continue;
-        x->state = U_CLEAN;                      /* inaccessible until touched */
         x->ahead = 1;
         d->ahead_asked++;
-        ADD(prefetches, 1);
-        ADD(fetches, 1);
-        ADD(pages_fetched, d->unit / d->page);
-        ADD(fetch_bytes, d->unit);
-        ADD(rdma_bytes, d->unit);
+        dsm_pf_pulled(d, x);                     /* inaccessible until touched */
     }
     cvia_spin_unlock(d->lk);
 }
