@@ -327,9 +327,17 @@ int main(int argc, char **argv)
     G = G_MALLOC(sizeof(*G));
     for (int l = 0; l <= L; l++) {
         size_t bytes = (size_t)npts(l) * npts(l) * sizeof(double);
-        S.u[l] = G_MALLOC_HOME(bytes, CVIA_DSM_HOME_BLOCK);
-        S.f[l] = G_MALLOC_HOME(bytes, CVIA_DSM_HOME_BLOCK);
-        S.r[l] = G_MALLOC_HOME(bytes, CVIA_DSM_HOME_BLOCK);
+        /* homes where the writes are: the levels shared out at the rank
+         * that writes each unit first (its band: the byte blocks of
+         * CVIA_DSM_HOME_BLOCK miss the bands' row boundaries), the ones
+         * process 0 does alone at process 0 (cut in blocks, half of each
+         * was homed at another rank: a twin and a diff per unit there in
+         * each phase; 346 twins on 2 ranks at the small size, now 74) */
+#define LEVEL_HOME(l) ((l) < Lp ? CVIA_DSM_HOME_FIRST_TOUCH : 0)   /* the DSM's only */
+        S.u[l] = G_MALLOC_HOME(bytes, LEVEL_HOME(l));
+        S.f[l] = G_MALLOC_HOME(bytes, LEVEL_HOME(l));
+        S.r[l] = G_MALLOC_HOME(bytes, LEVEL_HOME(l));
+#undef LEVEL_HOME
     }
     BARINIT(G->start, P);
     if (!c.quiet)
