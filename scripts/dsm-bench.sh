@@ -16,6 +16,9 @@
 #   scripts/dsm-bench.sh --configs "seq hdsm4 hone4"
 #                                           # 2 hosts x 2 ranks: groups
 #                                           # (two levels) against one level
+#   scripts/dsm-bench.sh --configs "seq hdsm2 hzcopy2 hcopy2" --base /tmp/main/build
+#                                           # each DSM configuration also on
+#                                           # another build (X@base), same rounds
 #   scripts/dsm-bench.sh --fetch            # the mechanism alone: time of a
 #                                           # fault that fetches one unit,
 #                                           # units of 4k, 16k, 64k
@@ -46,6 +49,14 @@
 #   honeN   the same with CVIA_DSM_LEVELS=1
 #   hcopyN, hzcopyN, hpullN  the same, one-level, with that fetch mode
 #           (the issue's target across hosts: zero-copy >= copying)
+# With --base DIR, every configuration but seq and thrN also runs as
+# CFG@base, DIR's build of the same (before a change, say), in the same
+# rotation, and the table gives "CFG vs CFG@base" (a speed ratio).
+# Per-application environment (--app-env APP=VAR=VAL) goes to that
+# application's DSM runs only, on either build; the default gives barnes
+# 64 KiB units (CVIA_DSM_UNIT=64k): every process reads the whole tree
+# that process 0 builds in each step, which at 4 KiB units is ~600
+# faults and round trips a step across hosts (--app-env barnes= clears it).
 # "time" is the application's parallel section (its CLOCK pair: the
 # iterations, without start-up and the check). Before each run, while
 # others keep more than 25% of the CPUs busy, it waits (out of one budget
@@ -76,6 +87,8 @@ FETCH=0
 UNITS="4k 16k 64k"
 NET=tcp
 declare -A ARGS=()
+declare -A APP_ENV=([barnes]="CVIA_DSM_UNIT=64k")
+BASE=""
 
 usage() {
     cat <<EOF
@@ -88,6 +101,9 @@ Usage: scripts/dsm-bench.sh [OPTIONS]
   --args APP=ARGS   extra arguments for one application (e.g. fft="-m 18")
   --timeout S       the most one run may take [$TIMEOUT]
   --env VAR=VAL     extra environment for the DSM runs (repeatable)
+  --app-env APP=VAR=VAL  environment for one application's DSM runs
+                    (repeatable; APP= clears; default barnes=CVIA_DSM_UNIT=64k)
+  --base DIR        also run each DSM configuration on DIR's build (CFG@base)
   --out DIR         raw results and the summary [$OUT]
   --plot FILE.png   bars: each configuration's speed-up over seq (over copy
                     without seq)
@@ -102,7 +118,7 @@ EOF
 }
 while [ $# -gt 0 ]; do
     case $1 in
-    --build|--rounds|--np|--apps|--configs|--args|--env|--out|--plot|--quiet-wait|--units|--timeout|--net)
+    --build|--rounds|--np|--apps|--configs|--args|--env|--out|--plot|--quiet-wait|--units|--timeout|--net|--app-env|--base)
         [ $# -ge 2 ] || { echo "dsm-bench: $1 needs a value" >&2; exit 2; } ;;
     esac
     case $1 in
@@ -115,6 +131,12 @@ while [ $# -gt 0 ]; do
             *) echo "dsm-bench: --args wants APP=ARGS, got '$2'" >&2; exit 2 ;; esac; shift ;;
     --timeout) TIMEOUT=$2; shift ;;
     --env) EXTRA_ENV="$EXTRA_ENV $2"; shift ;;
+    --app-env) case $2 in
+               *=*=*) APP_ENV[${2%%=*}]="${APP_ENV[${2%%=*}]:+${APP_ENV[${2%%=*}]} }${2#*=}" ;;
+               *=) APP_ENV[${2%=}]="" ;;
+               *) echo "dsm-bench: --app-env wants APP=VAR=VAL or APP=, got '$2'" >&2; exit 2 ;;
+               esac; shift ;;
+    --base) BASE=$2; shift ;;
     --out) OUT=$2; shift ;;
     --plot) PLOT=$2; shift ;;
     --quiet-wait) QUIET_WAIT=$2; shift ;;
@@ -144,6 +166,16 @@ for cfg in $CONFIGS; do
        exit 2 ;;
     esac
 done
+if [ -n "$BASE" ]; then
+    [ -x "$BASE/cvia-run" ] && [ -d "$BASE/apps" ] ||
+        { echo "dsm-bench: --base $BASE: no cvia-run and apps/ there (a build directory)" >&2; exit 2; }
+    c=""
+    for cfg in $CONFIGS; do
+        c="$c $cfg"
+        case $cfg in seq|thr*) ;; *) c="$c $cfg@base" ;; esac
+    done
+    CONFIGS=${c# }
+fi
 case $NET in
 tcp|udp|eth) ;;
 *) echo "dsm-bench: --net $NET: not tcp, udp or eth" >&2; exit 2 ;;
@@ -168,7 +200,9 @@ wait_quiet() {
 }
 
 run_one() {   # app config round -> appends "app,config,round,time,total,busy" to results
-    local app=$1 cfg=$2 r=$3 f="$OUT/raw/$1-$2-r$3.txt" line
+    local app=$1 cfg=$2 r=$3 f="$OUT/raw/$1-$2-r$3.txt" line BUILD=$BUILD
+    local EXTRA_ENV="$EXTRA_ENV ${APP_ENV[$1]:-}"
+    case $cfg in *@base) BUILD=$BASE; cfg=${cfg%@base} ;; esac
     wait_quiet
     # shellcheck disable=SC2086
     case $cfg in
@@ -250,6 +284,8 @@ if [ "$FETCH" = 1 ]; then
 fi
 for a in $APPS; do
     for cfg in $CONFIGS; do
+        BUILD=${BUILD0:=$BUILD}
+        case $cfg in *@base) BUILD=$BASE; cfg=${cfg%@base} ;; esac
         case $cfg in
         seq) b=$BUILD/apps/$a-seq ;;
         thr*) b=$BUILD/apps/$a-threads ;;
@@ -259,6 +295,7 @@ for a in $APPS; do
         [ -x "$b" ] || { echo "dsm-bench: $b missing (--apps $a, --configs $cfg): build first" >&2; exit 1; }
     done
 done
+BUILD=${BUILD0:-$BUILD}
 # two emulated hosts for the h* configurations: each rank enters its
 # host's namespace, then becomes the application
 PLACE=""
@@ -306,6 +343,10 @@ function med(s,   a, n, i, j, t) {
     echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)), $(uname -r)"
     echo "# $ROUNDS rounds, medians of the parallel section (s) [min-max]; copy/zcopy/pull on $NP ranks"
     echo "# dsmN: two-level (CVIA_DSM_LEVELS=2, the default); oneN, copy, zcopy, pull: one-level; load average before $load0, after $load1"
+    [ -n "$BASE" ] && echo "# CFG@base: the same configuration on the build in $BASE; CFG: $BUILD"
+    for a in $APPS; do
+        [ -n "${APP_ENV[$a]:-}" ] && echo "# $a's DSM runs: ${APP_ENV[$a]}"
+    done
     [ "$HOSTS" = 1 ] && echo "# h*: two emulated hosts (rank r on host r % 2 + 1), $NET between; hdsmN: two levels (groups per host where a host has two ranks or more), honeN, hcopyN, hzcopyN, hpullN: one-level"
     echo
     awk -F, -v cfgs="$CONFIGS" -v apps="$APPS" "$AWK_MED"'
@@ -335,6 +376,10 @@ function med(s,   a, n, i, j, t) {
         if (has["hdsm2"] && has["hone2"]) { rn[++nr] = "hdsm2 vs hone2"; rnum[nr] = "hone2"; rden[nr] = "hdsm2"; rt[nr] = "" }
         if (has["hdsm4"] && has["hone4"]) { rn[++nr] = "hdsm4 vs hone4"; rnum[nr] = "hone4"; rden[nr] = "hdsm4"; rt[nr] = "" }
         if (has["hcopy2"] && has["hzcopy2"]) { rn[++nr] = "hzcopy2 vs hcopy2 (>= 1)"; rnum[nr] = "hcopy2"; rden[nr] = "hzcopy2"; rt[nr] = 1.0 }
+        if (has["hcopy2@base"] && has["hzcopy2@base"]) { rn[++nr] = "base: hzcopy2 vs hcopy2"; rnum[nr] = "hcopy2@base"; rden[nr] = "hzcopy2@base"; rt[nr] = "" }
+        if (has["hdsm2@base"] && has["seq"]) { rn[++nr] = "base: hdsm2 vs seq"; rnum[nr] = "seq"; rden[nr] = "hdsm2@base"; rt[nr] = "" }
+        for (i = 1; i <= nc; i++)
+            if (c[i] ~ /@base$/) { b = c[i]; sub(/@base$/, "", b); rn[++nr] = b " vs " c[i]; rnum[nr] = c[i]; rden[nr] = b; rt[nr] = "" }
         printf "| app |"; for (i = 1; i <= nc; i++) printf " %s |", c[i]
         for (k = 1; k <= nr; k++) printf " %s |", rn[k]
         printf "\n|---|"; for (i = 1; i <= nc + nr; i++) printf "---|"; printf "\n"

@@ -14,6 +14,34 @@ B=$SRC/scripts/dsm-bench.sh
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
+if [ "${3:-}" = base ]; then
+    # bench_script.sh BUILD SRC base (a dsm.* test: it runs the DSM): --base
+    # runs each DSM configuration on a second build too (here the same
+    # one), in the same rounds, with a ratio column; --app-env reaches that
+    # application's DSM runs only (the unit in its --stats=json output)
+    timeout 200 bash "$B" --build "$BUILD" --base "$BUILD" --rounds 1 --quiet-wait 0 \
+        --apps "sor barnes" --configs "seq dsm1" --args sor="-m 64 -n 64 -i 2" \
+        --args barnes="-n 256 -s 1" --app-env sor=CVIA_DSM_UNIT=8k --out "$W/o" \
+        >"$W/out" 2>"$W/err" || bad "dsm-bench --base exited $?: $(tail -3 "$W/err")"
+    for a in sor barnes; do
+        [ "$(grep -c "^$a,\(seq\|dsm1\|dsm1@base\),1," "$W/o/results.csv" 2>/dev/null)" = 3 ] ||
+            bad "$a: results.csv lacks seq, dsm1 and dsm1@base: $(cat "$W/o/results.csv" 2>&1)"
+    done
+    grep -q '| dsm1 vs dsm1@base |' "$W/out" || bad "no 'dsm1 vs dsm1@base' column: $(head -8 "$W/out")"
+    grep -q '"unit":8192' "$W/o/raw/sor-dsm1-r1.txt" "$W/o/raw/sor-dsm1@base-r1.txt" ||
+        bad "--app-env sor=CVIA_DSM_UNIT=8k did not reach sor's runs"
+    [ "$(grep -l '"unit":65536' "$W"/o/raw/barnes-dsm1*.txt | wc -l)" = 2 ] ||
+        bad "barnes's DSM runs are not at the default 64k units"
+    for args in "--base /nonexistent" "--app-env barnes" "--app-env x"; do
+        # shellcheck disable=SC2086
+        timeout 20 bash "$B" --build "$BUILD" --out "$W/e" $args >"$W/out" 2>"$W/err"
+        rc=$?
+        [ "$rc" = 2 ] && grep -q 'dsm-bench: ' "$W/err" || bad "$args: rc=$rc, $(head -2 "$W/err")"
+    done
+    [ "$fail" = 0 ] && echo "ok dsm-bench.sh --base, --app-env"
+    exit "$fail"
+fi
+
 timeout 120 bash "$B" --build "$BUILD" --rounds 1 --quiet-wait 0 --apps sor --configs "seq thr1 thr2" \
     --args sor="-m 64 -n 64 -i 2" --out "$W/o" --plot "$W/o/p.png" >"$W/out" 2>"$W/err" ||
     bad "dsm-bench exited $?: $(tail -3 "$W/err")"
