@@ -200,7 +200,7 @@ wait_quiet() {
 }
 
 run_one() {   # app config round -> appends "app,config,round,time,total,busy" to results
-    local app=$1 cfg=$2 r=$3 f="$OUT/raw/$1-$2-r$3.txt" line BUILD=$BUILD
+    local app=$1 cfg=$2 r=$3 f="$OUT/raw/$1-$2-r$3.txt" line BUILD=$BUILD name=$2
     local EXTRA_ENV="$EXTRA_ENV ${APP_ENV[$1]:-}"
     case $cfg in *@base) BUILD=$BASE; cfg=${cfg%@base} ;; esac
     wait_quiet
@@ -232,7 +232,7 @@ run_one() {   # app config round -> appends "app,config,round,time,total,busy" t
     fi
     t=$(sed -n 's/.* time=\([0-9.]*\).*/\1/p' <<<"$line")
     tt=$(sed -n 's/.* total=\([0-9.]*\).*/\1/p' <<<"$line")
-    echo "$app,$cfg,$r,$t,$tt,$BUSY" >>"$OUT/results.csv"
+    echo "$app,$name,$r,$t,$tt,$BUSY" >>"$OUT/results.csv"
 }
 
 if [ "$FETCH" = 1 ]; then
@@ -302,7 +302,7 @@ PLACE=""
 if [ "$HOSTS" = 1 ]; then
     command -v ip >/dev/null && [ "$(id -u)" = 0 ] ||
         { echo "dsm-bench: the h* configurations need root and ip (network namespaces)" >&2; exit 1; }
-    LAB=db$$
+    LAB=${DSM_BENCH_LAB:-db$$}   # the netlab.sh tag (DSM_BENCH_LAB: your own)
     LAB=${LAB:0:12}
     trap '"$top/scripts/netlab.sh" down --tag "$LAB" >/dev/null 2>&1; rm -f "$OUT/place.sh"' EXIT
     "$top/scripts/netlab.sh" up --tag "$LAB" --hosts 2 >/dev/null ||

@@ -24,8 +24,10 @@ if [ "${3:-}" = base ]; then
         --args barnes="-n 256 -s 1" --app-env sor=CVIA_DSM_UNIT=8k --out "$W/o" \
         >"$W/out" 2>"$W/err" || bad "dsm-bench --base exited $?: $(tail -3 "$W/err")"
     for a in sor barnes; do
-        [ "$(grep -c "^$a,\(seq\|dsm1\|dsm1@base\),1," "$W/o/results.csv" 2>/dev/null)" = 3 ] ||
-            bad "$a: results.csv lacks seq, dsm1 and dsm1@base: $(cat "$W/o/results.csv" 2>&1)"
+        for c in seq dsm1 dsm1@base; do
+            [ "$(grep -c "^$a,$c,1," "$W/o/results.csv" 2>/dev/null)" = 1 ] ||
+                bad "$a: results.csv lacks one $c row: $(cat "$W/o/results.csv" 2>&1)"
+        done
     done
     grep -q '| dsm1 vs dsm1@base |' "$W/out" || bad "no 'dsm1 vs dsm1@base' column: $(head -8 "$W/out")"
     grep -q '"unit":8192' "$W/o/raw/sor-dsm1-r1.txt" "$W/o/raw/sor-dsm1@base-r1.txt" ||
