@@ -13,6 +13,16 @@ trap 'rm -rf "$W"' EXIT
 B=$SRC/scripts/dsm-bench.sh
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
+# each argument: options that must end dsm-bench with exit 2 and a message
+bad_options() {
+    local args rc
+    for args in "$@"; do
+        # shellcheck disable=SC2086
+        timeout 20 bash "$B" --build "$BUILD" --out "$W/e" $args >"$W/out" 2>"$W/err"
+        rc=$?
+        [ "$rc" = 2 ] && grep -q 'dsm-bench: ' "$W/err" || bad "$args: rc=$rc, $(head -2 "$W/err")"
+    done
+}
 
 if [ "${3:-}" = base ]; then
     # bench_script.sh BUILD SRC base (a dsm.* test: it runs the DSM): --base
@@ -34,12 +44,7 @@ if [ "${3:-}" = base ]; then
         bad "--app-env sor=CVIA_DSM_UNIT=8k did not reach sor's runs"
     [ "$(grep -l '"unit":65536' "$W"/o/raw/barnes-dsm1*.txt | wc -l)" = 2 ] ||
         bad "barnes's DSM runs are not at the default 64k units"
-    for args in "--base /nonexistent" "--app-env barnes" "--app-env x"; do
-        # shellcheck disable=SC2086
-        timeout 20 bash "$B" --build "$BUILD" --out "$W/e" $args >"$W/out" 2>"$W/err"
-        rc=$?
-        [ "$rc" = 2 ] && grep -q 'dsm-bench: ' "$W/err" || bad "$args: rc=$rc, $(head -2 "$W/err")"
-    done
+    bad_options "--base /nonexistent" "--app-env barnes" "--app-env x"
     [ "$fail" = 0 ] && echo "ok dsm-bench.sh --base, --app-env"
     exit "$fail"
 fi
@@ -56,12 +61,7 @@ grep -q 'dsmN: two-level (CVIA_DSM_LEVELS=2.*oneN.*one-level' "$W/out" ||
     bad "the summary does not say which DSM configurations run which level"
 [ -s "$W/o/p.png" ] && [ "$(head -c 4 "$W/o/p.png" | tail -c 3)" = PNG ] || bad "no PNG: $(tail -3 "$W/err")"
 
-for args in "--rounds 0" "--rounds x" "--configs thr" "--configs one" "--plot a.svg" "--args sor" "--bogus" "--np" \
-            "--configs hdsm1" "--configs hcopy" "--net ib"; do
-    # shellcheck disable=SC2086
-    timeout 20 bash "$B" --build "$BUILD" --out "$W/e" $args >"$W/out" 2>"$W/err"
-    rc=$?
-    [ "$rc" = 2 ] && grep -q 'dsm-bench: ' "$W/err" || bad "$args: rc=$rc, $(head -2 "$W/err")"
-done
+bad_options "--rounds 0" "--rounds x" "--configs thr" "--configs one" "--plot a.svg" "--args sor" \
+            "--bogus" "--np" "--configs hdsm1" "--configs hcopy" "--net ib"
 [ "$fail" = 0 ] && echo "ok dsm-bench.sh"
 exit "$fail"
