@@ -223,6 +223,10 @@ struct fab_cqerr {
     struct fab_cqerr *next;
     struct fi_cq_err_entry e;
 };
+/* The room an error record takes (fab_cq_push_err): a failed receive's
+ * descriptor has it, a send, RMA or atomic reserves it when it begins. */
+#define FAB_CQERR_ROOM sizeof(struct fab_cqerr)
+#define FAB_CQ_ERR_RESERVE 16   /* records a CQ keeps for errors with no room */
 
 struct fab_ep;
 
@@ -253,6 +257,9 @@ struct fab_cq {
     struct fab_cqe *ring;
     size_t head, len, cap;   /* cap: a power of two */
     struct fab_cqerr *err_head, *err_tail;
+    struct fab_cqerr *err_spare;   /* the reserve (lock) */
+    unsigned err_nspare;
+    unsigned long err_lost;  /* errors that found neither memory nor reserve */
     struct fab_epset set;    /* endpoints to progress when read */
     unsigned idle;           /* empty reads in a row, when lock is off */
     atomic_int drained;      /* a read emptied the queue: the next read
@@ -336,6 +343,8 @@ struct fab_op {
     struct fab_rx *rx;       /* RD: the receive being filled */
     uint64_t cookie;         /* RD: the sender's handle; RTS, AMO: ours */
     void    *result;         /* AMO: where the old values go */
+    void    *err_room;       /* an operation that reports: its error's record
+                              * (FAB_CQERR_ROOM bytes, fab_op_new) */
     size_t   iov_count;      /* RMA read into several iovs: scatter at the end */
     struct iovec iov[FAB_IOV_MAX];
 };
@@ -423,7 +432,11 @@ int  fab_epset_add(struct fab_epset *set, struct fab_ep *ep);
 void fab_epset_del(struct fab_epset *set, struct fab_ep *ep);
 void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
                  void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
-void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+/* An error completion. @room: memory the caller gives up to carry it
+ * (malloc'd, FAB_CQERR_ROOM bytes at least: a failed receive's descriptor,
+ * an operation's err_room), so that it cannot be lost; NULL: allocated,
+ * else from the CQ's reserve. */
+void fab_cq_push_err(struct fab_cq *cq, void *room, void *ctx, uint64_t flags, size_t len,
                      uint64_t data, uint64_t tag, size_t olen, int err, int prov_errno);
 
 /* fab_ep.c */
@@ -477,6 +490,10 @@ void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);
 
 void fab_op_link(struct fab_ep *ep, struct fab_op *op);
+/* A zeroed operation; @reports: it may end in an error completion, whose
+ * record it holds from now on (err_room). NULL without memory. */
+struct fab_op *fab_op_new(int reports);
+void fab_op_free(struct fab_ep *ep, struct fab_op *op);   /* and what it holds */
 /* Send @buf (malloc'd, @n bytes; freed once sent, or at once on an
  * error) to (@rank, @epid); nobody waits for its completion. 0, or
  * corevia's error: -ENOMEM (no request now) or the peer's. fab_send_hdr:

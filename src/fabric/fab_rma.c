@@ -87,14 +87,14 @@ static ssize_t fab_rma(struct fab_ep *ep, int write, const struct iovec *iov, si
         return -FI_EOPNOTSUPP;
     if ((rc = fab_tx_begin(ep, iov, count, peer, flags, &rank, &epid, &len)))
         return rc;
-    if (!(op = calloc(1, sizeof(*op))))
+    if (!(op = fab_op_new(1)))
         return -FI_EAGAIN;
     buf = count ? iov[0].iov_base : NULL;
     if (count > 1 || (flags & FI_INJECT)) {
         /* one contiguous buffer: gathered now (writes, injects), scattered
          * at completion (reads) */
         if (len && !(buf = op->bounce = malloc(len))) {
-            free(op);
+            fab_op_free(ep, op);
             return -FI_EAGAIN;
         }
         if (write) {
@@ -115,8 +115,7 @@ static ssize_t fab_rma(struct fab_ep *ep, int write, const struct iovec *iov, si
     else
         rc = cvia_read(buf, len, &desc, 0, &op->req);
     if (rc) {
-        free(op->bounce);
-        free(op);
+        fab_op_free(ep, op);
         return fab_errno(rc);
     }
     op->kind = FAB_RMA;
@@ -285,8 +284,9 @@ static ssize_t fab_atomic(struct fab_ep *ep, int kind, const void *buf, size_t c
     if ((rc = fab_ep_arm(ep)))
         return rc;
     n = sizeof(*a) + count * sz * (kind == FAB_AMO_COMPARE ? 2 : 1);
-    if (!(op = calloc(1, sizeof(*op))) || !(a = calloc(1, n))) {
-        free(op);
+    if (!(op = fab_op_new(1)) || !(a = calloc(1, n))) {
+        if (op)
+            fab_op_free(ep, op);
         return -FI_EAGAIN;
     }
     a->h.op = FAB_OP_AMO;
@@ -313,8 +313,7 @@ static ssize_t fab_atomic(struct fab_ep *ep, int kind, const void *buf, size_t c
     op->result = result;
     rc = cvia_isend(a, n, rank, FAB_TAG_BASE + epid, &op->req);
     if (rc) {
-        free(a);
-        free(op);
+        fab_op_free(ep, op);   /* and a, its wire */
         return fab_errno(rc);
     }
     fab_op_link(ep, op);
