@@ -395,6 +395,10 @@ struct fab_ep {
     double   next_check;
     uint64_t cookie_gen;
     uint32_t data_gen;           /* data tags handed out by CTS */
+    /* AMO answers (applied: to be sent, never applied again) that corevia
+     * had no request for, in order; sent at the next progress (fab_rma.c) */
+    struct fab_amo_owed *amo_owed, *amo_owed_tail;
+    unsigned long amo_stray;     /* AMO answers no operation of ours waited for */
     void    *wire_free;          /* spare send buffers of slot_size bytes */
     struct fab_rx *rx_free;      /* spare receive descriptors */
 };
@@ -500,6 +504,8 @@ void fab_op_free(struct fab_ep *ep, struct fab_op *op);   /* and what it holds *
  * a header-only FIN, CTS or DC, owed (retried at each progress and at
  * close) where there is no memory for it. */
 int fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n);
+/* The same, but an error leaves @buf the caller's. */
+int fab_send_ctrl_keep(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n);
 void fab_send_hdr(struct fab_ep *ep, int32_t rank, uint16_t epid, uint8_t op,
                   uint64_t cookie, int status, uint64_t tag);
 
@@ -513,6 +519,8 @@ void fab_rma_events(struct fab_ep *ep);                 /* ep->lock held */
 int  fab_rma_written(struct fab_ep *ep, struct fab_op *op);
 void fab_amo_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n);
 void fab_amo_resp(struct fab_ep *ep, int32_t rank, const char *buf, size_t n);
+/* Close: the AMO answers still owed, tried once more, then dropped (logged). */
+void fab_amo_owed_flush(struct fab_ep *ep);
 void fab_dom_mr_add(struct fab_domain *d, struct fab_mr *mr);
 void fab_dom_mr_del(struct fab_domain *d, struct fab_mr *mr);
 

@@ -185,15 +185,22 @@ void fab_op_free(struct fab_ep *ep, struct fab_op *op)
  * the message) or the peer's (gone: its side ends by liveness). */
 int fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n)
 {
+    int rc = fab_send_ctrl_keep(ep, rank, epid, buf, n);
+
+    if (rc)
+        free(buf);
+    return rc;
+}
+
+int fab_send_ctrl_keep(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n)
+{
     cvia_req_t req = NULL;
     int done = 0, rc;
 
     rc = fab_fault("ctrl_isend") ? -ENOMEM :
          cvia_isend(buf, n, rank, FAB_TAG_BASE + epid, &req);
-    if (rc) {
-        free(buf);
+    if (rc)
         return rc;
-    }
     cvia_reap(&req, &done, NULL);
     if (done) {
         free(buf);
