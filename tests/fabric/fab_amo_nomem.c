@@ -29,6 +29,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "fab_open.h"
 #include "name_swap.h"
 
 #define N 20
@@ -80,14 +81,11 @@ static int next(void **ctx)
 
 int main(int argc, char **argv)
 {
-    struct fi_info *hints = fi_allocinfo(), *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
+    struct fab_open o;
     struct fid_ep *ep;
-    struct fid_av *av;
     struct fid_mr *mr = NULL;
-    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
-    struct fi_av_attr ava = { .type = FI_AV_TABLE };
+    const char *what;
+    int rc0;
     struct { char name[64]; uint64_t addr, key; } mine = { .addr = 0 }, theirs;
     char path[2][512];
     size_t len = sizeof(mine.name);
@@ -100,23 +98,14 @@ int main(int argc, char **argv)
 
     EXPECT(argc == 3 && r, "usage: fab_amo_nomem DIR FAULT (under cvia-run -n 2)");
     me = atoi(r);
-    hints->caps = FI_TAGGED | FI_ATOMIC;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-    hints->fabric_attr->prov_name = strdup("corevia");
-    CHECK(fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &info));
-    fi_freeinfo(hints);
-    CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
-    CHECK(fi_domain(fabric, info, &domain, NULL));
-    CHECK(fi_av_open(domain, &ava, &av, NULL));
-    CHECK(fi_cq_open(domain, &cqa, &cq, NULL));
-    CHECK(fi_endpoint(domain, info, &ep, NULL));
-    CHECK(fi_ep_bind(ep, &av->fid, 0));
-    CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-    CHECK(fi_enable(ep));
+    what = fab_open_rdm(&o, FI_TAGGED | FI_ATOMIC,
+                        FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY, &rc0);
+    EXPECT(!what, "%s = %d (%s)", what, rc0, fi_strerror(-rc0));
+    ep = o.ep;
+    cq = o.cq;
     CHECK(fi_getname(&ep->fid, mine.name, &len));
     if (me == 1) {
-        CHECK(fi_mr_reg(domain, &counter, sizeof(counter), FI_REMOTE_READ | FI_REMOTE_WRITE,
+        CHECK(fi_mr_reg(o.domain, &counter, sizeof(counter), FI_REMOTE_READ | FI_REMOTE_WRITE,
                         0, 0, 0, &mr, NULL));
         mine.addr = (uint64_t)(uintptr_t)&counter;
         mine.key = fi_mr_key(mr);
@@ -128,7 +117,7 @@ int main(int argc, char **argv)
     const char *err = name_swap(path[me], path[1 - me], &mine, sizeof(mine), &theirs,
                                 sizeof(theirs), 3000);
     EXPECT(!err, "%s", err);
-    EXPECT(fi_av_insert(av, theirs.name, 1, &peer, 0, NULL) == 1, "fi_av_insert");
+    EXPECT(fi_av_insert(o.av, theirs.name, 1, &peer, 0, NULL) == 1, "fi_av_insert");
 
     if (me == 0) {
         uint64_t one = 1, old;
@@ -169,12 +158,8 @@ int main(int argc, char **argv)
     }
     if (mr)
         CHECK(fi_close(&mr->fid));
-    CHECK(fi_close(&ep->fid));
-    CHECK(fi_close(&av->fid));
-    CHECK(fi_close(&cq->fid));
-    CHECK(fi_close(&domain->fid));
-    CHECK(fi_close(&fabric->fid));
-    fi_freeinfo(info);
+    what = fab_close_rdm(&o, &rc0);
+    EXPECT(!what, "%s = %d (%s)", what, rc0, fi_strerror(-rc0));
     if (me == 0)
         printf("ok amo (%s), %d errors retried\n", argv[2], errors);
     return 0;

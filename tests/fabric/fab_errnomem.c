@@ -24,6 +24,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "fab_open.h"
+
 #define CHECK(call) do { long _rc = (long)(call); if (_rc < 0) { \
         fprintf(stderr, "fab_errnomem: %s:%d: %s = %ld (%s)\n", __FILE__, __LINE__, #call, \
                 _rc, fi_strerror((int)-_rc)); exit(1); } } while (0)
@@ -61,31 +63,18 @@ static int drain_errors(const char *ctx, int *seen, int err)
 
 int main(void)
 {
-    struct fi_info *hints, *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
+    struct fab_open o;
     struct fid_ep *ep;
-    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
-    struct fi_av_attr ava = { .type = FI_AV_TABLE };
+    const char *what;
+    int rc;
     static char rctx[N], pctx[N], buf[N][64];
     int seen[N] = { 0 }, refused[N] = { 0 };
     char fault[32];
 
-    hints = fi_allocinfo();
-    hints->caps = FI_TAGGED;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->fabric_attr->prov_name = strdup("corevia");
-    CHECK(fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &info));
-    fi_freeinfo(hints);
-    CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
-    CHECK(fi_domain(fabric, info, &domain, NULL));
-    CHECK(fi_av_open(domain, &ava, &av, NULL));
-    CHECK(fi_cq_open(domain, &cqa, &cq, NULL));
-    CHECK(fi_endpoint(domain, info, &ep, NULL));
-    CHECK(fi_ep_bind(ep, &av->fid, 0));
-    CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-    CHECK(fi_enable(ep));
+    what = fab_open_rdm(&o, FI_TAGGED, 0, &rc);
+    EXPECT(!what, "%s = %d (%s)", what, rc, fi_strerror(-rc));
+    ep = o.ep;
+    cq = o.cq;
 
     /* 1. cancelled receives */
     for (int i = 0; i < N; i++)
@@ -107,9 +96,9 @@ int main(void)
         struct iovec iov = { buf[i], sizeof(buf[i]) };
         struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
                                    .tag = 99, .context = &pctx[i] };
-        ssize_t rc = fi_trecvmsg(ep, &m, FI_PEEK);
-        EXPECT(rc == 0 || rc == -FI_EAGAIN, "peek %d: %zd", i, rc);
-        refused[i] = rc == -FI_EAGAIN;
+        ssize_t prc = fi_trecvmsg(ep, &m, FI_PEEK);
+        EXPECT(prc == 0 || prc == -FI_EAGAIN, "peek %d: %zd", i, prc);
+        refused[i] = prc == -FI_EAGAIN;
     }
     unsetenv("FAB_FAULT");
     for (int i = 0; i < N; i++)
@@ -124,12 +113,8 @@ int main(void)
     for (int i = 0; i < N; i++)
         EXPECT(seen[i] == 1, "peek %d: %d errors (of %d in all)", i, seen[i], got);
 
-    CHECK(fi_close(&ep->fid));
-    CHECK(fi_close(&av->fid));
-    CHECK(fi_close(&cq->fid));
-    CHECK(fi_close(&domain->fid));
-    CHECK(fi_close(&fabric->fid));
-    fi_freeinfo(info);
+    what = fab_close_rdm(&o, &rc);
+    EXPECT(!what, "%s = %d (%s)", what, rc, fi_strerror(-rc));
     printf("ok errnomem\n");
     return 0;
 }

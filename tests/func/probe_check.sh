@@ -7,9 +7,8 @@
 # however well formed, is never used.   probe_check.sh CVIA_RUN FUNC_PIPE
 set -u
 run=$1 prog=$2
-n=0 failed=0
-ok()  { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); echo "not ok $n - $1"; failed=1; }
+. "$(dirname "$0")/../tap.sh"
+bad() { fail "$@"; }
 dir=$(mktemp -d) || exit 1          # 0700: a private runtime directory
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$dir"' EXIT
@@ -93,7 +92,7 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
         bad "another user's: exit $rc, output: $out, cache: $(ls -l "$cache")"
     fi
 else
-    ok "# SKIP another user's file: needs root and the user nobody"
+    skip "another user's file: needs root and the user nobody"
 fi
 echo "1..$n"
-exit $failed
+[ "$failed" -eq 0 ]

@@ -468,6 +468,12 @@ int  shm_probe_load_end(const struct shm_probe_load *l, char *why, size_t cap);
  * was rejected (@rejected NULL: accepted); their length. */
 int  shm_cache_verdict(const char *text, int flags);
 int  shm_cache_stamp(char *buf, size_t cap, const char *rejected);
+/* After a probe's measurements (@rc): -ETIMEDOUT counts as busy; a
+ * rejection (-EBUSY, @why: 96 bytes) is logged and written to the cache
+ * @fd (@path) after @key; any other error logged. @what, @dflt: what was
+ * probed and what is used instead. Returns the probe's rc as it now is. */
+int  shm_probe_reject(int rc, int fd, const char *path, const char *key, char *why,
+                      const char *what, const char *dflt);
 /* The probes' per-boot cache file NAME (shm_tune.c): opened (created 0600,
  * not followed, refused unless this user's private regular file with one
  * link) and locked, waiting up to @wait_ms for a rank that measures; -1

@@ -229,7 +229,7 @@ int shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached, int flags)
     double best[PIECE_NSIZES][PIECE_NCHOICES], best2[PIECE_NSIZES][PIECE_NCHOICES];
     struct shm_probe_load load;
     int fd = -1, rc;
-    size_t p1, p2;
+    size_t p1 = 0, p2 = 0;
 
     *cached = 0;
     *piece = 0;
@@ -272,21 +272,7 @@ int shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached, int flags)
         snprintf(why, sizeof(why), "two measurements chose %zu and %zu bytes", p1, p2);
         rc = -EBUSY;
     }
-    if (rc == -ETIMEDOUT) {   /* out of its time: as busy, said once for all */
-        snprintf(why, sizeof(why), "it ran out of its time");
-        rc = -EBUSY;
-    }
-    if (rc && rc != -EBUSY)
-        cvia_info(SHM, "cannot measure the piece size (%s): whole slots", strerror(-rc));
-    if (rc == -EBUSY) {
-        size_t len = strlen(key);
-        cvia_info(SHM, "piece size probe rejected (%s): whole slots, measured again in %.0f s",
-                  why, SHM_PROBE_RETRY_S);
-        memcpy(text, key, len);
-        len += (size_t)shm_cache_stamp(text + len, sizeof(text) - len, why);
-        if (fd >= 0 && (ftruncate(fd, 0) || pwrite(fd, text, len, 0) != (ssize_t)len))
-            cvia_warn(SHM, "cannot write %s: %s", path, strerror(errno));
-    }
+    rc = shm_probe_reject(rc, fd, path, key, why, "piece size", "whole slots");
     if (!rc) {
         size_t len = strlen(key);
         *piece = p1;

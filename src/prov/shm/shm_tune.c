@@ -425,6 +425,33 @@ int shm_cache_stamp(char *buf, size_t cap, const char *rejected)
                     rejected ? rejected : "", rejected ? "\n" : "");
 }
 
+int shm_probe_reject(int rc, int fd, const char *path, const char *key, char *why,
+                     const char *what, const char *dflt)
+{
+    char text[512];
+    size_t len = strlen(key);
+
+    if (rc == -ETIMEDOUT) {   /* out of its time: as busy, said once for all */
+        strcpy(why, "it ran out of its time");
+        rc = -EBUSY;
+    }
+    if (rc && rc != -EBUSY)
+        cvia_info(SHM, "cannot measure the %s (%s): %s", what, strerror(-rc), dflt);
+    if (rc != -EBUSY)
+        return rc;
+    cvia_info(SHM, "%s probe rejected (%s): %s, measured again in %.0f s", what, why, dflt,
+              SHM_PROBE_RETRY_S);
+    if (len >= sizeof(text))
+        return rc;
+    memcpy(text, key, len);
+    len += (size_t)shm_cache_stamp(text + len, sizeof(text) - len, why);
+    if (len >= sizeof(text))
+        len = sizeof(text) - 1;
+    if (fd >= 0 && (ftruncate(fd, 0) || pwrite(fd, text, len, 0) != (ssize_t)len))
+        cvia_warn(SHM, "cannot write %s: %s", path, strerror(errno));
+    return rc;
+}
+
 /* The cache file NAME ("tune", "piece"): $XDG_RUNTIME_DIR/corevia-shm-NAME
  * if this user has a private runtime directory, else (root, cron)
  * /dev/shm/corevia-shm-NAME-UID, emptied at boot too. */
@@ -553,7 +580,7 @@ int shm_tune_threshold_window(uint32_t nslots, uint32_t slot_size, size_t coop_f
     double ring[TUNE_NSIZES], cma[TUNE_NSIZES], ring2[TUNE_NSIZES], cma2[TUNE_NSIZES];
     struct shm_probe_load load;
     int fd = -1, rc;
-    size_t thr, thr2 = 0;
+    size_t thr = 0, thr2 = 0;
 
     *cached = 0;
     shm_boot_id(boot, sizeof(boot));
@@ -599,21 +626,7 @@ int shm_tune_threshold_window(uint32_t nslots, uint32_t slot_size, size_t coop_f
         snprintf(why, sizeof(why), "two measurements chose %zu and %zu bytes", thr, thr2);
         rc = -EBUSY;
     }
-    if (rc == -ETIMEDOUT) {   /* out of its time: as busy, said once for all */
-        snprintf(why, sizeof(why), "it ran out of its time");
-        rc = -EBUSY;
-    }
-    if (rc && rc != -EBUSY)
-        cvia_info(SHM, "cannot measure the rendezvous threshold (%s): 32k", strerror(-rc));
-    if (rc == -EBUSY) {
-        size_t len = strlen(key);
-        cvia_info(SHM, "rendezvous threshold probe rejected (%s): 32k, measured again in "
-                  "%.0f s", why, SHM_PROBE_RETRY_S);
-        memcpy(text, key, len);
-        len += (size_t)shm_cache_stamp(text + len, sizeof(text) - len, why);
-        if (fd >= 0 && (ftruncate(fd, 0) || pwrite(fd, text, len, 0) != (ssize_t)len))
-            cvia_warn(SHM, "cannot write %s: %s", path, strerror(errno));
-    }
+    rc = shm_probe_reject(rc, fd, path, key, why, "rendezvous threshold", "32k");
     if (!rc) {
         size_t len = strlen(key);
         for (int i = 0; i < TUNE_NSIZES; i++) {   /* the faster of the two, each */
