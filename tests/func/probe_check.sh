@@ -54,7 +54,7 @@ fi
 
 # an accepted probe (one measurement, no check: CVIA_SHM_PROBE_CHECK=n)
 out=$(CVIA_SHM_PROBE_CHECK=n job); rc=$?
-if [ $rc -eq 0 ] && grep -q "^threshold [0-9]*$" "$cache" && grep -q "^probed [0-9]*$" "$cache"; then
+if [ $rc -eq 0 ] && grep -q "^threshold [0-9]*$" "$cache" && grep -q "^probed [0-9.]*$" "$cache"; then
     ok "an accepted probe is cached with its date"
 else
     bad "accepted: exit $rc, output: $out, cache: $(cat "$cache")"

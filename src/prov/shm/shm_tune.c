@@ -402,15 +402,37 @@ static double boot_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* When this process started, in CLOCK_BOOTTIME seconds (/proc/self/stat's
+ * 22nd field); 0 where it cannot be read. */
+static double self_start_s(void)
+{
+    char buf[1024], *p;
+    unsigned long long ticks;
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    if (!(p = strrchr(buf, ')')) ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+               "%*d %*d %llu", &ticks) != 1)
+        return 0;
+    return (double)ticks / (double)sysconf(_SC_CLK_TCK);
+}
+
 int shm_cache_verdict(const char *text, int flags)
 {
     const char *p = strstr(text, "\nprobed ");
     double at, age;
 
-    if ((flags & SHM_PROBE_AGAIN) || !p || sscanf(p, "\nprobed %lf", &at) != 1)
+    if (!p || sscanf(p, "\nprobed %lf", &at) != 1)
+        return -1;
+    /* measure again, unless another rank of this job did since we started */
+    if ((flags & SHM_PROBE_AGAIN) && at < self_start_s())
         return -1;
     age = boot_s() - at;
-    if (age < 0)
+    if (age < -1)   /* from the future: not this boot's clock */
         return -1;
     if (strstr(text, "\nrejected "))   /* not for one who wants no check */
         return age < SHM_PROBE_RETRY_S && !(flags & SHM_PROBE_NOCHECK) ? 0 : -1;
@@ -419,9 +441,7 @@ int shm_cache_verdict(const char *text, int flags)
 
 int shm_cache_stamp(char *buf, size_t cap, const char *rejected)
 {
-    /* whole seconds, rounded down: an age read at once is 0, never below */
-    return snprintf(buf, cap, "probed %lld\n%s%s%s", (long long)boot_s(),
-                    rejected ? "rejected " : "",
+    return snprintf(buf, cap, "probed %.3f\n%s%s%s", boot_s(), rejected ? "rejected " : "",
                     rejected ? rejected : "", rejected ? "\n" : "");
 }
 
