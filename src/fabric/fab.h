@@ -223,6 +223,10 @@ struct fab_cqerr {
     struct fab_cqerr *next;
     struct fi_cq_err_entry e;
 };
+/* The room an error record takes (fab_cq_push_err): a failed receive's
+ * descriptor has it, a send, RMA or atomic reserves it when it begins. */
+#define FAB_CQERR_ROOM sizeof(struct fab_cqerr)
+#define FAB_CQ_ERR_RESERVE 16   /* records a CQ keeps for errors with no room */
 
 struct fab_ep;
 
@@ -253,6 +257,9 @@ struct fab_cq {
     struct fab_cqe *ring;
     size_t head, len, cap;   /* cap: a power of two */
     struct fab_cqerr *err_head, *err_tail;
+    struct fab_cqerr *err_spare;   /* the reserve (lock) */
+    unsigned err_nspare;
+    unsigned long err_lost;  /* errors that found neither memory nor reserve */
     struct fab_epset set;    /* endpoints to progress when read */
     unsigned idle;           /* empty reads in a row, when lock is off */
     atomic_int drained;      /* a read emptied the queue: the next read
@@ -336,6 +343,8 @@ struct fab_op {
     struct fab_rx *rx;       /* RD: the receive being filled */
     uint64_t cookie;         /* RD: the sender's handle; RTS, AMO: ours */
     void    *result;         /* AMO: where the old values go */
+    void    *err_room;       /* an operation that reports: its error's record
+                              * (FAB_CQERR_ROOM bytes, fab_op_new) */
     size_t   iov_count;      /* RMA read into several iovs: scatter at the end */
     struct iovec iov[FAB_IOV_MAX];
 };
@@ -386,6 +395,10 @@ struct fab_ep {
     double   next_check;
     uint64_t cookie_gen;
     uint32_t data_gen;           /* data tags handed out by CTS */
+    /* AMO answers (applied: to be sent, never applied again) that corevia
+     * had no request for, in order; sent at the next progress (fab_rma.c) */
+    struct fab_amo_owed *amo_owed, *amo_owed_tail;
+    unsigned long amo_stray;     /* AMO answers no operation of ours waited for */
     void    *wire_free;          /* spare send buffers of slot_size bytes */
     struct fab_rx *rx_free;      /* spare receive descriptors */
 };
@@ -423,7 +436,11 @@ int  fab_epset_add(struct fab_epset *set, struct fab_ep *ep);
 void fab_epset_del(struct fab_epset *set, struct fab_ep *ep);
 void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
                  void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
-void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+/* An error completion. @room: memory the caller gives up to carry it
+ * (malloc'd, FAB_CQERR_ROOM bytes at least: a failed receive's descriptor,
+ * an operation's err_room), so that it cannot be lost; NULL: allocated,
+ * else from the CQ's reserve. */
+void fab_cq_push_err(struct fab_cq *cq, void *room, void *ctx, uint64_t flags, size_t len,
                      uint64_t data, uint64_t tag, size_t olen, int err, int prov_errno);
 
 /* fab_ep.c */
@@ -477,12 +494,18 @@ void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);
 
 void fab_op_link(struct fab_ep *ep, struct fab_op *op);
+/* A zeroed operation; @reports: it may end in an error completion, whose
+ * record it holds from now on (err_room). NULL without memory. */
+struct fab_op *fab_op_new(int reports);
+void fab_op_free(struct fab_ep *ep, struct fab_op *op);   /* and what it holds */
 /* Send @buf (malloc'd, @n bytes; freed once sent, or at once on an
  * error) to (@rank, @epid); nobody waits for its completion. 0, or
  * corevia's error: -ENOMEM (no request now) or the peer's. fab_send_hdr:
  * a header-only FIN, CTS or DC, owed (retried at each progress and at
  * close) where there is no memory for it. */
 int fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n);
+/* The same, but an error leaves @buf the caller's. */
+int fab_send_ctrl_keep(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n);
 void fab_send_hdr(struct fab_ep *ep, int32_t rank, uint16_t epid, uint8_t op,
                   uint64_t cookie, int status, uint64_t tag);
 
@@ -496,6 +519,8 @@ void fab_rma_events(struct fab_ep *ep);                 /* ep->lock held */
 int  fab_rma_written(struct fab_ep *ep, struct fab_op *op);
 void fab_amo_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n);
 void fab_amo_resp(struct fab_ep *ep, int32_t rank, const char *buf, size_t n);
+/* Close: the AMO answers still owed, tried once more, then dropped (logged). */
+void fab_amo_owed_flush(struct fab_ep *ep);
 void fab_dom_mr_add(struct fab_domain *d, struct fab_mr *mr);
 void fab_dom_mr_del(struct fab_domain *d, struct fab_mr *mr);
 

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "fabric/fab.h"
+#include "util/log.h"
 
 static void fab_epset_progress(struct fab_epset *set)
 {
@@ -84,7 +85,7 @@ void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
         struct fab_cqe *r = malloc(cap * sizeof(*r));
         if (!r) {   /* keep the event: report it as an error instead */
             fab_unlock(&cq->lock);
-            fab_cq_push_err(cq, ctx, flags, len, data, tag, 0, FI_ENOMEM, 0);
+            fab_cq_push_err(cq, NULL, ctx, flags, len, data, tag, 0, FI_ENOMEM, 0);
             return;
         }
         for (size_t i = 0; i < cq->len; i++)
@@ -101,13 +102,39 @@ void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
     fab_cq_wake(cq);
 }
 
-void fab_cq_push_err(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+/* The record of an error, which nothing may lose for want of memory:
+ * @room when the caller gives one (the failed operation's own memory, or
+ * a record it reserved when the operation began: malloc'd, at least
+ * FAB_CQERR_ROOM bytes, the CQ's from now on), else a new one, else one
+ * of the CQ's reserve (taken at its open, refilled by fi_cq_readerr). */
+static struct fab_cqerr *fab_cqerr_get(struct fab_cq *cq, void *room)
+{
+    struct fab_cqerr *x = room;
+
+    if (x || (x = fab_fault("cqerr") ? NULL : malloc(sizeof(*x))))
+        return x;
+    fab_lock(&cq->lock);
+    if ((x = cq->err_spare)) {
+        cq->err_spare = x->next;
+        cq->err_nspare--;
+    } else {
+        cq->err_lost++;
+    }
+    fab_unlock(&cq->lock);
+    return x;
+}
+
+void fab_cq_push_err(struct fab_cq *cq, void *room, void *ctx, uint64_t flags, size_t len,
                      uint64_t data, uint64_t tag, size_t olen, int err, int prov_errno)
 {
-    struct fab_cqerr *x = calloc(1, sizeof(*x));
+    struct fab_cqerr *x = fab_cqerr_get(cq, room);
 
-    if (!x)
-        return;   /* nothing left to report it with */
+    if (!x) {   /* only a completion that had no room of its own (fab_cq_push) */
+        cvia_warn(CORE, "libfabric provider: no memory to report error %d (context %p); "
+                  "%lu errors lost on this CQ", err, ctx, (unsigned long)cq->err_lost);
+        return;
+    }
+    memset(x, 0, sizeof(*x));
     x->e.op_context = ctx;
     x->e.flags = flags;
     x->e.len = len;
@@ -228,6 +255,14 @@ static ssize_t fab_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, u
         memcpy(buf, &x->e, offsetof(struct fi_cq_err_entry, err_data_size));
         buf->err_data = NULL;
     }
+    fab_lock(&cq->lock);   /* the reserve refilled first */
+    if (cq->err_nspare < FAB_CQ_ERR_RESERVE) {
+        x->next = cq->err_spare;
+        cq->err_spare = x;
+        cq->err_nspare++;
+        x = NULL;
+    }
+    fab_unlock(&cq->lock);
     free(x);
     return 1;
 }
@@ -384,6 +419,15 @@ static struct fi_ops_cq fab_cq_ops = {
     .strerror = fab_cq_strerror,
 };
 
+static void fab_cqerr_free(struct fab_cqerr *x)
+{
+    while (x) {
+        struct fab_cqerr *next = x->next;
+        free(x);
+        x = next;
+    }
+}
+
 static int fab_cq_close(struct fid *fid)
 {
     struct fab_cq *cq = fab_of(fid, struct fab_cq, fid.fid);
@@ -391,11 +435,8 @@ static int fab_cq_close(struct fid *fid)
     if (atomic_load(&cq->refs))
         return -FI_EBUSY;
     fab_wait_close(cq->w);
-    while (cq->err_head) {
-        struct fab_cqerr *x = cq->err_head;
-        cq->err_head = x->next;
-        free(x);
-    }
+    fab_cqerr_free(cq->err_head);
+    fab_cqerr_free(cq->err_spare);
     atomic_fetch_sub(&cq->dom->refs, 1);
     free(cq->ring);
     free(cq);
@@ -488,9 +529,22 @@ int fab_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
         free(cq);
         return -FI_ENOMEM;
     }
+    for (int i = 0; i < FAB_CQ_ERR_RESERVE; i++) {
+        struct fab_cqerr *x = malloc(sizeof(*x));
+        if (!x) {
+            fab_cqerr_free(cq->err_spare);
+            free(cq->ring);
+            free(cq);
+            return -FI_ENOMEM;
+        }
+        x->next = cq->err_spare;
+        cq->err_spare = x;
+        cq->err_nspare++;
+    }
     if (attr && attr->wait_obj == FI_WAIT_FD) {
         int rc = fab_wait_open(dom, &cq->w);
         if (rc) {
+            fab_cqerr_free(cq->err_spare);
             free(cq->ring);
             free(cq);
             return rc;

@@ -63,6 +63,7 @@ static int fab_ep_close(struct fid *fid)
     fab_lock(&ep->lock);
     if (ep->enabled) {
         fab_ep_flush(ep, -FI_ECANCELED);
+        fab_amo_owed_flush(ep);
         /* messages still arriving into the inbox finish first */
         if (ep->armed) {
             fab_held_drop(ep);

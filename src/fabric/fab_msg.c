@@ -21,8 +21,10 @@ static uint64_t fab_kind(int tagged)
 }
 
 /* A transmit with completion @flags and @context is over with @rc;
- * @report: it asked for a completion entry. */
-static void fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int report, int rc)
+ * @report: it asked for a completion entry. An error's record is *@room
+ * (taken: NULL after), which the transmit reserved when it began. */
+static void fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int report, int rc,
+                       void **room)
 {
     struct fab_cntr *cntr = !(flags & (FI_RMA | FI_ATOMIC)) ? ep->tx_cntr
                           : flags & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
@@ -36,14 +38,16 @@ static void fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int rep
     }
     if (cntr)
         fab_cntr_bump(cntr, 1);
-    if (ep->tx_cq)   /* errors are reported whatever the completion flags */
-        fab_cq_push_err(ep->tx_cq, context, flags, 0, 0, 0, 0,
+    if (ep->tx_cq) {   /* errors are reported whatever the completion flags */
+        fab_cq_push_err(ep->tx_cq, *room, context, flags, 0, 0, 0, 0,
                         -fab_errno(rc), rc < 0 ? -rc : rc);
+        *room = NULL;
+    }
 }
 
 static void fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
 {
-    fab_tx_end(ep, op->flags, op->context, op->report, rc);
+    fab_tx_end(ep, op->flags, op->context, op->report, rc, &op->err_room);
 }
 
 /* A receive got its message (@msg_len bytes were sent, at most rx->cap
@@ -69,10 +73,12 @@ static void fab_rx_done(struct fab_ep *ep, struct fab_rx *rx, int rc, size_t msg
     } else {
         if (ep->rx_cntr)
             fab_cntr_bump(ep->rx_cntr, 1);
-        if (ep->rx_cq)
-            fab_cq_push_err(ep->rx_cq, rx->context, flags, got, data, tag,
+        if (ep->rx_cq) {   /* the descriptor carries the error */
+            fab_cq_push_err(ep->rx_cq, rx, rx->context, flags, got, data, tag,
                             rc == -CVIA_ETRUNC ? msg_len - got : 0, -fab_errno(rc),
                             rc < 0 ? -rc : rc);
+            return;
+        }
     }
     rx->next = ep->rx_free;
     ep->rx_free = rx;
@@ -146,7 +152,20 @@ void fab_op_link(struct fab_ep *ep, struct fab_op *op)
     ep->ops = op;
 }
 
-static void fab_op_free(struct fab_ep *ep, struct fab_op *op)
+_Static_assert(sizeof(struct fab_rx) >= FAB_CQERR_ROOM, "a receive carries its error");
+
+struct fab_op *fab_op_new(int reports)
+{
+    struct fab_op *op = calloc(1, sizeof(*op));
+
+    if (op && reports && !(op->err_room = malloc(FAB_CQERR_ROOM))) {
+        free(op);
+        op = NULL;
+    }
+    return op;
+}
+
+void fab_op_free(struct fab_ep *ep, struct fab_op *op)
 {
     if (op->mr)
         cvia_mr_dereg(op->mr);
@@ -155,6 +174,7 @@ static void fab_op_free(struct fab_ep *ep, struct fab_op *op)
     else
         free(op->wire);
     free(op->bounce);
+    free(op->err_room);
     free(op);
 }
 
@@ -165,15 +185,22 @@ static void fab_op_free(struct fab_ep *ep, struct fab_op *op)
  * the message) or the peer's (gone: its side ends by liveness). */
 int fab_send_ctrl(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n)
 {
+    int rc = fab_send_ctrl_keep(ep, rank, epid, buf, n);
+
+    if (rc)
+        free(buf);
+    return rc;
+}
+
+int fab_send_ctrl_keep(struct fab_ep *ep, int32_t rank, uint16_t epid, void *buf, size_t n)
+{
     cvia_req_t req = NULL;
     int done = 0, rc;
 
     rc = fab_fault("ctrl_isend") ? -ENOMEM :
          cvia_isend(buf, n, rank, FAB_TAG_BASE + epid, &req);
-    if (rc) {
-        free(buf);
+    if (rc)
         return rc;
-    }
     cvia_reap(&req, &done, NULL);
     if (done) {
         free(buf);
@@ -295,7 +322,7 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
         rc = cvia_inject(&hs, hl, count ? iov[0].iov_base : NULL, len, rank,
                          FAB_TAG_BASE + epid);
         if (rc == 0) {
-            fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, 0);
+            fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, 0, NULL);
             return 0;
         }
         if (rc != -EAGAIN)
@@ -332,10 +359,18 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
                        * on which perf found the sender waiting, the store
                        * into the peer's ring just before it */
             fab_wire_put(ep, h);
-            fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, rc);
+            if (rc) {   /* failed at once: no record for it, no completion */
+                void *room = malloc(FAB_CQERR_ROOM);
+                if (!room)
+                    return fab_errno(rc);
+                fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, rc, &room);
+                free(room);
+                return 0;
+            }
+            fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, 0, NULL);
             return 0;
         }
-        if (!(op = calloc(1, sizeof(*op)))) {
+        if (!(op = fab_op_new(1))) {
             (void)cvia_wait(&req, NULL);
             fab_wire_put(ep, h);
             return -FI_ENOMEM;
@@ -349,8 +384,9 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
         struct fab_rts *r;
         const void *buf = count ? iov[0].iov_base : NULL;
 
-        if (!(op = calloc(1, sizeof(*op))) || !(r = calloc(1, sizeof(*r)))) {
-            free(op);
+        if (!(op = fab_op_new(1)) || !(r = calloc(1, sizeof(*r)))) {
+            if (op)
+                fab_op_free(ep, op);
             return -FI_EAGAIN;
         }
         op->wire = r;
@@ -687,9 +723,12 @@ static void fab_fail_all(struct fab_ep *ep, int err)
         while (ep->posted_head[q]) {
             struct fab_rx *rx = ep->posted_head[q];
             Q_REMOVE(ep->posted_head[q], ep->posted_tail[q], rx);
-            if (ep->rx_cq)
-                fab_cq_push_err(ep->rx_cq, rx->context, FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG)),
+            if (ep->rx_cq) {   /* the descriptor carries the error */
+                fab_cq_push_err(ep->rx_cq, rx, rx->context,
+                                FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG)),
                                 0, 0, rx->tag, 0, -err, CVIA_EBOOT);
+                continue;
+            }
             rx->next = ep->rx_free;
             ep->rx_free = rx;
         }
@@ -842,10 +881,15 @@ static ssize_t fab_recv(struct fab_ep *ep, const struct iovec *iov, size_t count
             if (!u->claimed && (rank < 0 || (u->rank == rank && u->epid == epid)) &&
                 (!tagged || ((u->tag ^ tag) & ~ignore) == 0))
                 break;
-        if (!u) {
-            if (ep->rx_cq)
-                fab_cq_push_err(ep->rx_cq, context, FI_RECV | fab_kind(tagged), 0, 0, tag,
+        if (!u) {   /* FI_ENOMSG, in a receive descriptor (none: ask again) */
+            if (ep->rx_cq) {
+                if ((rx = ep->rx_free))
+                    ep->rx_free = rx->next;
+                else if (!(rx = malloc(sizeof(*rx))))
+                    return -FI_EAGAIN;
+                fab_cq_push_err(ep->rx_cq, rx, context, FI_RECV | fab_kind(tagged), 0, 0, tag,
                                 0, FI_ENOMSG, 0);
+            }
             return 0;
         }
         uint64_t cf = FI_RECV | fab_kind(tagged) | (u->hflags & FAB_H_DATA ? FI_REMOTE_CQ_DATA : 0);
@@ -919,9 +963,12 @@ int fab_cancel_locked(struct fab_ep *ep, void *context)
         for (struct fab_rx *rx = ep->posted_head[q]; rx; rx = rx->next)
             if (rx->context == context) {
                 Q_REMOVE(ep->posted_head[q], ep->posted_tail[q], rx);
-                if (ep->rx_cq)
-                    fab_cq_push_err(ep->rx_cq, context, FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG)),
+                if (ep->rx_cq) {   /* the descriptor carries the error */
+                    fab_cq_push_err(ep->rx_cq, rx, context,
+                                    FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG)),
                                     0, 0, rx->tag, 0, FI_ECANCELED, 0);
+                    return 0;
+                }
                 rx->next = ep->rx_free;
                 ep->rx_free = rx;
                 return 0;

@@ -14,11 +14,13 @@
  * operands, the target's provider checks the region against the
  * registrations of its domain and applies the operation in its progress,
  * AMO_RESP brings the status and the old values back. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fabric/fab.h"
 #include "fabric/fab_amo.h"
+#include "util/log.h"
 
 /* ---- registration table of a domain (the target side of atomics) ------------ */
 
@@ -87,14 +89,14 @@ static ssize_t fab_rma(struct fab_ep *ep, int write, const struct iovec *iov, si
         return -FI_EOPNOTSUPP;
     if ((rc = fab_tx_begin(ep, iov, count, peer, flags, &rank, &epid, &len)))
         return rc;
-    if (!(op = calloc(1, sizeof(*op))))
+    if (!(op = fab_op_new(1)))
         return -FI_EAGAIN;
     buf = count ? iov[0].iov_base : NULL;
     if (count > 1 || (flags & FI_INJECT)) {
         /* one contiguous buffer: gathered now (writes, injects), scattered
          * at completion (reads) */
         if (len && !(buf = op->bounce = malloc(len))) {
-            free(op);
+            fab_op_free(ep, op);
             return -FI_EAGAIN;
         }
         if (write) {
@@ -115,8 +117,7 @@ static ssize_t fab_rma(struct fab_ep *ep, int write, const struct iovec *iov, si
     else
         rc = cvia_read(buf, len, &desc, 0, &op->req);
     if (rc) {
-        free(op->bounce);
-        free(op);
+        fab_op_free(ep, op);
         return fab_errno(rc);
     }
     op->kind = FAB_RMA;
@@ -237,11 +238,15 @@ int fab_rma_written(struct fab_ep *ep, struct fab_op *op)
 }
 
 /* Immediate events of writes with data: completions on the receive CQ. */
+static void fab_amo_owed_retry(struct fab_ep *ep);
+
 void fab_rma_events(struct fab_ep *ep)
 {
     cvia_imm_event_t ev[16];
     int n;
 
+    if (ep->amo_owed)
+        fab_amo_owed_retry(ep);
     if (!(ep->caps & FI_RMA) || !ep->rx_cq)
         return;
     while ((n = cvia_imm_poll(ev, 16)) > 0)
@@ -285,8 +290,9 @@ static ssize_t fab_atomic(struct fab_ep *ep, int kind, const void *buf, size_t c
     if ((rc = fab_ep_arm(ep)))
         return rc;
     n = sizeof(*a) + count * sz * (kind == FAB_AMO_COMPARE ? 2 : 1);
-    if (!(op = calloc(1, sizeof(*op))) || !(a = calloc(1, n))) {
-        free(op);
+    if (!(op = fab_op_new(1)) || !(a = calloc(1, n))) {
+        if (op)
+            fab_op_free(ep, op);
         return -FI_EAGAIN;
     }
     a->h.op = FAB_OP_AMO;
@@ -313,19 +319,94 @@ static ssize_t fab_atomic(struct fab_ep *ep, int kind, const void *buf, size_t c
     op->result = result;
     rc = cvia_isend(a, n, rank, FAB_TAG_BASE + epid, &op->req);
     if (rc) {
-        free(a);
-        free(op);
+        fab_op_free(ep, op);   /* and a, its wire */
         return fab_errno(rc);
     }
     fab_op_link(ep, op);
     return 0;
 }
 
-/* The target: apply an AMO from (@rank, @epid), answer with the old values. */
+/* An AMO answer waiting for a corevia request to carry it: the answer
+ * (header and old values, @n bytes, the malloc'd block that is sent)
+ * with this link after it, in the same block. */
+struct fab_amo_owed {
+    struct fab_amo_owed *next;
+    void    *buf;
+    size_t   n;
+    int32_t  rank;
+    uint16_t epid;
+};
+#define FAB_AMO_LINK_AT(n) (((n) + 7) & ~(size_t)7)
+
+/* Send answer @r (@n bytes, FAB_AMO_LINK_AT(n) + a link allocated) to
+ * (@rank, @epid), or owe it: the AMO is applied, so the answer is the
+ * initiator's only way to learn its result. 0: sent or owed; -ENOMEM:
+ * owed and the ones after it must wait (order kept). */
+static int fab_amo_answer(struct fab_ep *ep, int32_t rank, uint16_t epid, void *r, size_t n,
+                          int queued)
+{
+    struct fab_amo_owed *o = (void *)((char *)r + FAB_AMO_LINK_AT(n));
+    int rc = queued || !ep->amo_owed ? fab_send_ctrl_keep(ep, rank, epid, r, n) : -ENOMEM;
+
+    if (rc == 0)
+        return 0;
+    if (rc != -ENOMEM && rc != -EAGAIN) {   /* the peer is gone (or worse: say so) */
+        if (cvia_peer_alive(rank) != 0)
+            cvia_error(CORE, "libfabric provider: an atomic's answer to rank %d is lost: %s",
+                       rank, cvia_strerror(rc));
+        free(r);
+        return 0;
+    }
+    if (!queued) {   /* after those already owed */
+        *o = (struct fab_amo_owed){ NULL, r, n, rank, epid };
+        if (ep->amo_owed_tail)
+            ep->amo_owed_tail->next = o;
+        else
+            ep->amo_owed = o;
+        ep->amo_owed_tail = o;
+    }
+    return -ENOMEM;
+}
+
+static void fab_amo_owed_retry(struct fab_ep *ep)
+{
+    struct fab_amo_owed *o;
+
+    while ((o = ep->amo_owed)) {
+        struct fab_amo_owed *next = o->next;
+        if (fab_amo_answer(ep, o->rank, o->epid, o->buf, o->n, 1))
+            return;
+        if (!(ep->amo_owed = next))   /* o went with its block */
+            ep->amo_owed_tail = NULL;
+    }
+}
+
+void fab_amo_owed_flush(struct fab_ep *ep)
+{
+    unsigned left = 0;
+    int32_t first = ep->amo_owed ? ep->amo_owed->rank : -1;
+
+    fab_amo_owed_retry(ep);
+    while (ep->amo_owed) {
+        struct fab_amo_owed *o = ep->amo_owed;
+        ep->amo_owed = o->next;
+        free(o->buf);
+        left++;
+    }
+    ep->amo_owed_tail = NULL;
+    if (left)
+        cvia_warn(CORE, "libfabric provider: endpoint %u closes owing %u atomics' answers "
+                  "for want of memory (the first to rank %d); their initiators wait",
+                  (unsigned)ep->epid, left, first);
+}
+
+/* The target: apply an AMO from (@rank, @epid), answer with the old values.
+ * Without memory for the answer the AMO is not applied, and the answer
+ * says so (-ENOMEM, header only: owed like a FIN if need be). */
 void fab_amo_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
 {
     const struct fab_amo *a = (const void *)buf;
-    size_t sz = fab_amo_size(a->dt), want;
+    size_t sz = fab_amo_size(a->dt), want, rn;
     struct fab_hdr *r;
     uint64_t access;
     int rc;
@@ -335,8 +416,12 @@ void fab_amo_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
         rc = -EINVAL;
     else
         rc = 0;
-    if (!(r = calloc(1, sizeof(*r) + (size_t)a->count * sz)))
-        return;   /* the initiator's liveness check ends its wait if we are gone */
+    rn = sizeof(*r) + (rc ? 0 : (size_t)a->count * sz);
+    if (!(r = fab_fault("amo_answer") ? NULL
+                                      : calloc(1, FAB_AMO_LINK_AT(rn) + sizeof(struct fab_amo_owed)))) {
+        fab_send_hdr(ep, rank, a->h.src_epid, FAB_OP_AMO_RESP, a->h.cookie, -ENOMEM, 0);
+        return;
+    }
     r->op = FAB_OP_AMO_RESP;
     r->src_epid = ep->epid;
     r->cookie = a->h.cookie;
@@ -348,10 +433,18 @@ void fab_amo_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
     }
     r->status = rc;
     r->len = rc == 0 && a->kind != FAB_AMO_WRITE ? (size_t)a->count * sz : 0;
-    fab_send_ctrl(ep, rank, a->h.src_epid, r, sizeof(*r) + r->len);
+    rn = sizeof(*r) + r->len;
+    struct fab_hdr *dup = fab_fault("amo_twice") ? malloc(rn) : NULL;   /* the tests' */
+    if (dup)
+        memcpy(dup, r, rn);
+    (void)fab_amo_answer(ep, rank, a->h.src_epid, r, rn, 0);   /* r is gone after it */
+    if (dup)
+        (void)fab_send_ctrl(ep, rank, a->h.src_epid, dup, rn);
 }
 
-/* The initiator: the answer to one of our AMOs. */
+/* The initiator: the answer to one of our AMOs. One that no operation
+ * waits for (its operation already ended: the peer was taken for gone;
+ * or a second answer) is counted and logged, and touches nothing. */
 void fab_amo_resp(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
 {
     const struct fab_hdr *h = (const void *)buf;
@@ -366,6 +459,11 @@ void fab_amo_resp(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
                 op->fin_rc = -EPROTO;
             return;
         }
+    ep->amo_stray++;
+    if ((ep->amo_stray & (ep->amo_stray - 1)) == 0)   /* 1, 2, 4, ...: not a flood */
+        cvia_warn(CORE, "libfabric provider: endpoint %u: %lu stray atomic answers (the "
+                  "last from rank %d, for no operation in flight: ended already or "
+                  "answered twice), dropped", (unsigned)ep->epid, ep->amo_stray, rank);
 }
 
 static ssize_t fab_atomic_write(struct fid_ep *fep, const void *buf, size_t count, void *desc,

@@ -15,6 +15,10 @@ dir=$(mktemp -d) || exit 1          # 0700: a private runtime directory
 trap 'rm -rf "$dir"' EXIT
 export XDG_RUNTIME_DIR=$dir CVIA_LOG=info
 unset CVIA_SHM_PIECE
+# one measurement, cached as it is: these checks are of the cache's use
+# (the validation of a probe: probe_check.sh)
+export CVIA_SHM_PROBE_CHECK=n
+unset CVIA_SHM_REPROBE
 job() { timeout 60 "$run" -n 2 -- "$prog" "$@" 2>&1; }
 cache=$dir/corevia-shm-piece
 

@@ -14,6 +14,10 @@ dir=$(mktemp -d) || exit 1          # 0700: a private runtime directory
 trap 'rm -rf "$dir"' EXIT
 export XDG_RUNTIME_DIR=$dir
 unset CVIA_SHM_RNDV_THRESHOLD CVIA_SHM_RNDV_WINDOW
+# one measurement, cached as it is: these checks are of the cache's use
+# (the validation of a probe: probe_check.sh)
+export CVIA_SHM_PROBE_CHECK=n
+unset CVIA_SHM_REPROBE
 job() { timeout 60 "$run" -n 2 -- "$prog" info 2>&1; }
 cache=$dir/corevia-shm-tune
 

@@ -17,7 +17,18 @@
  *                the checksum, aim them at a peer, put their sequence and
  *                acknowledgement in the window, point their one-sided
  *                fields at the region or a waiting request; or post a
- *                send, a write, a read; or let the clock run.
+ *                send, a write, a read; or let the clock run. The length's
+ *                top bits (FZ_Q_*): queue the datagram into the link's
+ *                receive batch instead of feeding it alone, and forge it
+ *                (sealed, then its payload altered or cut: its header
+ *                passes the first checks, its MAC fails).
+ * A batch goes through cvia__dg_rx as a link's receive call would hand it
+ * over: the MACs of the batch at once and the receiver's copy in NH's pass
+ * (cvia__dg_place, cvia__nh2c) into the receive under way. With the MAC
+ * on, every sealed payload byte has its top bit clear and every forged one
+ * has it set, and DESIGN.md's invariant ("Authentication") is checked: a
+ * receive's filled part (below rx_got) and a completed receive hold no
+ * forged byte; a forged datagram may write only past rx_got.
  * The clock is virtual (cvia__dg_now is defined here), so every input
  * replays the same way.
  *
@@ -66,6 +77,8 @@ struct fz_rx {                  /* a receive the engine asked for */
 };
 
 static struct fz_rx *rx_live;   /* matched, not completed */
+static int fz_auth;             /* the MAC is on: forged bytes are marked (top bit) */
+static unsigned long n_placed, n_placed_forged;   /* FUZZ_DGRAM_STATS */
 static unsigned char region[REGION_LEN];
 static struct cvia_xfer user[NUSER];    /* sends, writes, reads of this rank */
 static unsigned char ubuf[NUSER][UBUF];
@@ -105,6 +118,10 @@ static void fz_complete(void *core, struct cvia_xfer *x, int status)
             struct fz_rx *r = *l;
             CHECK(status || x->msg_len <= x->len, "a truncated receive completed without error");
             CHECK(x->done <= x->msg_len, "receive done %zu of %zu", x->done, x->msg_len);
+            if (fz_auth && !status)   /* nothing forged is ever delivered */
+                for (size_t k = 0; k < x->msg_len && k < x->len; k++)
+                    CHECK(!(r->buf[k] & 0x80), "a forged byte delivered at %zu of %zu", k,
+                          x->msg_len);
             *l = r->next;
             free(r);   /* the engine must not touch it again */
             return;
@@ -176,15 +193,34 @@ static int fz_send(struct dg_ep *ep, struct dg_out *out, int n)
     return take;
 }
 
+/* The receive batch: datagrams queued by the input, handed over by recv. */
+#define FZ_Q_MAX 64
+#define FZ_Q_ROOM (16384 + 64)
+static uint8_t q_buf[FZ_Q_MAX][FZ_Q_ROOM] __attribute__((aligned(64)));
+static size_t q_len[FZ_Q_MAX];
+static int q_n, q_at;
+
 static int fz_recv(struct dg_ep *ep, struct dg_in *in, int max)
 {
-    (void)ep, (void)in, (void)max;
-    return 0;
+    int k = 0;
+
+    (void)ep;
+    for (; q_at < q_n && k < max; k++, q_at++) {
+        memset(&in[k], 0, sizeof(in[k]));
+        in[k].data = q_buf[q_at] + 56;   /* as udp: 8 bytes before a line */
+        in[k].len = q_len[q_at];
+    }
+    return k;
 }
 
 static void fz_release(struct dg_ep *ep, struct dg_in *in, int n)
 {
-    (void)ep, (void)in, (void)n;
+    (void)ep;
+    for (int i = 0; i < n; i++)
+        if (in[i].place) {
+            n_placed++;
+            n_placed_forged += !in[i].mac_ok;
+        }
 }
 
 static int fz_from_peer(struct dg_ep *ep, int peer, const struct dg_in *in)
@@ -247,6 +283,7 @@ static void ep_setup(struct dg_ep *ep, uint8_t conf)
     ep->link = &fz_link;
     ep->keys.job = cvia__dg_job_key(JOBID);
     ep->keys.auth = ep->cfg.auth = !((conf >> 5) & 1);
+    fz_auth = ep->keys.auth;
     for (int i = 0; i < 16; i++)
         ep->keys.secret[i] = (unsigned char)(0x51 * i + 3);
     ep->keys.nh = fz_nh_key();
@@ -298,6 +335,33 @@ static void invariants(const struct dg_ep *ep)
               (unsigned long long)dg_lenoff(&pp->rx_first));
     }
     CHECK(ep->nout == 0, "%d datagrams left unflushed", ep->nout);
+    /* the filled part of a receive under way holds no forged byte */
+    for (int i = 0; fz_auth && i < ep->nremote; i++) {
+        const struct dg_peer *pp = &ep->peers[ep->remote[i]];
+        const struct cvia_xfer *x = pp->rx_x;
+        if (pp->gone || !pp->rx_active || !x || x == &pp->rx_sink || !x->buf)
+            continue;
+        for (uint64_t k = 0; k < pp->rx_got && k < x->len; k++)
+            CHECK(!(((const uint8_t *)x->buf)[k] & 0x80),
+                  "a forged byte at %llu of a receive filled to %llu",
+                  (unsigned long long)k, (unsigned long long)pp->rx_got);
+    }
+}
+
+/* The queued batch through the link's receive path, as cvia__dg_rx runs
+ * it from a progress call (the engine held). */
+static void rx_batch(struct dg_ep *ep)
+{
+    if (q_n) {
+        cvia_mlock_lock(&ep->busy);
+        ep->now = fz_clock;
+        while (q_at < q_n)
+            cvia__dg_rx(ep);
+        if (ep->nout)
+            cvia__dg_flush(ep);
+        cvia_mlock_unlock(&ep->busy);
+    }
+    q_n = q_at = 0;
 }
 
 static void run_engine(struct dg_ep *ep)
@@ -367,6 +431,8 @@ enum {
     FZ_RUN   = 0x10,   /* then run the engine, the clock advanced by FZ_CLOCK */
     FZ_SHAPE = 0x20,   /* the next segment of what the peer is sending us, in order */
     FZ_CLOCK = 0xc0,   /* (ctl >> 6) * 2 ms */
+    FZ_Q_BATCH = 0x8000,   /* in the length: into the receive batch */
+    FZ_Q_FORGE = 0x4000,   /* in the length: sealed, then altered (or cut) */
     /* ctl with neither SEAL nor AIM but 0x80: post a request instead:
      * (ctl >> 2) & 3 its kind, 1 + ((ctl >> 4) & 1) its peer, 0x40: then
      * a link that takes only (arg >> 60) datagrams per send */
@@ -381,7 +447,7 @@ static struct cvia_xfer *pending_of(uint64_t cookie)
 }
 
 /* Turn the bytes into what ctl asks for; returns the new length. */
-static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
+static size_t fixup(struct dg_ep *ep, uint8_t ctl, int forge, uint8_t *d, size_t n)
 {
     struct dg_hdr h;
     struct dg_ext e;
@@ -464,6 +530,10 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
             h.flags |= DG_F_LAST;
         }
     }
+    size_t poff = sizeof(h) + ((h.flags & DG_F_EXT) ? sizeof(e) : 0);
+    if ((ctl & FZ_SEAL) && ep->keys.auth)   /* a genuine payload: top bits clear */
+        for (size_t k = poff; k < n; k++)
+            d[k] &= 0x7f;
     if (ctl & FZ_SEAL) {
         struct iovec iov[3];
         covered = n;
@@ -488,6 +558,15 @@ static size_t fixup(struct dg_ep *ep, uint8_t ctl, uint8_t *d, size_t n)
             iov[1].iov_len = covered - sizeof(h);
             cvia__dg_seal(&h, iov, 2, 2, &ep->keys, cvia__dg_esn_in(ep, &h));
         }
+    }
+    if (forge && poff < n) {   /* a forged payload: top bits set; cut short, or not */
+        int cut = d[poff] & 1;
+        for (size_t k = poff; k < n; k++)
+            d[k] |= 0x80;
+        if (cut && n - poff > 1)
+            n = poff + (n - poff) / 2;
+    } else if (forge) {
+        h.mac ^= 1;
     }
     memcpy(d, &h, sizeof(h));
     return n;
@@ -530,6 +609,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     fz_clock = 1000.0;
     link_cap = 1 << 30;
+    q_n = q_at = 0;
     memset(user_posted, 0, sizeof(user_posted));
     memset(user_done, 0, sizeof(user_done));
     npending_rma = 0;
@@ -546,9 +626,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (pos + 3 <= size) {
         uint8_t ctl = data[pos];
         size_t n = (size_t)data[pos + 1] | (size_t)data[pos + 2] << 8;
+        int queue = !!(n & FZ_Q_BATCH), forge = !!(n & FZ_Q_FORGE);
+        n &= FZ_Q_FORGE - 1;
         pos += 3;
         if (n > size - pos)
             n = size - pos;
+        if (!queue || q_n == FZ_Q_MAX || q_n == (int)ep.cfg.batch) {
+            rx_batch(&ep);   /* what was queued goes first, in order */
+            invariants(&ep);
+        }
         if (!(ctl & (FZ_SEAL | FZ_AIM)) && (ctl & 0x80)) {
             uint64_t arg = 0;
             memcpy(&arg, data + pos, n < 8 ? n : 8);
@@ -560,7 +646,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         memcpy(d, data + pos, n);
         pos += n;
-        n = fixup(&ep, ctl, d, n);
+        n = fixup(&ep, ctl, forge, d, n);
+        if (queue && n <= FZ_Q_ROOM - 64) {
+            memcpy(q_buf[q_n] + 56, d, n);
+            q_len[q_n++] = n;
+            if (ctl & FZ_RUN) {   /* the batch now, then the clock */
+                rx_batch(&ep);
+                fz_clock += (double)(ctl >> 6) * 2e-3;
+                run_engine(&ep);
+            }
+            invariants(&ep);
+            continue;
+        }
         cvia_mlock_lock(&ep.busy);   /* input runs with the engine held, as cvia__dg_rx does */
         ep.now = fz_clock;
         cvia__dg_input(&ep, d, n, NULL);
@@ -575,6 +672,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         invariants(&ep);
     }
+    rx_batch(&ep);
+    invariants(&ep);
     /* a few rounds of timers, then every peer goes: all must complete */
     link_cap = 1 << 30;
     for (int r = 0; r < 3; r++) {
@@ -600,6 +699,14 @@ static size_t rec(uint8_t *out, uint8_t ctl, const void *d, size_t n)
     out[2] = (uint8_t)(n >> 8);
     memcpy(out + 3, d, n);
     return 3 + n;
+}
+
+/* A record of the receive batch (FZ_Q_BATCH), forged or not. */
+static size_t recq(uint8_t *out, uint8_t ctl, int forge, const void *d, size_t n)
+{
+    size_t k = rec(out, ctl, d, n);
+    out[2] |= (uint8_t)((FZ_Q_BATCH | (forge ? FZ_Q_FORGE : 0)) >> 8);
+    return k;
 }
 
 static size_t dgram(uint8_t *out, uint8_t type, uint8_t flags, uint32_t src, uint32_t seq,
@@ -720,6 +827,63 @@ static void make_seeds(const char *dir)
     k = dgram(dg, DG_ACK, 0, 1, 1, 0x80000080u, 0, 0, NULL, 0);
     n += rec(in + n, FZ_SEAL | FZ_AIM | FZ_WIN, dg, k);
     write_seed(dir, "ack-half-range", in, n);
+    /* the receiver's copy in NH's pass (cvia__dg_place, cvia__nh2c): a
+     * 4000-byte message from rank 1 in three 1432-byte segments (in the
+     * receive window: FZ_WIN, an even tag so that offsets stay); its first
+     * alone, then a receive batch of the rest with forged copies (payload
+     * altered, or cut short) before the genuine ones, a duplicate, the
+     * last before the second; then all of it in one batch (the batch cut
+     * after the first segment); then in order with forged ones between */
+    {
+        const uint8_t q = FZ_SEAL | FZ_AIM | FZ_WIN;   /* no RUN: stays queued */
+        static uint8_t s1[2048], s2[2][2048], s3[2][2048];
+        size_t k1, k2, k3;
+        struct dg_hdr h;
+        /* sequence numbers relative to rcv_nxt when the record is read:
+         * [0] the first segment still queued before them, [1] delivered */
+        k1 = dgram(s1, DG_MSG, DG_F_FIRST, 1, 0, 0, 0, 4000, NULL, 1432);
+        for (int a = 0; a < 2; a++) {
+            k2 = dgram(s2[a], DG_MSG, 0, 1, 1 - (uint32_t)a, 0, 0, 1432, NULL, 1432);
+            k3 = dgram(s3[a], DG_MSG, DG_F_LAST, 1, 2 - (uint32_t)a, 0, 0, 2864, NULL, 1136);
+        }
+        uint8_t *all_of[5] = { s1, s2[0], s2[1], s3[0], s3[1] };
+        for (int i = 0; i < 5; i++) {
+            memcpy(&h, all_of[i], sizeof(h));
+            h.tag = 4;
+            memcpy(all_of[i], &h, sizeof(h));
+        }
+        s2[0][sizeof(h)] |= 1;   /* their forged copies are cut short */
+        s2[1][sizeof(h)] |= 1;
+        n = 0;
+        in[n++] = 0x04;
+        n += rec(in + n, q | FZ_RUN, s1, k1);
+        n += recq(in + n, q, 1, s2[1], k2);
+        n += recq(in + n, q, 0, s3[1], k3);
+        n += recq(in + n, q, 0, s2[1], k2);
+        n += recq(in + n, q, 0, s2[1], k2);
+        n += recq(in + n, q, 1, s3[1], k3);
+        n += recq(in + n, q, 0, s3[1], k3);
+        write_seed(dir, "fused", in, n);
+        n = 1;
+        n += recq(in + n, q, 0, s1, k1);
+        n += recq(in + n, q, 1, s2[0], k2);
+        n += recq(in + n, q, 0, s2[0], k2);
+        n += recq(in + n, q, 0, s3[0], k3);
+        write_seed(dir, "fused-cut", in, n);
+        n = 1;
+        n += rec(in + n, q | FZ_RUN, s1, k1);
+        n += recq(in + n, q, 0, s2[1], k2);
+        n += recq(in + n, q, 1, s3[1], k3);
+        n += recq(in + n, q, 0, s3[1], k3);
+        n += recq(in + n, q, 1, s3[1], k3);
+        write_seed(dir, "fused-inorder", in, n);
+    }
+}
+
+static void print_stats(void)
+{
+    fprintf(stdout, "fuzz_dgram: %lu datagrams copied in NH's pass, %lu of them forged\n",
+            n_placed, n_placed_forged);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -727,6 +891,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     const char *seeds = getenv("FUZZ_DGRAM_SEEDS");
 
     (void)argc, (void)argv;
+    if (getenv("FUZZ_DGRAM_STATS"))
+        atexit(print_stats);
     if (seeds && *seeds)
         make_seeds(seeds);
     return 0;

@@ -224,6 +224,8 @@ struct shm_cfg {
                               * took 1.08x the time in the host's slow state
                               * (the fields after the config moved) */
     char   piece_text[256];  /* CVIA_SHM_PIECE as given: auto or a size */
+    int    reprobe;          /* CVIA_SHM_REPROBE: the probes' caches ignored, rewritten */
+    int    probe_check;      /* CVIA_SHM_PROBE_CHECK: a probe validated before it is cached */
 };
 
 struct cvia_arena_view;
@@ -438,10 +440,40 @@ int  shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
  * the ring (*threshold where the figures do not say) */
 int  shm_tune_threshold_window(uint32_t nslots, uint32_t slot_size, size_t coop_from,
                                size_t coop_chunk, size_t *threshold, size_t *window,
-                               int *cached);
+                               int *cached, int flags);
 int  shm_tune_parse(const char *text, size_t *threshold, int *is_auto);
 int  shm_piece_parse(const char *text, size_t *piece, int *is_auto);
-int  shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached);
+int  shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached, int flags);
+/* @flags of the probes: */
+#define SHM_PROBE_AGAIN   1   /* CVIA_SHM_REPROBE: whatever the cache says */
+#define SHM_PROBE_NOCHECK 2   /* CVIA_SHM_PROBE_CHECK=n: one measurement, cached as is */
+/* A probe's validation (shm_tune.c, issue 16): -EBUSY from a probe means
+ * it was rejected (the machine busy meanwhile, or its two measurements
+ * disagreed) and the default is in use. */
+#define SHM_PROBE_MAX_AGE_S  86400.0   /* an accepted probe is used for a day */
+#define SHM_PROBE_RETRY_S    60.0      /* a rejected one: the default for a minute */
+#define SHM_PROBE_MAX_STEAL  0.10      /* of the CPUs' time, stolen by the hypervisor */
+#define SHM_PROBE_MAX_OTHERS 0.30      /* of the CPUs' time, used by other processes */
+struct shm_probe_load {
+    int ok;
+    unsigned long long total, idle, steal;
+    double cpu, wall;
+};
+void shm_probe_load_begin(struct shm_probe_load *l);
+/* 1 (with @why) when the machine was too busy since begin for a figure */
+int  shm_probe_load_end(const struct shm_probe_load *l, char *why, size_t cap);
+/* A cache file's text whose key matched: 1 use its answer, 0 a rejected
+ * probe's (the default meanwhile), -1 measure again (too old, undated,
+ * SHM_PROBE_AGAIN in @flags; a rejected one under SHM_PROBE_NOCHECK). shm_cache_stamp: the lines that date a probe and say why it
+ * was rejected (@rejected NULL: accepted); their length. */
+int  shm_cache_verdict(const char *text, int flags);
+int  shm_cache_stamp(char *buf, size_t cap, const char *rejected);
+/* After a probe's measurements (@rc): -ETIMEDOUT counts as busy; a
+ * rejection (-EBUSY, @why: 96 bytes) is logged and written to the cache
+ * @fd (@path) after @key; any other error logged. @what, @dflt: what was
+ * probed and what is used instead. Returns the probe's rc as it now is. */
+int  shm_probe_reject(int rc, int fd, const char *path, const char *key, char *why,
+                      const char *what, const char *dflt);
 /* The probes' per-boot cache file NAME (shm_tune.c): opened (created 0600,
  * not followed, refused unless this user's private regular file with one
  * link) and locked, waiting up to @wait_ms for a rank that measures; -1

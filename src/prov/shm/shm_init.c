@@ -36,8 +36,10 @@ static const struct cvia_param shm_params[] = {
       "slot k out). auto: the size from which single copy measured no slower, "
       "probed at the first start after boot (two threads, ring against "
       "process_vm_readv, 4k-1m; at least 16k, at most 512k) and cached in $XDG_RUNTIME_DIR/corevia-shm-tune "
-      "(/dev/shm/corevia-shm-tune-UID without a private runtime directory; 0600; "
-      "delete it to measure again); where the probe cannot run, 32k. "
+      "(/dev/shm/corevia-shm-tune-UID without a private runtime directory; 0600, "
+      "used only if this user's own private file; validated, used for a day; "
+      "CVIA_SHM_REPROBE=y or deleting it measures again); where the probe cannot run "
+      "or is rejected, 32k. "
       "A size (64k) overrides the probe; a huge value (1t) turns single copy off. "
       "`cvia-bench crossover` measures the crossover between two ranks.",
       0, 0, NULL },
@@ -102,8 +104,25 @@ static const struct cvia_param shm_params[] = {
       "after boot (two threads, 4-16 KiB whole and in 2k and 4k pieces; the "
       "fastest piece if 3 % faster than whole slots, else 0) and cached in "
       "$XDG_RUNTIME_DIR/corevia-shm-piece (/dev/shm/corevia-shm-piece-UID "
-      "without a private runtime directory; 0600; delete it to measure again); "
+      "without a private runtime directory; 0600; validated and dated like "
+      "the threshold's; CVIA_SHM_REPROBE=y or deleting it measures again); "
       "0 on one CPU. 0: whole slots; a size (2k, at least 64) overrides the probe.",
+      0, 0, NULL },
+    { "REPROBE", "n", CVIA_PARAM_BOOL, offsetof(struct shm_cfg, reprobe),
+      "y: measure the rendezvous threshold and the piece size again now, whatever "
+      "their caches say, and rewrite the caches (see CVIA_SHM_RNDV_THRESHOLD). "
+      "Without it a cached probe is used for a day after it was taken; a probe is "
+      "cached only when its two measurements agree on a quiet machine (under 10 % "
+      "stolen by a hypervisor, under 30 % of the CPUs used by other processes; "
+      "else the default is used and the probe taken again a minute later). "
+      "Deleting the files ($XDG_RUNTIME_DIR/corevia-shm-tune*, -piece*) also measures "
+      "again.",
+      0, 0, NULL },
+    { "PROBE_CHECK", "y", CVIA_PARAM_BOOL, offsetof(struct shm_cfg, probe_check),
+      "y: a probe (rendezvous threshold, piece size) measures twice and is cached "
+      "only if both choose the same and the machine was quiet meanwhile (see "
+      "CVIA_SHM_REPROBE); n: one measurement, cached as it is (the behaviour before "
+      "issue 16, for a machine known to be busy whose figures are wanted anyway).",
       0, 0, NULL },
     { NULL }
 };
@@ -112,6 +131,11 @@ const struct cvia_param_table cvia__shm_param_table = {
     .component = "shm", .prefix = "SHM_", .params = shm_params,
     .cfg_size = sizeof(struct shm_cfg),
 };
+
+static int shm_probe_flags(const struct shm_cfg *cfg)
+{
+    return (cfg->reprobe ? SHM_PROBE_AGAIN : 0) | (cfg->probe_check ? 0 : SHM_PROBE_NOCHECK);
+}
 
 /* CVIA_SHM_PIECE: a size, or auto (shm_piece.c). */
 static int shm_piece_cfg(struct shm_cfg *cfg)
@@ -124,15 +148,19 @@ static int shm_piece_cfg(struct shm_cfg *cfg)
         return -1;
     }
     cached = 0;
-    if (is_auto && shm_tune_piece((uint32_t)cfg->slot_size, &cfg->piece, &cached))
+    int rc = is_auto ? shm_tune_piece((uint32_t)cfg->slot_size, &cfg->piece, &cached,
+                                      shm_probe_flags(cfg)) : 0;
+    if (rc)
         cfg->piece = 0;
     cvia_info(SHM, "one-slot messages in pieces of %zu bytes (0: whole; %s)", cfg->piece,
-              !is_auto ? "CVIA_SHM_PIECE" : cached ? "measured, cached" : "measured");
+              !is_auto ? "CVIA_SHM_PIECE" : rc == -EBUSY ? "probe rejected: default" :
+              cached ? "measured, cached" : "measured");
     return 0;
 }
 
 /* CVIA_SHM_RNDV_THRESHOLD: a size, or auto (shm_tune.c). @probed: 1 when
- * measured now, 2 when read from the cache, 0 when given or defaulted. */
+ * measured now, 2 when read from the cache, 3 when the probe was rejected
+ * (the default, said so), 0 when given or defaulted. */
 static int shm_resolve_threshold(struct shm_cfg *cfg, int *probed, size_t *window)
 {
     int is_auto, cached;
@@ -149,11 +177,15 @@ static int shm_resolve_threshold(struct shm_cfg *cfg, int *probed, size_t *windo
     cfg->rndv_threshold = 32 << 10;   /* where the probe cannot run */
     if (cfg->cma == 0 && !cfg->arena)
         return 0;   /* no single copy at all: nothing to choose */
-    if (!shm_tune_threshold_window((uint32_t)cfg->nslots, (uint32_t)cfg->slot_size,
-                                   cfg->copy_mode == SHM_COPY_AUTO ? cfg->coop_threshold :
-                                   cfg->copy_mode == SHM_COPY_COOP ? 0 : (size_t)1 << 50,
-                                   cfg->coop_chunk, &cfg->rndv_threshold, window, &cached))
+    int rc = shm_tune_threshold_window((uint32_t)cfg->nslots, (uint32_t)cfg->slot_size,
+                                       cfg->copy_mode == SHM_COPY_AUTO ? cfg->coop_threshold :
+                                       cfg->copy_mode == SHM_COPY_COOP ? 0 : (size_t)1 << 50,
+                                       cfg->coop_chunk, &cfg->rndv_threshold, window, &cached,
+                                       shm_probe_flags(cfg));
+    if (!rc)
         *probed = cached ? 2 : 1;
+    else if (rc == -EBUSY)
+        *probed = 3;   /* rejected: the default, said so */
     return 0;
 }
 
@@ -169,7 +201,7 @@ static int shm_resolve_window(struct shm_cfg *cfg, int probed, size_t probed_win
         return -CVIA_ECONFIG;
     }
     if (is_auto)
-        cfg->rv_window = probed ? probed_window : cfg->rndv_threshold;
+        cfg->rv_window = probed == 1 || probed == 2 ? probed_window : cfg->rndv_threshold;
     return 0;
 }
 
@@ -430,7 +462,8 @@ static void shm_peer_info(struct cvia_prov_ep *ep, int peer, char *buf, size_t c
 
     cvia__param_format(&shm_params[6], &ep->cfg.rndv_threshold, thr, sizeof(thr));
     if (ep->rndv_probed)
-        strcat(thr, ep->rndv_probed == 1 ? " (measured)" : " (measured, cached)");
+        strcat(thr, ep->rndv_probed == 1 ? " (measured)" : ep->rndv_probed == 2 ?
+                    " (measured, cached)" : " (default: probe rejected)");
     shm_coop_note(&ep->cfg, coop, sizeof(coop));
     if (peer == ep->args.rank)
         snprintf(buf, cap, "shm: self, single copy (memcpy) from %s", thr);

@@ -55,7 +55,7 @@
 #define PIECE_BUDGET_S 2.0          /* the whole probe; past it: no answer */
 #define PIECE_SIZE_S   0.01         /* per size, once 4 rounds are in */
 #define PIECE_NSLOTS   64
-#define PIECE_FORMAT   "corevia-shm-piece 1"
+#define PIECE_FORMAT   "corevia-shm-piece 2"   /* 2: validated, dated (shm_tune.c) */
 
 
 static const size_t piece_choice[PIECE_NCHOICES] = { 0, 2048, 4096 };
@@ -223,39 +223,61 @@ static size_t piece_decide(double best[PIECE_NSIZES][PIECE_NCHOICES])
     return pick && sum[pick] <= 0.97 * sum[0] ? piece_choice[pick] : 0;
 }
 
-int shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached)
+int shm_tune_piece(uint32_t slot_size, size_t *piece, int *cached, int flags)
 {
-    char path[512] = "", boot[64] = "", key[160], text[1024];
-    double best[PIECE_NSIZES][PIECE_NCHOICES];
+    char path[512] = "", boot[64] = "", key[160], text[1024], why[96] = "";
+    double best[PIECE_NSIZES][PIECE_NCHOICES], best2[PIECE_NSIZES][PIECE_NCHOICES];
+    struct shm_probe_load load;
     int fd = -1, rc;
+    size_t p1 = 0, p2 = 0;
 
     *cached = 0;
     *piece = 0;
     shm_boot_id(boot, sizeof(boot));
     snprintf(key, sizeof(key), "%s\nboot %s\nslot %u\n", PIECE_FORMAT, boot, (unsigned)slot_size);
     if (boot[0])
-        fd = shm_cache_open("piece", path, sizeof(path), 5000);
+        fd = shm_cache_open("piece", path, sizeof(path), 10000);   /* two budgets */
     if (fd >= 0) {
         ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
         unsigned long long v;
         const char *p;
+        int verdict;
         text[n > 0 ? n : 0] = 0;
         if (n > 0 && !strncmp(text, key, strlen(key)) &&
-            (p = strstr(text, "\npiece ")) && sscanf(p, "\npiece %llu", &v) == 1 &&
-            (v == 0 || (v >= 64 && v <= slot_size))) {
-            *piece = (size_t)v;
-            *cached = 1;
-            close(fd);
-            return 0;
+            (verdict = shm_cache_verdict(text, flags)) >= 0) {
+            if (verdict == 0) {   /* a rejected probe, not long ago: whole slots */
+                close(fd);
+                return -EBUSY;
+            }
+            if ((p = strstr(text, "\npiece ")) && sscanf(p, "\npiece %llu", &v) == 1 &&
+                (v == 0 || (v >= 64 && v <= slot_size))) {
+                *piece = (size_t)v;
+                *cached = 1;
+                close(fd);
+                return 0;
+            }
         }
     }
+    /* twice, on a quiet machine, the same answer: else rejected */
+    shm_probe_load_begin(&load);
     rc = piece_measure(slot_size, best);
-    if (rc)
-        cvia_info(SHM, "cannot measure the piece size (%s): whole slots", strerror(-rc));
+    if (!rc && (flags & SHM_PROBE_NOCHECK))   /* one measurement, as it is */
+        memcpy(best2, best, sizeof(best));
+    else if (!rc && shm_probe_load_end(&load, why, sizeof(why)))
+        rc = -EBUSY;   /* busy already: no second measurement */
+    else if (!rc && !(rc = piece_measure(slot_size, best2)) &&
+             shm_probe_load_end(&load, why, sizeof(why)))
+        rc = -EBUSY;
+    if (!rc && (p1 = piece_decide(best)) != (p2 = piece_decide(best2))) {
+        snprintf(why, sizeof(why), "two measurements chose %zu and %zu bytes", p1, p2);
+        rc = -EBUSY;
+    }
+    rc = shm_probe_reject(rc, fd, path, key, why, "piece size", "whole slots");
     if (!rc) {
         size_t len = strlen(key);
-        *piece = piece_decide(best);
+        *piece = p1;
         memcpy(text, key, len);
+        len += (size_t)shm_cache_stamp(text + len, sizeof(text) - len, NULL);
         len += (size_t)snprintf(text + len, sizeof(text) - len,
                                 "piece %zu\n# size  whole_ns  2k_ns  4k_ns (fastest one-way)\n",
                                 *piece);

@@ -26,7 +26,17 @@
  * measure while the others wait for its answer. A file that is not this
  * user's private regular file is not used (every process then measures,
  * about 30 ms). Sanitizer builds keep theirs apart (corevia-shm-tune-asan,
- * -tsan). CVIA_SHM_RNDV_THRESHOLD set to a size skips all of this. */
+ * -tsan). CVIA_SHM_RNDV_THRESHOLD set to a size skips all of this.
+ *
+ * A probe is validated before it is cached (issue 16: one taken under
+ * load chose a bad threshold that every later job of the boot used): it
+ * measures twice, and the two must choose the same threshold, on a machine
+ * that was quiet meanwhile (shm_probe_load: /proc/stat's steal, and the
+ * CPU time of everything but this process, over the probe). A rejected
+ * probe leaves the default (32k) and says so in the file for
+ * SHM_PROBE_RETRY_S, after which the next start measures again; an
+ * accepted one is used for SHM_PROBE_MAX_AGE_S; CVIA_SHM_REPROBE=y
+ * measures again at once and rewrites the file. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -56,7 +67,8 @@
 #define TUNE_ROUNDS   7
 #define TUNE_BUDGET_S 5.0         /* the whole probe; past it: no answer */
 #define TUNE_SIZE_S   0.02        /* per size, once 3 pairs are in */
-#define TUNE_FORMAT   "corevia-shm-tune 3"   /* 3: the 16 KiB floor */
+#define TUNE_WAIT_MS  25000       /* for another rank's probe: two budgets and some */
+#define TUNE_FORMAT   "corevia-shm-tune 4"   /* 3: the 16 KiB floor; 4: validated, dated */
 
 /* A sanitizer's build copies at its own speed: its answer goes to a file
  * of its own, so its figures never become a plain build's. */
@@ -319,6 +331,147 @@ int shm_probe_thread(pthread_t *th, int me, int ncpu, void *(*fn)(void *), void 
     return -rc;
 }
 
+/* /proc/stat's first line: all CPUs' jiffies in all, idle (with iowait),
+ * stolen by the hypervisor. 0, or -1 where it cannot be read. */
+static int stat_cpu(unsigned long long *total, unsigned long long *idle,
+                    unsigned long long *steal)
+{
+    unsigned long long v[8] = { 0 };
+    FILE *f = fopen("/proc/stat", "r");
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                       &v[3], &v[4], &v[5], &v[6], &v[7]) : 0;
+
+    if (f)
+        fclose(f);
+    if (n < 8)
+        return -1;
+    *total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+    *idle = v[3] + v[4];
+    *steal = v[7];
+    return 0;
+}
+
+static double self_cpu_s(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru))
+        return 0;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
+}
+
+void shm_probe_load_begin(struct shm_probe_load *l)
+{
+    l->ok = !stat_cpu(&l->total, &l->idle, &l->steal);
+    l->cpu = self_cpu_s();
+    l->wall = cvia__clock_s();
+}
+
+int shm_probe_load_end(const struct shm_probe_load *l, char *why, size_t cap)
+{
+    unsigned long long total, idle, steal;
+    double hz = (double)sysconf(_SC_CLK_TCK), ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    double wall = cvia__clock_s() - l->wall, cpu = self_cpu_s() - l->cpu, dt, others;
+
+    if (!l->ok || stat_cpu(&total, &idle, &steal) || hz <= 0 || ncpu < 1 ||
+        total <= l->total)
+        return 0;   /* cannot tell: as before */
+    dt = (double)(total - l->total);
+    /* CPU time of everything but this process, a share of all the CPUs */
+    others = ((dt - (double)(idle - l->idle) - (double)(steal - l->steal)) / hz - cpu) /
+             (wall * ncpu);
+    if ((double)(steal - l->steal) > SHM_PROBE_MAX_STEAL * dt) {
+        snprintf(why, cap, "the hypervisor took %.0f %% of the CPUs",
+                 100.0 * (double)(steal - l->steal) / dt);
+        return 1;
+    }
+    if (others > SHM_PROBE_MAX_OTHERS) {
+        snprintf(why, cap, "other work used %.0f %% of the CPUs", 100.0 * others);
+        return 1;
+    }
+    return 0;
+}
+
+static double boot_s(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_BOOTTIME, &ts))
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* When this process started, in CLOCK_BOOTTIME seconds (/proc/self/stat's
+ * 22nd field); 0 where it cannot be read. */
+static double self_start_s(void)
+{
+    char buf[1024], *p;
+    unsigned long long ticks;
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    if (!(p = strrchr(buf, ')')) ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+               "%*d %*d %llu", &ticks) != 1)
+        return 0;
+    return (double)ticks / (double)sysconf(_SC_CLK_TCK);
+}
+
+int shm_cache_verdict(const char *text, int flags)
+{
+    const char *p = strstr(text, "\nprobed ");
+    double at, age;
+
+    if (!p || sscanf(p, "\nprobed %lf", &at) != 1)
+        return -1;
+    /* measure again, unless another rank of this job did since we started */
+    if ((flags & SHM_PROBE_AGAIN) && at < self_start_s())
+        return -1;
+    age = boot_s() - at;
+    if (age < -1)   /* from the future: not this boot's clock */
+        return -1;
+    if (strstr(text, "\nrejected "))   /* not for one who wants no check */
+        return age < SHM_PROBE_RETRY_S && !(flags & SHM_PROBE_NOCHECK) ? 0 : -1;
+    return age < SHM_PROBE_MAX_AGE_S ? 1 : -1;
+}
+
+int shm_cache_stamp(char *buf, size_t cap, const char *rejected)
+{
+    return snprintf(buf, cap, "probed %.3f\n%s%s%s", boot_s(), rejected ? "rejected " : "",
+                    rejected ? rejected : "", rejected ? "\n" : "");
+}
+
+int shm_probe_reject(int rc, int fd, const char *path, const char *key, char *why,
+                     const char *what, const char *dflt)
+{
+    char text[512];
+    size_t len = strlen(key);
+
+    if (rc == -ETIMEDOUT) {   /* out of its time: as busy, said once for all */
+        strcpy(why, "it ran out of its time");
+        rc = -EBUSY;
+    }
+    if (rc && rc != -EBUSY)
+        cvia_info(SHM, "cannot measure the %s (%s): %s", what, strerror(-rc), dflt);
+    if (rc != -EBUSY)
+        return rc;
+    cvia_info(SHM, "%s probe rejected (%s): %s, measured again in %.0f s", what, why, dflt,
+              SHM_PROBE_RETRY_S);
+    if (len >= sizeof(text))
+        return rc;
+    memcpy(text, key, len);
+    len += (size_t)shm_cache_stamp(text + len, sizeof(text) - len, why);
+    if (len >= sizeof(text))
+        len = sizeof(text) - 1;
+    if (fd >= 0 && (ftruncate(fd, 0) || pwrite(fd, text, len, 0) != (ssize_t)len))
+        cvia_warn(SHM, "cannot write %s: %s", path, strerror(errno));
+    return rc;
+}
+
 /* The cache file NAME ("tune", "piece"): $XDG_RUNTIME_DIR/corevia-shm-NAME
  * if this user has a private runtime directory, else (root, cron)
  * /dev/shm/corevia-shm-NAME-UID, emptied at boot too. */
@@ -436,48 +589,74 @@ int shm_tune_threshold(uint32_t nslots, uint32_t slot_size, size_t coop_from,
     size_t window;
 
     return shm_tune_threshold_window(nslots, slot_size, coop_from, coop_chunk, threshold,
-                                     &window, cached);
+                                     &window, cached, 0);
 }
 
 int shm_tune_threshold_window(uint32_t nslots, uint32_t slot_size, size_t coop_from,
                               size_t coop_chunk, size_t *threshold, size_t *window,
-                              int *cached)
+                              int *cached, int flags)
 {
-    char path[512] = "", boot[64], key[160], text[2048];
-    double ring[TUNE_NSIZES], cma[TUNE_NSIZES];
+    char path[512] = "", boot[64], key[160], text[2048], why[96] = "";
+    double ring[TUNE_NSIZES], cma[TUNE_NSIZES], ring2[TUNE_NSIZES], cma2[TUNE_NSIZES];
+    struct shm_probe_load load;
     int fd = -1, rc;
-    size_t thr;
+    size_t thr = 0, thr2 = 0;
 
     *cached = 0;
     shm_boot_id(boot, sizeof(boot));
     snprintf(key, sizeof(key), "%s\nboot %s\nring %u x %u\ncoop from %zu by %zu\n",
              TUNE_FORMAT, boot, (unsigned)nslots, (unsigned)slot_size, coop_from, coop_chunk);
     if (boot[0])
-        fd = shm_cache_open("tune", path, sizeof(path), 10000);
+        fd = shm_cache_open("tune", path, sizeof(path), TUNE_WAIT_MS);
     if (fd >= 0) {
         ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
         unsigned long long v;
         const char *p;
+        int verdict;
         text[n > 0 ? n : 0] = 0;
         if (n > 0 && !strncmp(text, key, strlen(key)) &&
-            (p = strstr(text, "\nthreshold ")) && sscanf(p, "\nthreshold %llu", &v) == 1 &&
-            v >= TUNE_MIN) {
-            *threshold = *window = (size_t)v;
-            if (!tune_figures(text, ring, cma))
-                *window = tune_window(ring, cma, coop_from, (size_t)v);
-            *cached = 1;
+            (verdict = shm_cache_verdict(text, flags)) >= 0) {
             close(fd);   /* releases the lock */
-            return 0;
+            if (verdict == 0)   /* a rejected probe, not long ago: the default */
+                return -EBUSY;
+            if ((p = strstr(text, "\nthreshold ")) && sscanf(p, "\nthreshold %llu", &v) == 1 &&
+                v >= TUNE_MIN) {
+                *threshold = *window = (size_t)v;
+                if (!tune_figures(text, ring, cma))
+                    *window = tune_window(ring, cma, coop_from, (size_t)v);
+                *cached = 1;
+                return 0;
+            }
+            fd = shm_cache_open("tune", path, sizeof(path), TUNE_WAIT_MS);   /* unreadable: again */
         }
     }
+    /* twice, on a quiet machine, the same answer: else rejected */
+    shm_probe_load_begin(&load);
     rc = tune_measure(nslots, slot_size, coop_from, coop_chunk, ring, cma);
-    if (rc)
-        cvia_info(SHM, "cannot measure the rendezvous threshold (%s): 32k", strerror(-rc));
+    if (!rc && (flags & SHM_PROBE_NOCHECK)) {   /* one measurement, as it is */
+        memcpy(ring2, ring, sizeof(ring));
+        memcpy(cma2, cma, sizeof(cma));
+    } else if (!rc && shm_probe_load_end(&load, why, sizeof(why))) {
+        rc = -EBUSY;   /* busy already: no second measurement */
+    } else if (!rc && !(rc = tune_measure(nslots, slot_size, coop_from, coop_chunk, ring2,
+                                          cma2)) && shm_probe_load_end(&load, why, sizeof(why))) {
+        rc = -EBUSY;
+    }
+    if (!rc && (thr = tune_decide(ring, cma)) != (thr2 = tune_decide(ring2, cma2))) {
+        snprintf(why, sizeof(why), "two measurements chose %zu and %zu bytes", thr, thr2);
+        rc = -EBUSY;
+    }
+    rc = shm_probe_reject(rc, fd, path, key, why, "rendezvous threshold", "32k");
     if (!rc) {
         size_t len = strlen(key);
-        *threshold = thr = tune_decide(ring, cma);
+        for (int i = 0; i < TUNE_NSIZES; i++) {   /* the faster of the two, each */
+            ring[i] = ring2[i] < ring[i] ? ring2[i] : ring[i];
+            cma[i] = cma2[i] < cma[i] ? cma2[i] : cma[i];
+        }
+        *threshold = thr;
         *window = tune_window(ring, cma, coop_from, thr);
         memcpy(text, key, len);
+        len += (size_t)shm_cache_stamp(text + len, sizeof(text) - len, NULL);
         len += (size_t)snprintf(text + len, sizeof(text) - len, "threshold %zu\n"
                                 "# size  ring_ns  single_copy_ns (receiver's time, fastest)\n", thr);
         for (int i = 0; i < TUNE_NSIZES && len < sizeof(text); i++)
