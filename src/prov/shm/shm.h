@@ -224,6 +224,10 @@ struct shm_cfg {
                               * took 1.08x the time in the host's slow state
                               * (the fields after the config moved) */
     char   piece_text[256];  /* CVIA_SHM_PIECE as given: auto or a size */
+    size_t arena_threshold;  /* below the threshold, a send from my arena of
+                              * this size or more goes by rendezvous */
+    size_t arena_coop;       /* both buffers in arenas: both sides copy halves
+                              * from this size (CVIA_SHM_COPY=auto) */
 };
 
 struct cvia_arena_view;
@@ -264,6 +268,8 @@ struct shm_peer {
     _Atomic uint64_t msgs_rndv;    /* sends to the peer that went by rendezvous */
     _Atomic uint64_t msgs_window;  /* sends below the threshold that went by
                                     * rendezvous, in a window (shm_rndv_window) */
+    _Atomic uint64_t msgs_arena;   /* sends below the threshold from my arena that
+                                    * went by rendezvous (CVIA_SHM_ARENA_THRESHOLD) */
     _Atomic uint64_t msgs_spill;   /* sends at or above the threshold that found no
                                     * block (CVIA_SHM_RNDV_SLOTS or memory
                                     * exhausted) and went through the ring */
@@ -423,6 +429,10 @@ int  shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x);
 /* below the threshold: a rendezvous if @x (>= CVIA_SHM_RNDV_WINDOW) finds
  * the pair busy (a window in flight), else the ring */
 int  shm_rndv_send_window(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+/* below the threshold, from CVIA_SHM_ARENA_THRESHOLD: @x's buffer lies in
+ * my shared arena and single copy is possible (then shm_rndv_send_arena) */
+int  shm_rndv_arena_use(struct cvia_prov_ep *ep, const struct cvia_xfer *x);
+int  shm_rndv_send_arena(struct cvia_prov_ep *ep, struct cvia_xfer *x);
 int  shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x);
 int  shm_rndv_progress(struct cvia_prov_ep *ep, int peer);
 void shm_rndv_fail(struct cvia_prov_ep *ep, int peer, int err);
