@@ -268,8 +268,6 @@ struct shm_peer {
     _Atomic uint64_t msgs_rndv;    /* sends to the peer that went by rendezvous */
     _Atomic uint64_t msgs_window;  /* sends below the threshold that went by
                                     * rendezvous, in a window (shm_rndv_window) */
-    _Atomic uint64_t msgs_arena;   /* sends below the threshold from my arena that
-                                    * went by rendezvous (CVIA_SHM_ARENA_THRESHOLD) */
     _Atomic uint64_t msgs_spill;   /* sends at or above the threshold that found no
                                     * block (CVIA_SHM_RNDV_SLOTS or memory
                                     * exhausted) and went through the ring */
@@ -279,6 +277,10 @@ struct shm_peer {
     int              remote_idx; /* my index in the peer's tables (its rv
                                   * blocks for me): my rank in a job */
     uint64_t         seg_rand;   /* dynamic: the peer's identity with pid */
+    _Atomic uint64_t msgs_arena;   /* sends below the threshold from my arena that
+                                    * went by rendezvous (CVIA_SHM_ARENA_THRESHOLD);
+                                    * last, so that the fields above keep their
+                                    * offsets */
 };
 
 struct cvia_prov_ep {
