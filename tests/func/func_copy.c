@@ -374,7 +374,8 @@ static int case_death(void)
         CHECK_RC(cvia_isend(s, big, 0, 5, &sr));
         raise(SIGKILL);
     }
-    unsigned char *r = rank == 0 ? malloc(big) : NULL;
+    /* FUNC_ARENA=1: the sender would have pushed by stores into my arena */
+    unsigned char *r = rank == 0 ? buf_alloc(big) : NULL;
     rc = rank == 0 ? cvia_irecv(r, big, victim, 5, &rr) : cvia_irecv(NULL, 0, victim, 6, &rr);
     if (rc)
         FAIL("posting the receive: %s", cvia_err_name(rc));

@@ -18,7 +18,12 @@
  *             the last into a receive of half its size, every one
  *             checked; FUNC_WINDOW=1: some must have gone by rendezvous
  *             (CVIA_SHM_RNDV_WINDOW), FUNC_WINDOW=0: none.
- *   info      print cvia_peer_info for the next rank (tune.sh reads it). */
+ *   info      print cvia_peer_info for the next rank (tune.sh reads it).
+ *
+ * FUNC_ARENA=1: the buffers come from cvia_mem_alloc (shared arenas), and
+ * FUNC_ARENA_MSGS=1 asks that sends below the threshold went by rendezvous
+ * from the arena (CVIA_SHM_ARENA_THRESHOLD) and that no byte went by CMA
+ * (loads and stores only), FUNC_ARENA_MSGS=0 that none did. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +44,49 @@ static uint64_t seed_of(int src, size_t len, unsigned seq)
 {
     uint64_t s = 0x6a09e667f3bcc909ull ^ ((uint64_t)src << 40) ^ ((uint64_t)len << 8) ^ seq;
     return s ? s : 1;
+}
+
+static int use_arena(void)
+{
+    const char *a = getenv("FUNC_ARENA");
+    return a && *a == '1';
+}
+
+static unsigned char *buf_alloc(size_t len)
+{
+    void *p = NULL;
+
+    if (use_arena())
+        CHECK_RC(cvia_mem_alloc(len, NULL, &p));
+    else if (!(p = malloc(len)))
+        FAIL("malloc %zu", len);
+    return p;
+}
+
+static void buf_free(unsigned char *p)
+{
+    if (use_arena())
+        cvia_mem_free(p);
+    else
+        free(p);
+}
+
+/* FUNC_ARENA_MSGS: what went by rendezvous from the arena to @peer. */
+static void check_arena(int peer)
+{
+    const char *want = getenv("FUNC_ARENA_MSGS"), *p;
+    unsigned long long n, cma = 0, near = 0;
+    char info[1024];
+
+    if (!want || size < 2)
+        return;
+    CHECK_RC(cvia_peer_info(peer, info, sizeof(info)));
+    if (!(p = strstr(info, "from an arena: ")) || sscanf(p, "from an arena: %llu", &n) != 1 ||
+        !(p = strstr(info, "so far: ")) ||
+        sscanf(p, "so far: %llu B by CMA, %llu B by load/store", &cma, &near) != 2)
+        FAIL("no arena counters in: %s", info);
+    if (*want == '1' ? !n || cma || !near : n != 0)
+        FAIL("FUNC_ARENA_MSGS=%s, but: %s", want, info);
 }
 
 /* The counters of what was sent to @peer from the threshold up. */
@@ -99,11 +147,9 @@ static void case_pipeline(void)
 {
     const size_t max = 2u << 20;
     int to = (rank + 1) % size, from = (rank - 1 + size) % size;
-    unsigned char *s = malloc(max + 64), *r = malloc(max + 64);
+    unsigned char *s = buf_alloc(max + 64), *r = buf_alloc(max + 64);
     unsigned seq = 0;
 
-    if (!s || !r)
-        FAIL("malloc");
     check_threshold(to);
     for (size_t p = 4096; p <= max; p *= 2) {
         size_t sizes[3] = { p - 1, p, p + 1 };
@@ -168,8 +214,9 @@ static void case_pipeline(void)
         seq++;
     }
     CHECK_RC(cvia_barrier());
-    free(s);
-    free(r);
+    check_arena(to);
+    buf_free(s);
+    buf_free(r);
 }
 
 static void case_window(void)
@@ -177,13 +224,11 @@ static void case_window(void)
     enum { N = 256 };
     const size_t len = 64u << 10;
     const char *spill = getenv("FUNC_SPILL");
-    unsigned char *buf = malloc((size_t)N * len);
+    unsigned char *buf = buf_alloc((size_t)N * len);
     cvia_req_t req[N];
     unsigned long long single, ring;
     char info[1024];
 
-    if (!buf)
-        FAIL("malloc");
     for (int round = 0; round < 2 && size > 1 && rank < 2; round++) {
         for (int i = 0; i < N; i++) {
             if (rank == 0) {
@@ -216,7 +261,7 @@ static void case_window(void)
             FAIL("expected both paths with CVIA_SHM_RNDV_SLOTS < %d: %s", N, info);
     }
     CHECK_RC(cvia_barrier());
-    free(buf);
+    buf_free(buf);
 }
 
 static unsigned long long window_count(int peer, char *info, size_t cap)

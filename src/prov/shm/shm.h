@@ -226,6 +226,10 @@ struct shm_cfg {
     char   piece_text[256];  /* CVIA_SHM_PIECE as given: auto or a size */
     int    reprobe;          /* CVIA_SHM_REPROBE: the probes' caches ignored, rewritten */
     int    probe_check;      /* CVIA_SHM_PROBE_CHECK: a probe validated before it is cached */
+    size_t arena_threshold;  /* below the threshold, a send from my arena of
+                              * this size or more goes by rendezvous */
+    size_t arena_coop;       /* both buffers in arenas: both sides copy halves
+                              * from this size (CVIA_SHM_COPY=auto) */
 };
 
 struct cvia_arena_view;
@@ -275,6 +279,10 @@ struct shm_peer {
     int              remote_idx; /* my index in the peer's tables (its rv
                                   * blocks for me): my rank in a job */
     uint64_t         seg_rand;   /* dynamic: the peer's identity with pid */
+    _Atomic uint64_t msgs_arena;   /* sends below the threshold from my arena that
+                                    * went by rendezvous (CVIA_SHM_ARENA_THRESHOLD);
+                                    * last, so that the fields above keep their
+                                    * offsets */
 };
 
 struct cvia_prov_ep {
@@ -425,6 +433,10 @@ int  shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x);
 /* below the threshold: a rendezvous if @x (>= CVIA_SHM_RNDV_WINDOW) finds
  * the pair busy (a window in flight), else the ring */
 int  shm_rndv_send_window(struct cvia_prov_ep *ep, struct cvia_xfer *x);
+/* below the threshold, from CVIA_SHM_ARENA_THRESHOLD: @x's buffer lies in
+ * my shared arena and single copy is possible (then shm_rndv_send_arena) */
+int  shm_rndv_arena_use(struct cvia_prov_ep *ep, const struct cvia_xfer *x);
+int  shm_rndv_send_arena(struct cvia_prov_ep *ep, struct cvia_xfer *x);
 int  shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x);
 int  shm_rndv_progress(struct cvia_prov_ep *ep, int peer);
 void shm_rndv_fail(struct cvia_prov_ep *ep, int peer, int err);

@@ -124,6 +124,21 @@ static const struct cvia_param shm_params[] = {
       "CVIA_SHM_REPROBE); n: one measurement, cached as it is (the behaviour before "
       "issue 16, for a machine known to be busy whose figures are wanted anyway).",
       0, 0, NULL },
+    { "ARENA_THRESHOLD", "8k", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, arena_threshold),
+      "Below CVIA_SHM_RNDV_THRESHOLD, a message of at least this size whose send "
+      "buffer lies in the sender's shared arena (cvia_mem_alloc) goes by rendezvous: "
+      "the receiver copies it once by plain loads, no system call, where the ring "
+      "makes both sides copy it (8 KiB to 256 KiB: 1.5-2.4x the ring's bandwidth and "
+      "0.5-0.7x its latency on a KVM guest; 4 KiB no faster, BENCHMARKS.md, issue 17). "
+      "1t turns it off.",
+      0, 0, NULL },
+    { "ARENA_COOP", "64k", CVIA_PARAM_SIZE, offsetof(struct shm_cfg, arena_coop),
+      "With CVIA_SHM_COPY=auto, a rendezvous message of at least this size whose send "
+      "and receive buffers both lie in shared arenas is copied by both sides at once, "
+      "each its half by loads and stores (64-256 KiB: 1.15-1.55x the bandwidth of the "
+      "receiver's copy alone on a KVM guest; 16-32 KiB slower, BENCHMARKS.md, issue 17). "
+      "1t: the receiver copies alone.",
+      0, 0, NULL },
     { NULL }
 };
 
@@ -482,13 +497,14 @@ static void shm_peer_info(struct cvia_prov_ep *ep, int peer, char *buf, size_t c
         snprintf(buf + n, cap - n, "; single-copied so far: %llu B by CMA, %llu B by "
                  "load/store; sent from the threshold up: %llu messages single-copied, "
                  "%llu through the ring; below it, from %zu B (CVIA_SHM_RNDV_WINDOW) when "
-                 "busy: %llu single-copied",
+                 "busy: %llu single-copied, from an arena: %llu single-copied",
                  (unsigned long long)atomic_load_explicit(&pp->bytes_cma, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&pp->bytes_near, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&pp->msgs_rndv, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&pp->msgs_spill, memory_order_relaxed),
                  ep->cfg.rv_window,
-                 (unsigned long long)atomic_load_explicit(&pp->msgs_window, memory_order_relaxed));
+                 (unsigned long long)atomic_load_explicit(&pp->msgs_window, memory_order_relaxed),
+                 (unsigned long long)atomic_load_explicit(&pp->msgs_arena, memory_order_relaxed));
 }
 
 static int shm_mr_reg(struct cvia_prov_ep *ep, uint64_t key, const void *addr,

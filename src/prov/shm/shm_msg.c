@@ -218,6 +218,8 @@ int shm_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     x->flags &= (uint16_t)~(CVIA_XFER_RNDV | SHM_XFER_OP);
     if (x->len >= ep->cfg.rndv_threshold && shm_rndv_use(ep, x->peer, x))
         return shm_rndv_send(ep, x);
+    if (x->len >= ep->cfg.arena_threshold && shm_rndv_arena_use(ep, x))
+        return shm_rndv_send_arena(ep, x);
     if (x->len >= ep->cfg.rv_window)
         return shm_rndv_send_window(ep, x);
     return shm_enqueue(ep, x->peer, x);

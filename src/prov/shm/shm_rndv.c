@@ -178,7 +178,8 @@ static int rv_announce(struct cvia_prov_ep *ep, struct cvia_xfer *x, int64_t i, 
     return err;
 }
 
-int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
+/* A rendezvous for @x, counted in @count; the ring where no block is free. */
+static int rv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x, _Atomic uint64_t *count)
 {
     struct shm_peer *pp = &ep->peers[x->peer];
     uint32_t hint = 0;
@@ -205,8 +206,28 @@ int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
         }
         return shm_enqueue(ep, x->peer, x);
     }
-    cvia_mcount_add(&pp->msgs_rndv, 1);
+    cvia_mcount_add(count, 1);
     return rv_announce(ep, x, i, hint);
+}
+
+int shm_rndv_send(struct cvia_prov_ep *ep, struct cvia_xfer *x)
+{
+    return rv_send(ep, x, &ep->peers[x->peer].msgs_rndv);
+}
+
+int shm_rndv_arena_use(struct cvia_prov_ep *ep, const struct cvia_xfer *x)
+{
+    return ep->cfg.arena && cvia__arena_contains(x->buf, x->len) &&
+           shm_rndv_use(ep, x->peer, x);
+}
+
+/* Below the threshold, from CVIA_SHM_ARENA_THRESHOLD (issue 17): the send
+ * buffer lies in my arena, which the receiver maps, so single copy costs
+ * it one memcpy and no system call, where the ring costs both sides a
+ * copy. */
+int shm_rndv_send_arena(struct cvia_prov_ep *ep, struct cvia_xfer *x)
+{
+    return rv_send(ep, x, &ep->peers[x->peer].msgs_arena);
 }
 
 /* Below the threshold (issue 17): a message that finds the pair busy goes
@@ -253,13 +274,22 @@ static void rv_claim_loop(struct cvia_prov_ep *ep, int peer, struct shm_rndv *b,
 }
 
 static int rv_choose_mode(struct cvia_prov_ep *ep, struct shm_peer *pp, int peer,
-                          const struct shm_rndv *b, size_t len)
+                          const struct shm_rndv *b, const void *dst, size_t len)
 {
     int can_read = pp->can_cma, can_write = pp->peer_cma;
     int mode = ep->cfg.copy_mode;
 
-    if (peer == ep->args.rank || shm_translate(ep, peer, b->src, len))
-        return SHM_COPY_READ;   /* plain loads: nothing is cheaper */
+    if (peer == ep->args.rank)
+        return SHM_COPY_READ;
+    if (shm_translate(ep, peer, b->src, len)) {
+        /* plain loads; both buffers in arenas: each side copies a half by
+         * loads and stores (a sender that cannot reach my arena leaves
+         * both halves to me) */
+        if (mode == SHM_COPY_AUTO && len >= ep->cfg.arena_coop &&
+            cvia__arena_contains(dst, len))
+            return SHM_COPY_COOP;
+        return SHM_COPY_READ;
+    }
     /* a window's: both copy, each its half of the destination. Whole
      * messages shared out between the two sides were as fast on a quiet
      * host and up to 2x slower where the vCPUs sat apart: with the same
@@ -302,7 +332,7 @@ int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
         up->complete(up->core, x, -CVIA_EPROTO);
         return 0;
     }
-    mode = rv_choose_mode(ep, pp, peer, b, len);
+    mode = rv_choose_mode(ep, pp, peer, b, x->buf, len);
     b->dst = (uint64_t)(uintptr_t)x->buf;
     b->len = len;
     b->chunk = mode == SHM_COPY_READ ? (len ? len : 1) :
@@ -363,7 +393,10 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
     }
     for (int h = 0; h < nhelp; h++) {
         struct shm_rndv *b = shm_rv_block(ep->seg, peer, help[h]);
-        rv_claim_loop(ep, peer, b, 0, (char *)(uintptr_t)b->src);
+        /* a receive buffer I can reach neither by CMA nor in the peer's
+         * arena (an arena's coop): the receiver copies all of it */
+        if (pp->can_cma || shm_translate(ep, peer, b->dst, b->len))
+            rv_claim_loop(ep, peer, b, 0, (char *)(uintptr_t)b->src);
         cvia_mlock_lock(&pp->tx_lock);
         pp->rv_users[help[h]]--;
         cvia_mlock_unlock(&pp->tx_lock);
