@@ -544,12 +544,7 @@ static inline void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, siz
 {
     if (__builtin_expect(!cq->lock.on && cq->len < cq->cap, 1)) {
         struct fab_cqe *e = &cq->ring[(cq->head + cq->len++) & (cq->cap - 1)];
-        e->e.op_context = ctx;
-        e->e.flags = flags;
-        e->e.len = len;
-        e->e.buf = buf;
-        e->e.data = data;
-        e->e.tag = tag;
+        e->e = (struct fi_cq_tagged_entry){ ctx, flags, len, buf, data, tag };
         e->src = src;
         if (atomic_load_explicit(&cq->sleepers, memory_order_seq_cst) || cq->w)
             fab_cq_wake(cq);

@@ -81,21 +81,31 @@ static int reported(int i)
     return msg_kind(k) || (phase == 1 && !inject_kind(k));
 }
 
+/* One read of up to 5 entries of @cq: their number, or 0 for none; an
+ * error completion ends the test. */
+static ssize_t read_cq(struct fid_cq *cq, struct fi_cq_tagged_entry *e)
+{
+    ssize_t n = fi_cq_read(cq, e, 5);
+
+    if (n == -FI_EAGAIN)
+        return 0;
+    if (n == -FI_EAVAIL) {
+        struct fi_cq_err_entry x = { 0 };
+        fi_cq_readerr(cq, &x, 0);
+        EXPECT(0, "error completion %d (%s) on the %s CQ", x.err, fi_strerror(x.err),
+               cq == txcq ? "transmit" : "receive");
+    }
+    CHECK(n);
+    return n;
+}
+
 /* One read of the transmit CQ: completions are checked and counted in
- * @got; an error completion ends the test. */
+ * @got. */
 static void tx_poll(int *got)
 {
     struct fi_cq_tagged_entry e[5];
-    ssize_t n = fi_cq_read(txcq, e, 5);
+    ssize_t n = read_cq(txcq, e);
 
-    if (n == -FI_EAGAIN)
-        return;
-    if (n == -FI_EAVAIL) {
-        struct fi_cq_err_entry x = { 0 };
-        fi_cq_readerr(txcq, &x, 0);
-        EXPECT(0, "error completion %d (%s)", x.err, fi_strerror(x.err));
-    }
-    CHECK(n);
     for (ssize_t j = 0; j < n; j++) {
         const char *c = e[j].op_context;
         EXPECT(c >= ctx && c < ctx + NMSG, "a send completion with an unknown context");
@@ -169,15 +179,13 @@ static void sender(void)
            (unsigned long long)fi_cntr_readerr(txcntr));
     /* rank 1 has all of them: then nothing more may come */
     uint64_t word = 0;
-    struct fi_cq_tagged_entry e;
+    struct fi_cq_tagged_entry e[5];
     CHECK(fi_trecv(ep, &word, sizeof(word), NULL, peer, 7777, 0, &done_ctx));
     t0 = now_s();
-    ssize_t n;
-    while ((n = fi_cq_read(rxcq, &e, 1)) == -FI_EAGAIN) {
+    while (read_cq(rxcq, e) == 0) {
         EXPECT(now_s() - t0 < 20, "no word from rank 1 after 20 s");
         tx_poll(&got);
     }
-    CHECK(n);
     EXPECT(word == 0x600d, "rank 1's word %#llx", (unsigned long long)word);
     for (int r = 0; r < 100; r++)
         tx_poll(&got);
@@ -202,17 +210,11 @@ static void receiver(void)
     }
     while (got < NMSG) {
         struct fi_cq_tagged_entry e[5];
-        ssize_t n = fi_cq_read(rxcq, e, 5);
-        if (n == -FI_EAGAIN) {
+        ssize_t n = read_cq(rxcq, e);
+        if (n == 0) {
             EXPECT(now_s() - t0 < 20, "%d of %d messages after 20 s", got, (int)NMSG);
             continue;
         }
-        if (n == -FI_EAVAIL) {
-            struct fi_cq_err_entry x = { 0 };
-            fi_cq_readerr(rxcq, &x, 0);
-            EXPECT(0, "receive error completion %d (%s)", x.err, fi_strerror(x.err));
-        }
-        CHECK(n);
         for (ssize_t j = 0; j < n; j++) {
             const char *c = e[j].op_context;
             EXPECT(c >= ctx && c < ctx + NMSG, "a receive completion with an unknown context");
