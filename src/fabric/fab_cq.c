@@ -196,7 +196,10 @@ static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_a
         atomic_store_explicit(&cq->drained, 0, memory_order_relaxed);
         return n;
     }
-    fab_epset_progress(&cq->set);
+    if (!cq->set.lock.on && cq->set.n == 1 && !cq->set.eps[0]->lock.on)
+        fab_progress_locked(cq->set.eps[0]);   /* Open MPI's one endpoint, one thread */
+    else
+        fab_epset_progress(&cq->set);
     n = fab_cq_idle(cq) ? -FI_EAGAIN : fab_cq_take(cq, buf, count, src);
     if (n != -FI_EAGAIN)
         *idle = 0;
