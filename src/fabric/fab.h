@@ -434,8 +434,13 @@ int  fab_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
                    struct fid_cntr **cntr, void *context);
 int  fab_epset_add(struct fab_epset *set, struct fab_ep *ep);
 void fab_epset_del(struct fab_epset *set, struct fab_ep *ep);
-void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
-                 void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
+/* A completion into @cq: fab_cq_push (fab.h, below) writes it in place
+ * where it can, fab_cq_push_locked in every other case (a lock, a ring to
+ * grow). */
+void fab_cq_push_locked(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+                        void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
+/* A thread asleep on @cq or its wait fd learns of an event. */
+void fab_cq_wake(struct fab_cq *cq);
 /* An error completion. @room: memory the caller gives up to carry it
  * (malloc'd, FAB_CQERR_ROOM bytes at least: a failed receive's descriptor,
  * an operation's err_room), so that it cannot be lost; NULL: allocated,
@@ -552,6 +557,25 @@ static inline void fab_wait_event(struct fab_waitobj *w)
 {
     if (w && atomic_load(&w->armed))
         fab_wait_fire(w);
+}
+
+/* A completion: with one thread in the domain (the CQ's lock off) and
+ * room in the ring, the entry is written once, in place, with no lock and
+ * no call; a thread asleep on the CQ (fi_cq_sread) or its wait fd is told
+ * (fab_cq_wake, out of line: with the lock off the only thread is the
+ * pusher, so it is the rare case). */
+static inline void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+                               void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
+{
+    if (__builtin_expect(!cq->lock.on && cq->len < cq->cap, 1)) {
+        struct fab_cqe *e = &cq->ring[(cq->head + cq->len++) & (cq->cap - 1)];
+        e->e = (struct fi_cq_tagged_entry){ ctx, flags, len, buf, data, tag };
+        e->src = src;
+        if (atomic_load_explicit(&cq->sleepers, memory_order_seq_cst) || cq->w)
+            fab_cq_wake(cq);
+        return;
+    }
+    fab_cq_push_locked(cq, ctx, flags, len, buf, data, tag, src);
 }
 
 /* A counter moved. */

@@ -20,8 +20,13 @@ static void fab_epset_progress(struct fab_epset *set)
     int n;
 
     if (!set->lock.on) {   /* one thread: the set cannot change under us */
-        for (int i = 0; i < set->n; i++)
-            fab_ep_progress(set->eps[i]);
+        for (int i = 0; i < set->n; i++) {
+            struct fab_ep *ep = set->eps[i];
+            if (!ep->lock.on)   /* the same domain's endpoint: no lock to try */
+                fab_progress_locked(ep);
+            else
+                fab_ep_progress(ep);
+        }
         return;
     }
     fab_lock(&set->lock);
@@ -69,15 +74,15 @@ void fab_epset_del(struct fab_epset *set, struct fab_ep *ep)
 
 /* A thread may sleep on @cq in corevia: wake it (corevia is up: whoever
  * pushes is progressing an endpoint). */
-static void fab_cq_wake(struct fab_cq *cq)
+void fab_cq_wake(struct fab_cq *cq)
 {
     if (atomic_load(&cq->sleepers))
         cvia_imm_kick();
     fab_wait_event(cq->w);
 }
 
-void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
-                 void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
+void fab_cq_push_locked(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+                        void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
 {
     fab_lock(&cq->lock);
     if (cq->len == cq->cap) {
@@ -171,7 +176,10 @@ static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t
     }
     for (; n < count && cq->len; n++) {
         struct fab_cqe *e = &cq->ring[cq->head];
-        memcpy((char *)buf + n * cq->esize, &e->e, cq->esize);
+        if (cq->esize == sizeof(e->e))   /* FI_CQ_FORMAT_TAGGED: a copy of known size, no call */
+            memcpy((char *)buf + n * sizeof(e->e), &e->e, sizeof(e->e));
+        else
+            memcpy((char *)buf + n * cq->esize, &e->e, cq->esize);
         if (src)
             src[n] = e->src;
         cq->head = (cq->head + 1) & (cq->cap - 1);
@@ -215,7 +223,10 @@ static ssize_t fab_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_a
         atomic_store_explicit(&cq->drained, 0, memory_order_relaxed);
         return n;
     }
-    fab_epset_progress(&cq->set);
+    if (!cq->set.lock.on && cq->set.n == 1 && !cq->set.eps[0]->lock.on)
+        fab_progress_locked(cq->set.eps[0]);   /* Open MPI's one endpoint, one thread */
+    else
+        fab_epset_progress(&cq->set);
     n = fab_cq_idle(cq) ? -FI_EAGAIN : fab_cq_take(cq, buf, count, src);
     if (n != -FI_EAGAIN)
         *idle = 0;

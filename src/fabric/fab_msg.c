@@ -437,6 +437,54 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
     return 0;
 }
 
+/* The send Open MPI's mtl ofi and fi_pingpong make for a small message:
+ * one buffer of at most CVIA_FI_EAGER bytes, from an armed endpoint, to a
+ * peer whose ring takes it now. The address is resolved here, the header
+ * built once on the stack and written with the payload straight into the
+ * peer's ring slot (cvia_inject), and the completion, if one is asked for
+ * (fab_tx_report), written in place: no call into fab_tx_begin, no iovec
+ * walked. Anything else (a ring that is full, more than a slot, an
+ * endpoint not armed yet, an address that does not resolve) is fab_send's,
+ * which tries the same inject first. */
+static inline ssize_t fab_send_one(struct fab_ep *ep, const void *buf, size_t len,
+                                   fi_addr_t dest, uint64_t tag, uint64_t data, int hflags,
+                                   void *context, uint64_t flags, int tagged)
+{
+    struct fab_av *av = ep->av;
+
+    if (__builtin_expect(ep->armed && ep->enabled && av && len <= fab_cfg.eager &&
+                         (!(flags & FI_INJECT) || len <= fab_cfg.inject), 1) &&
+        dest < atomic_load_explicit(&av->n, memory_order_acquire)) {
+        uint64_t v = atomic_load_explicit(&atomic_load_explicit(&av->e, memory_order_acquire)[dest + 1],
+                                          memory_order_relaxed);
+        if (v != FAB_AV_GONE) {
+            struct fab_hdr hs;
+            int rc;
+
+            hs.op = FAB_OP_EAGER;
+            hs.flags = (uint8_t)(hflags | (tagged ? FAB_H_TAGGED : 0));
+            hs.src_epid = ep->epid;
+            hs.status = 0;
+            hs.tag = tag;
+            hs.data = data;
+            rc = cvia_inject(&hs, FAB_EAGER_HDR + (hflags & FAB_H_DATA ? sizeof(uint64_t) : 0),
+                             buf, len, (int32_t)(v >> 16), FAB_TAG_BASE + (uint16_t)v);
+            if (rc == 0) {
+                if (ep->tx_cntr)
+                    fab_cntr_bump(ep->tx_cntr, 0);
+                if (fab_tx_report(ep, flags) && ep->tx_cq)
+                    fab_cq_push(ep->tx_cq, context, FI_SEND | fab_kind(tagged), 0, NULL, 0, 0,
+                                FI_ADDR_NOTAVAIL);
+                return 0;
+            }
+            if (rc != -EAGAIN)
+                return fab_errno(rc);
+        }
+    }
+    struct iovec iv = { (void *)buf, len };
+    return fab_send(ep, &iv, 1, dest, tag, data, hflags, context, flags, tagged);
+}
+
 /* ---- receiving ---------------------------------------------------------------- */
 
 static void fab_read_finish(struct fab_ep *ep, struct fab_op *op, int rc)
@@ -755,7 +803,8 @@ void fab_progress_locked(struct fab_ep *ep)
      * sent them); the buffers go back to corevia at once, but for a batch
      * with one that could not be queued for want of memory: held, from
      * it on, and tried first next time */
-    for (int k = 0; k < 64 && fab_held_retry(ep) == 0; k++) {
+    for (int k = 0; k < 64 && (!(ep->nheld | (ep->early_buf != NULL)) || fab_held_retry(ep) == 0);
+         k++) {
         cvia_inbox_msg_t *m = ep->held;
         int n = cvia_inbox_poll(ep->inbox, m, FAB_INBOX_BATCH), i;
 
@@ -774,7 +823,8 @@ void fab_progress_locked(struct fab_ep *ep)
         if (n < FAB_INBOX_BATCH)
             break;
     }
-    fab_rma_events(ep);
+    if (ep->caps & FI_RMA)   /* no call where no RMA was asked for (mtl ofi) */
+        fab_rma_events(ep);
     /* sends and reads in flight */
     for (struct fab_op **pp = &ep->ops, *op; (op = *pp);) {
         int done = 1, rc = op->req_rc, finished = 0;
@@ -1024,8 +1074,7 @@ static ssize_t fab_tsend(struct fid_ep *fep, const void *buf, size_t len, void *
                          fi_addr_t dest, uint64_t tag, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { (void *)buf, len };
-    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, tag, 0, 0, context, ep->tx_op_flags, 1));
+    return FAB_LOCKED(ep, fab_send_one(ep, buf, len, dest, tag, 0, 0, context, ep->tx_op_flags, 1));
 }
 
 static ssize_t fab_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -1047,25 +1096,23 @@ static ssize_t fab_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_a
                            uint64_t tag)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { (void *)buf, len };
-    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, tag, 0, 0, NULL, FI_INJECT, 1));
+    return FAB_LOCKED(ep, fab_send_one(ep, buf, len, dest, tag, 0, 0, NULL, FI_INJECT, 1));
 }
 
 static ssize_t fab_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                              uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { (void *)buf, len };
-    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, tag, data, FAB_H_DATA, context,
-                               ep->tx_op_flags, 1));
+    return FAB_LOCKED(ep, fab_send_one(ep, buf, len, dest, tag, data, FAB_H_DATA, context,
+                                       ep->tx_op_flags, 1));
 }
 
 static ssize_t fab_tinjectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
                                fi_addr_t dest, uint64_t tag)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { (void *)buf, len };
-    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, tag, data, FAB_H_DATA, NULL, FI_INJECT, 1));
+    return FAB_LOCKED(ep, fab_send_one(ep, buf, len, dest, tag, data, FAB_H_DATA, NULL, FI_INJECT,
+                                       1));
 }
 
 static ssize_t fab_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
@@ -1108,8 +1155,7 @@ static ssize_t fab_msend(struct fid_ep *fep, const void *buf, size_t len, void *
                          fi_addr_t dest, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { (void *)buf, len };
-    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, 0, 0, 0, context, ep->tx_op_flags, 0));
+    return FAB_LOCKED(ep, fab_send_one(ep, buf, len, dest, 0, 0, 0, context, ep->tx_op_flags, 0));
 }
 
 static ssize_t fab_msendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -1130,25 +1176,23 @@ static ssize_t fab_msendmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t
 static ssize_t fab_minject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { (void *)buf, len };
-    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, 0, 0, 0, NULL, FI_INJECT, 0));
+    return FAB_LOCKED(ep, fab_send_one(ep, buf, len, dest, 0, 0, 0, NULL, FI_INJECT, 0));
 }
 
 static ssize_t fab_msenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
                              uint64_t data, fi_addr_t dest, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { (void *)buf, len };
-    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, 0, data, FAB_H_DATA, context,
-                               ep->tx_op_flags, 0));
+    return FAB_LOCKED(ep, fab_send_one(ep, buf, len, dest, 0, data, FAB_H_DATA, context,
+                                       ep->tx_op_flags, 0));
 }
 
 static ssize_t fab_minjectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
                                fi_addr_t dest)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { (void *)buf, len };
-    return FAB_LOCKED(ep, fab_send(ep, &v, 1, dest, 0, data, FAB_H_DATA, NULL, FI_INJECT, 0));
+    return FAB_LOCKED(ep, fab_send_one(ep, buf, len, dest, 0, data, FAB_H_DATA, NULL, FI_INJECT,
+                                       0));
 }
 
 static ssize_t fab_mrecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
