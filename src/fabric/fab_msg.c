@@ -823,7 +823,9 @@ void fab_progress_locked(struct fab_ep *ep)
         if (n < FAB_INBOX_BATCH)
             break;
     }
-    if (ep->caps & FI_RMA)   /* no call where no RMA was asked for (mtl ofi) */
+    /* no call where neither RMA was asked for (mtl ofi) nor an atomic's
+     * answer is owed (a target answers atomics whatever its caps) */
+    if ((ep->caps & FI_RMA) || ep->amo_owed)
         fab_rma_events(ep);
     /* sends and reads in flight */
     for (struct fab_op **pp = &ep->ops, *op; (op = *pp);) {
