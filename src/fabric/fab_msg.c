@@ -578,6 +578,23 @@ static int fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n
     return 0;
 }
 
+/* cvia_inbox_progress's visitor, on this thread inside fab_progress_locked
+ * (ep->lock held): an eager message straight from the peer's ring slot,
+ * matched here once against the posted receives and copied once into the
+ * receive's buffer (or queued as unexpected). Anything else (a rendezvous,
+ * a control message: they call corevia), an arrival while older ones are
+ * held for want of memory, or one that cannot be queued now, is left to
+ * the inbox (0), and corevia keeps the ones after it behind it. */
+static int fab_visit(void *arg, int src, const void *buf, size_t n)
+{
+    struct fab_ep *ep = arg;
+    const struct fab_hdr *h = buf;
+
+    if (n < FAB_EAGER_HDR || h->op != FAB_OP_EAGER || ep->nheld || ep->early_buf)
+        return 0;
+    return fab_arrive(ep, src, buf, n) == 0;
+}
+
 /* Messages for the endpoint's tag that corevia took before the inbox
  * opened (a peer that reached this process while the endpoint was not
  * armed yet) are in corevia's unexpected queue: take them, in order,
@@ -709,7 +726,7 @@ void fab_progress_locked(struct fab_ep *ep)
             return;
         }
     }
-    cvia_progress();
+    cvia_inbox_progress(ep->inbox, fab_visit, ep);
     if (ep->nowed)
         fab_owed_retry(ep);
     /* arrivals, in the order they began to arrive (per peer: the order it
