@@ -337,6 +337,8 @@ int cvia_inbox_progress(cvia_inbox_t ib, cvia_inbox_visit_fn fn, void *arg)
     v.tag = atomic_load_explicit(&ib->tag, memory_order_relaxed);
     v.fn = fn;
     v.arg = arg;
+    if (!atomic_load_explicit(&cvia__ctx.up.visiting, memory_order_relaxed))
+        atomic_store_explicit(&cvia__ctx.up.visiting, 1, memory_order_relaxed);
     ib_visiting = &v;
     rc = cvia_progress();
     ib_visiting = outer;   /* a visitor's progress nested in another's */
