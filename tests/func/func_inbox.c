@@ -93,6 +93,34 @@ static void make(unsigned char *p, size_t len, int src, int i)
     fill(p + sizeof(i), len - sizeof(i), seed(src, i));
 }
 
+/* Round @i of the stream: message @i to every other rank, by cvia_inject
+ * where it takes it (two pieces, as a layer sends its header then the
+ * payload), else by cvia_isend into @sreq; @sbuf holds NMSG slots of 520
+ * bytes, then the long message. Counts each kind in @injected, @queued. */
+static void send_round(int i, unsigned char *sbuf, cvia_req_t *sreq, long *injected,
+                       long *queued)
+{
+    for (int d = 0; d < np && i < NMSG; d++) {
+        size_t len = msg_len(i);
+        unsigned char *p = len == BIG ? sbuf + (size_t)NMSG * 520 : sbuf + (size_t)i * 520;
+        int rc;
+        if (d == me)
+            continue;
+        if (len != BIG) {
+            make(p, len, me, i);
+            rc = cvia_inject(p, 4, p + 4, len - 4, d, TAG_IN);
+            if (rc == 0) {
+                (*injected)++;
+                continue;
+            }
+            CHECK(rc == -EAGAIN, "cvia_inject: %s", cvia_strerror(rc));
+        }
+        rc = cvia_isend(p, len, d, TAG_IN, &sreq[(size_t)i * (size_t)np + (size_t)d]);
+        CHECK(rc == 0, "cvia_isend: %s", cvia_strerror(rc));
+        (*queued)++;
+    }
+}
+
 static void stream(void)
 {
     cvia_inbox_t ib;
@@ -119,25 +147,7 @@ static void stream(void)
     CHECK(sreq && sbuf, "out of memory");
     make(sbuf + (size_t)NMSG * 520, BIG, me, -1);   /* the long ones' bytes */
     for (i = 0; i < NMSG || got < want; i++) {
-        for (int d = 0; d < np && i < NMSG; d++) {
-            size_t len = msg_len(i);
-            unsigned char *p = len == BIG ? sbuf + (size_t)NMSG * 520 : sbuf + (size_t)i * 520;
-            if (d == me)
-                continue;
-            if (len != BIG) {
-                make(p, len, me, i);
-                /* two pieces, as a layer sends its header then the payload */
-                rc = cvia_inject(p, 4, p + 4, len - 4, d, TAG_IN);
-                if (rc == 0) {
-                    injected++;
-                    continue;
-                }
-                CHECK(rc == -EAGAIN, "cvia_inject: %s", cvia_strerror(rc));
-            }
-            rc = cvia_isend(p, len, d, TAG_IN, &sreq[(size_t)i * (size_t)np + (size_t)d]);
-            CHECK(rc == 0, "cvia_isend: %s", cvia_strerror(rc));
-            queued++;
-        }
+        send_round(i, sbuf, sreq, &injected, &queued);
         /* take what has arrived; spin until all came once our sends are out */
         for (int spins = 0; spins < (i < NMSG ? 1 : 1 << 30); spins++) {
             cvia_inbox_msg_t m[8];
@@ -466,7 +476,7 @@ static void visit(void)
     cvia_inbox_t ib;
     cvia_req_t *sreq;
     unsigned char *sbuf;
-    long want = (long)NMSG * (np - 1), polled = 0;
+    long want = (long)NMSG * (np - 1), polled = 0, injected = 0, queued = 0;
     int rc, i;
 
     v_next = calloc((size_t)np, sizeof(int));
@@ -479,21 +489,7 @@ static void visit(void)
     CHECK(sreq && sbuf, "out of memory");
     make(sbuf + (size_t)NMSG * 520, BIG, me, -1);
     for (i = 0; i < NMSG || v_got < want; i++) {
-        for (int d = 0; d < np && i < NMSG; d++) {
-            size_t len = msg_len(i);
-            unsigned char *p = len == BIG ? sbuf + (size_t)NMSG * 520 : sbuf + (size_t)i * 520;
-            if (d == me)
-                continue;
-            if (len != BIG) {
-                make(p, len, me, i);
-                rc = cvia_inject(p, 4, p + 4, len - 4, d, TAG_IN);
-                if (rc == 0)
-                    continue;
-                CHECK(rc == -EAGAIN, "cvia_inject: %s", cvia_strerror(rc));
-            }
-            rc = cvia_isend(p, len, d, TAG_IN, &sreq[(size_t)i * (size_t)np + (size_t)d]);
-            CHECK(rc == 0, "cvia_isend: %s", cvia_strerror(rc));
-        }
+        send_round(i, sbuf, sreq, &injected, &queued);
         for (int spins = 0; spins < (i < NMSG ? 1 : 1 << 30); spins++) {
             cvia_inbox_msg_t m[8];
             int n;
@@ -527,8 +523,9 @@ static void visit(void)
     CHECK(cvia_inbox_progress(NULL, v_fn, NULL) == -EINVAL, "progress of no inbox");
     CHECK(cvia_inbox_progress(ib, NULL, NULL) == -EINVAL, "progress without a function");
     CHECK(cvia_barrier() == 0, "barrier");
-    printf("func_inbox: visit: rank %d: %ld messages, %ld by the visitor (%ld offered), "
-           "%ld from the inbox: ok\n", me, v_got, v_visited, v_offered, polled);
+    printf("func_inbox: visit: rank %d: %ld messages (%ld injected, %ld sent with a request), "
+           "%ld by the visitor (%ld offered), %ld from the inbox: ok\n", me, v_got, injected,
+           queued, v_visited, v_offered, polled);
     free(sreq);
     free(sbuf);
     free(v_next);
