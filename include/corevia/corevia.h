@@ -450,6 +450,21 @@ CVIA_API void cvia_inbox_release(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int n)
  *  was still arriving then (the inbox's memory then stays, never reused). */
 CVIA_API int cvia_inbox_close(cvia_inbox_t ib);
 
+/** Takes a message of an inbox's tag straight from where it arrived
+ *  (cvia_inbox_progress): @p buf, @p len bytes from @p source, valid only
+ *  during the call. Returns 1 when it took the message (matched it and
+ *  copied what it keeps), 0 to leave it to the inbox. */
+typedef int (*cvia_inbox_visit_fn)(void *arg, int source, const void *buf, size_t len);
+/** cvia_progress(), during which a whole message of @p ib's tag that a
+ *  peer on this host put into one shm ring slot, arriving while @p ib
+ *  holds no message (none arriving, none not yet polled), is first
+ *  offered to @p fn (one match and one copy, from the slot, which is
+ *  released at once); what @p fn leaves, and every other message, goes
+ *  to the inbox as before. @p fn runs on the calling thread only, inside
+ *  this call: the caller's own locks cover it. It must not call corevia.
+ *  Returns what cvia_progress() returns; -EINVAL for a bad argument. */
+CVIA_API int cvia_inbox_progress(cvia_inbox_t ib, cvia_inbox_visit_fn fn, void *arg);
+
 /** Send a small message made of two pieces, @p hdr then @p buf (either may
  *  be empty), to @p dest with @p tag now, without a request, if corevia
  *  can buffer it at once after @p dest's earlier messages: 0 (sent; both

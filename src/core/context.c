@@ -353,6 +353,7 @@ int cvia_init_thread(int *argc, char ***argv, int required, int *provided)
     c->up.core = c;
     c->up.match = cvia__inbox_match;         /* on to cvia__core_match */
     c->up.complete = cvia__inbox_complete;   /* on to cvia__core_complete */
+    c->up.visit = cvia__inbox_visit;         /* cvia_inbox_progress's visitor */
     c->up.peer_lost = cvia__core_peer_lost;
     c->up.mr_check = cvia__core_mr_check;
     c->up.imm = cvia__core_imm;

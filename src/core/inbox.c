@@ -23,7 +23,20 @@
  * over (`closing`: entries still arriving are waited for, then freed) and
  * every message the application took has come back (`taken`): a message
  * released after its inbox's close is freed, never put on the free list
- * of a later life with another buffer size. */
+ * of a later life with another buffer size.
+ *
+ * The visitor (cvia_inbox_progress, CVIA_1.3): while a layer progresses
+ * through it, a whole message of its inbox's tag that the shm provider
+ * finds in one ring slot is offered to the layer's function first, in
+ * the ring (provider upcall `visit`, before `match`): the layer matches
+ * it against its own receives and copies the payload out, and the slot
+ * goes back at once; no entry, no second match, no second copy. Only
+ * while the inbox holds nothing (`queued`: entries matched and not
+ * polled, complete or still arriving), so a message never overtakes an
+ * earlier one of the tag; a message the function leaves goes to the
+ * inbox, and the ones after it follow it there until the layer has
+ * polled it. The visitor is the calling thread's (thread-local): another
+ * thread's progress never runs the layer's code outside its locks. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -51,10 +64,25 @@ struct cvia_inbox {
     int broken;               /* a close timed out: never reused */
     int closing;              /* cvia_inbox_close at work (ib_open_lock) */
     size_t taken;             /* polled, not released yet */
+    _Atomic size_t queued;    /* entries in head..tail (written under lock):
+                               * the visitor's test, read without it */
     size_t buf_size;
     struct ib_ent *free;
     struct ib_ent *head, *tail;   /* matched, in match order */
 };
+
+/* The visitor of the cvia_inbox_progress running on this thread, if any.
+ * initial-exec: the drain asks for every slot, and a TLS descriptor call
+ * would cost more than the test (libcorevia is loaded with the program,
+ * or with a provider whose few bytes of static TLS glibc keeps spare). */
+struct ib_visitor {
+    struct cvia_inbox *ib;
+    int32_t tag;
+    cvia_inbox_visit_fn fn;
+    void *arg;
+};
+static _Thread_local const struct ib_visitor *ib_visiting
+    __attribute__((tls_model("initial-exec")));
 
 static struct cvia_inbox *_Atomic ib_tab[CVIA_INBOX_MAX];
 static _Atomic int ib_nopen;
@@ -63,6 +91,13 @@ static pthread_mutex_t ib_open_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *ib_inline(struct ib_ent *e)
 {
     return (char *)(e + 1);
+}
+
+/* ib->queued += @d (ib->lock held: a plain store, no locked instruction). */
+static void ib_queued_add(struct cvia_inbox *ib, long d)
+{
+    size_t q = atomic_load_explicit(&ib->queued, memory_order_relaxed);
+    atomic_store_explicit(&ib->queued, q + (size_t)d, memory_order_relaxed);
 }
 
 /* An entry of @ib for a message from @src (ib->lock held); NULL without
@@ -105,6 +140,7 @@ static struct ib_ent *ib_take(struct cvia_inbox *ib, int src, uint16_t ctx, int3
     else
         ib->head = e;
     ib->tail = e;
+    ib_queued_add(ib, 1);
     return e;
 }
 
@@ -167,6 +203,23 @@ struct cvia_xfer *cvia__inbox_recheck(int src, uint16_t ctx, int32_t tag, size_t
     return ib_route(src, ctx, tag, msg_len, flags, cookie);
 }
 
+int cvia__inbox_visit(void *core, int src, uint16_t ctx, int32_t tag, const void *buf,
+                      size_t len)
+{
+    const struct ib_visitor *v = ib_visiting;
+
+    (void)core;
+    /* the order matters: entries of the tag still queued (an earlier
+     * message of this peer among them) keep every later one behind them.
+     * A peer's messages are drained by one thread at a time (the
+     * provider's lock), so its earlier entry is seen in queued here. */
+    if (!v || v->tag != tag || ctx != CVIA_CTX_USER ||
+        atomic_load_explicit(&v->ib->queued, memory_order_relaxed) ||
+        !atomic_load_explicit(&v->ib->open, memory_order_relaxed))
+        return 0;
+    return v->fn(v->arg, src, buf, len) == 1;
+}
+
 void cvia__inbox_complete(void *core, struct cvia_xfer *x, int status)
 {
     struct cvia_req *r = cvia_container_of(x, struct cvia_req, x);
@@ -225,6 +278,7 @@ int cvia_inbox_open(int tag, size_t buf_size, int prealloc, cvia_inbox_t *ib_p)
     ib->lock.mode = cvia__mlock_mode;   /* the level of this corevia life */
     ib->buf_size = buf_size;
     ib->free = ib->head = ib->tail = NULL;
+    atomic_store_explicit(&ib->queued, 0, memory_order_relaxed);
     for (int i = 0; i < prealloc; i++) {
         struct ib_ent *e = malloc(sizeof(*e) + buf_size);
         if (!e)
@@ -265,8 +319,30 @@ int cvia_inbox_poll(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int max)
         n++;
     }
     ib->taken += (size_t)n;
+    if (n)
+        ib_queued_add(ib, -(long)n);
     cvia_mlock_unlock(&ib->lock);
     return n;
+}
+
+int cvia_inbox_progress(cvia_inbox_t ib, cvia_inbox_visit_fn fn, void *arg)
+{
+    struct ib_visitor v;
+    const struct ib_visitor *outer = ib_visiting;
+    int rc;
+
+    if (!ib || !fn)
+        return -EINVAL;
+    v.ib = ib;
+    v.tag = atomic_load_explicit(&ib->tag, memory_order_relaxed);
+    v.fn = fn;
+    v.arg = arg;
+    if (!atomic_load_explicit(&cvia__ctx.up.visiting, memory_order_relaxed))
+        atomic_store_explicit(&cvia__ctx.up.visiting, 1, memory_order_relaxed);
+    ib_visiting = &v;
+    rc = cvia_progress();
+    ib_visiting = outer;   /* a visitor's progress nested in another's */
+    return rc;
 }
 
 void cvia_inbox_release(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int n)
@@ -352,6 +428,7 @@ int cvia_inbox_close(cvia_inbox_t ib)
     ib_free_list(ib->head);
     ib_free_list(ib->free);
     ib->head = ib->tail = ib->free = NULL;
+    atomic_store_explicit(&ib->queued, 0, memory_order_relaxed);
     ib->closing = 0;
     cvia_mlock_unlock(&ib->lock);
     pthread_mutex_unlock(&ib_open_lock);

@@ -108,6 +108,11 @@ static size_t fab_scatter(const struct fab_rx *rx, const char *src, size_t n)
 {
     size_t off = 0;
 
+    if (rx->iov_count == 1 && n <= rx->iov[0].iov_len) {   /* the usual: one buffer */
+        memcpy(rx->iov[0].iov_base, src, n);
+        return n;
+    }
+
     for (size_t i = 0; i < rx->iov_count && off < n; i++) {
         size_t k = rx->iov[i].iov_len < n - off ? rx->iov[i].iov_len : n - off;
         if (k)
@@ -501,18 +506,11 @@ static void fab_read_finish(struct fab_ep *ep, struct fab_op *op, int rc)
     op->rx = NULL;
 }
 
-/* Hand message @u (already off the queues, or built from an arrival) to @rx. */
-static void fab_deliver(struct fab_ep *ep, struct fab_rx *rx, int32_t rank, uint16_t epid,
-                        int op_kind, int hflags, uint64_t tag, uint64_t data, uint64_t len,
-                        const void *payload, const struct fab_rts *rts)
+/* An RTS for @rx: read min(len, cap) bytes from the sender's region. */
+static void fab_deliver_rts(struct fab_ep *ep, struct fab_rx *rx, int32_t rank, uint16_t epid,
+                            int hflags, uint64_t tag, uint64_t data, uint64_t len,
+                            const struct fab_rts *rts)
 {
-    if (op_kind == FAB_OP_EAGER) {
-        if (len)
-            fab_scatter(rx, payload, len < rx->cap ? len : rx->cap);
-        fab_rx_done(ep, rx, 0, len, tag, data, hflags, rank, epid);
-        return;
-    }
-    /* RTS: read min(len, cap) bytes from the sender's region */
     struct fab_op *op = calloc(1, sizeof(*op));
     size_t n = len < rx->cap ? len : rx->cap;
     void *dst = rx->iov_count ? rx->iov[0].iov_base : NULL;
@@ -560,21 +558,41 @@ static void fab_deliver(struct fab_ep *ep, struct fab_rx *rx, int32_t rank, uint
     fab_op_link(ep, op);
 }
 
+/* Hand message @u (already off the queues, or built from an arrival) to
+ * @rx. Inline: an eager one, the stream's every message, is a copy and a
+ * completion, without a call of eleven arguments. */
+static inline void fab_deliver(struct fab_ep *ep, struct fab_rx *rx, int32_t rank,
+                               uint16_t epid, int op_kind, int hflags, uint64_t tag,
+                               uint64_t data, uint64_t len, const void *payload,
+                               const struct fab_rts *rts)
+{
+    if (op_kind == FAB_OP_EAGER) {
+        if (len)
+            fab_scatter(rx, payload, len < rx->cap ? len : rx->cap);
+        fab_rx_done(ep, rx, 0, len, tag, data, hflags, rank, epid);
+        return;
+    }
+    fab_deliver_rts(ep, rx, rank, epid, hflags, tag, data, len, rts);
+}
+
 static void fab_unexp_free(struct fab_unexp *u)
 {
     free(u->payload);
     free(u);
 }
 
+static int fab_arrive_msg(struct fab_ep *ep, int32_t rank, const char *buf, uint64_t data,
+                          uint64_t len, const char *payload);
+
 /* A message arrived in the inbox: a FIN for one of our sends, or a message
  * for a posted receive, or one that waits in the unexpected queue. 0, or
  * -FI_ENOMEM when it could not be queued (nothing changed: try again). */
+
 static int fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n)
 {
     const struct fab_hdr *h = (const void *)buf;
     uint64_t data = 0, len = 0;
     const char *payload = NULL;
-    int q;
 
     if (n < FAB_EAGER_HDR)
         return 0;   /* not ours to make sense of: corevia checked the tag only */
@@ -631,7 +649,18 @@ static int fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n
     if ((h->op != FAB_OP_EAGER && h->op != FAB_OP_RTS) ||
         (h->op == FAB_OP_RTS && n != sizeof(struct fab_rts)))
         return 0;
-    q = h->flags & FAB_H_TAGGED ? 0 : 1;
+    return fab_arrive_msg(ep, rank, buf, data, len, payload);
+}
+
+/* An EAGER or RTS message (@buf, its header checked; @payload and @len
+ * its bytes, @data its CQ data): to the first posted receive it matches,
+ * else to the unexpected queue (0), or -FI_ENOMEM with nothing changed. */
+static int fab_arrive_msg(struct fab_ep *ep, int32_t rank, const char *buf, uint64_t data,
+                          uint64_t len, const char *payload)
+{
+    const struct fab_hdr *h = (const void *)buf;
+    int q = h->flags & FAB_H_TAGGED ? 0 : 1;
+
     for (struct fab_rx *rx = ep->posted_head[q]; rx; rx = rx->next)
         if (fab_matches(rx, rank, h->src_epid, h->tag)) {
             Q_REMOVE(ep->posted_head[q], ep->posted_tail[q], rx);
@@ -660,6 +689,29 @@ static int fab_arrive(struct fab_ep *ep, int32_t rank, const char *buf, size_t n
     }
     Q_APPEND(ep->unexp_head[q], ep->unexp_tail[q], u);
     return 0;
+}
+
+/* cvia_inbox_progress's visitor, on this thread inside fab_progress_locked
+ * (ep->lock held): an eager message straight from the peer's ring slot,
+ * matched here once against the posted receives and copied once into the
+ * receive's buffer (or queued as unexpected). Anything else (a rendezvous,
+ * a control message: they call corevia), an arrival while older ones are
+ * held for want of memory, or one that cannot be queued now, is left to
+ * the inbox (0), and corevia keeps the ones after it behind it. */
+static int fab_visit(void *arg, int src, const void *buf, size_t n)
+{
+    struct fab_ep *ep = arg;
+    const struct fab_hdr *h = buf;
+
+    size_t hl;
+
+    if (n < FAB_EAGER_HDR || h->op != FAB_OP_EAGER || ep->nheld || ep->early_buf)
+        return 0;
+    hl = FAB_EAGER_HDR + (h->flags & FAB_H_DATA ? sizeof(uint64_t) : 0);
+    if (n < hl)
+        return 0;   /* fab_arrive drops it */
+    return fab_arrive_msg(ep, src, buf, h->flags & FAB_H_DATA ? h->data : 0, n - hl,
+                          (const char *)buf + hl) == 0;
 }
 
 /* Messages for the endpoint's tag that corevia took before the inbox
@@ -796,7 +848,7 @@ void fab_progress_locked(struct fab_ep *ep)
             return;
         }
     }
-    cvia_progress();
+    cvia_inbox_progress(ep->inbox, fab_visit, ep);
     if (ep->nowed)
         fab_owed_retry(ep);
     /* arrivals, in the order they began to arrive (per peer: the order it

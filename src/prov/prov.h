@@ -80,6 +80,18 @@ struct cvia_prov_upcalls {
     /* @x is finished: a send's buffer is free again, a receive's bytes are
      * all in (status 0, or negative). */
     void (*complete)(void *core, struct cvia_xfer *x, int status);
+    /* A whole message from @src, @len bytes at @buf (the provider's own
+     * memory, a ring slot), before match: 1 when the core's visitor took it
+     * (matched and copied out by the layer above, in this call: the
+     * provider releases the memory at once, no match, no complete), 0 to go
+     * on with match. A provider that delivers whole messages from its own
+     * memory may call it; the others never need to. Only once @visiting
+     * is set (the first cvia_inbox_progress, for good): a program that
+     * never visits pays one load per message, not a call (the call in
+     * shm's drain cost corevia's own 8 B stream a third of its rate). */
+    int  (*visit)(void *core, int src, uint16_t ctx, int32_t tag, const void *buf,
+                  size_t len);
+    _Atomic int visiting;
     /* @peer is gone (its remaining data already delivered): fail whatever
      * still involves it. */
     void (*peer_lost)(void *core, int peer, int err);

@@ -29,7 +29,19 @@
  *           under the sanitizers, whose malloc is their own). Two ranks
  *           (the others only join the barriers).
  *
- *   func_inbox stream|arm --token=T    (under cvia-run)
+ *   visit   the inbox's visitor (cvia_inbox_progress, CVIA_1.3): the
+ *           stream's messages, taken through a function that the ring
+ *           hands whole small messages to; it leaves every fifth one it
+ *           is offered to the inbox, and every third round the receiver
+ *           progresses with plain cvia_progress() instead. Every message
+ *           must come exactly once and in its sender's order whether the
+ *           visitor or the inbox gave it (a message taken by the visitor
+ *           while an earlier one of its sender sat in the inbox would be
+ *           out of order), the visitor must run only inside
+ *           cvia_inbox_progress on its caller's thread, and it must have
+ *           taken some (all ranks are on one host). Then its refusals.
+ *
+ *   func_inbox stream|arm|visit --token=T    (under cvia-run)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -81,6 +93,34 @@ static void make(unsigned char *p, size_t len, int src, int i)
     fill(p + sizeof(i), len - sizeof(i), seed(src, i));
 }
 
+/* Round @i of the stream: message @i to every other rank, by cvia_inject
+ * where it takes it (two pieces, as a layer sends its header then the
+ * payload), else by cvia_isend into @sreq; @sbuf holds NMSG slots of 520
+ * bytes, then the long message. Counts each kind in @injected, @queued. */
+static void send_round(int i, unsigned char *sbuf, cvia_req_t *sreq, long *injected,
+                       long *queued)
+{
+    for (int d = 0; d < np && i < NMSG; d++) {
+        size_t len = msg_len(i);
+        unsigned char *p = len == BIG ? sbuf + (size_t)NMSG * 520 : sbuf + (size_t)i * 520;
+        int rc;
+        if (d == me)
+            continue;
+        if (len != BIG) {
+            make(p, len, me, i);
+            rc = cvia_inject(p, 4, p + 4, len - 4, d, TAG_IN);
+            if (rc == 0) {
+                (*injected)++;
+                continue;
+            }
+            CHECK(rc == -EAGAIN, "cvia_inject: %s", cvia_strerror(rc));
+        }
+        rc = cvia_isend(p, len, d, TAG_IN, &sreq[(size_t)i * (size_t)np + (size_t)d]);
+        CHECK(rc == 0, "cvia_isend: %s", cvia_strerror(rc));
+        (*queued)++;
+    }
+}
+
 static void stream(void)
 {
     cvia_inbox_t ib;
@@ -107,25 +147,7 @@ static void stream(void)
     CHECK(sreq && sbuf, "out of memory");
     make(sbuf + (size_t)NMSG * 520, BIG, me, -1);   /* the long ones' bytes */
     for (i = 0; i < NMSG || got < want; i++) {
-        for (int d = 0; d < np && i < NMSG; d++) {
-            size_t len = msg_len(i);
-            unsigned char *p = len == BIG ? sbuf + (size_t)NMSG * 520 : sbuf + (size_t)i * 520;
-            if (d == me)
-                continue;
-            if (len != BIG) {
-                make(p, len, me, i);
-                /* two pieces, as a layer sends its header then the payload */
-                rc = cvia_inject(p, 4, p + 4, len - 4, d, TAG_IN);
-                if (rc == 0) {
-                    injected++;
-                    continue;
-                }
-                CHECK(rc == -EAGAIN, "cvia_inject: %s", cvia_strerror(rc));
-            }
-            rc = cvia_isend(p, len, d, TAG_IN, &sreq[(size_t)i * (size_t)np + (size_t)d]);
-            CHECK(rc == 0, "cvia_isend: %s", cvia_strerror(rc));
-            queued++;
-        }
+        send_round(i, sbuf, sreq, &injected, &queued);
         /* take what has arrived; spin until all came once our sends are out */
         for (int spins = 0; spins < (i < NMSG ? 1 : 1 << 30); spins++) {
             cvia_inbox_msg_t m[8];
@@ -410,12 +432,112 @@ static void arm(void)
     free(buf);
 }
 
+/* ---- visit ---- */
+
+static int *v_next;             /* per source: the index due */
+static long v_got, v_visited, v_offered;
+static int v_inside;            /* in cvia_inbox_progress, on this thread */
+
+/* Message @p, @len bytes from @src: the one due? */
+static void v_check(int src, const unsigned char *p, size_t len, const char *how)
+{
+    int idx;
+
+    CHECK(src >= 0 && src < np && src != me, "source %d %s", src, how);
+    CHECK(len >= sizeof(idx), "%zu bytes %s", len, how);
+    memcpy(&idx, p, sizeof(idx));
+    if (msg_len(v_next[src]) == BIG)
+        CHECK(idx == -1, "from %d %s: index %d where the long message %d was due", src, how,
+              idx, v_next[src]);
+    else
+        CHECK(idx == v_next[src], "from %d %s: message %d where %d was due", src, how, idx,
+              v_next[src]);
+    CHECK(len == msg_len(v_next[src]), "from %d %s: message %d has %zu bytes, not %zu", src,
+          how, v_next[src], len, msg_len(v_next[src]));
+    CHECK(verify(p + sizeof(idx), len - sizeof(idx), seed(src, idx)) == (size_t)-1,
+          "from %d %s: message %d is not intact", src, how, v_next[src]);
+    v_next[src]++;
+    v_got++;
+}
+
+static int v_fn(void *arg, int source, const void *buf, size_t len)
+{
+    CHECK(arg == (void *)&v_next, "the visitor's argument %p", arg);
+    CHECK(v_inside, "the visitor ran outside cvia_inbox_progress (or on another thread)");
+    if (++v_offered % 5 == 0)
+        return 0;   /* left to the inbox: those after it must wait for it */
+    v_check(source, buf, len, "by the visitor");
+    v_visited++;
+    return 1;
+}
+
+static void visit(void)
+{
+    cvia_inbox_t ib;
+    cvia_req_t *sreq;
+    unsigned char *sbuf;
+    long want = (long)NMSG * (np - 1), polled = 0, injected = 0, queued = 0;
+    int rc, i;
+
+    v_next = calloc((size_t)np, sizeof(int));
+    CHECK(v_next, "out of memory");
+    rc = cvia_inbox_open(TAG_IN, BUF_SIZE, 4, &ib);
+    CHECK(rc == 0, "cvia_inbox_open: %s", cvia_strerror(rc));
+    CHECK(cvia_barrier() == 0, "barrier");
+    sreq = calloc((size_t)NMSG * (size_t)np, sizeof(*sreq));
+    sbuf = malloc((size_t)NMSG * 520 + BIG);
+    CHECK(sreq && sbuf, "out of memory");
+    make(sbuf + (size_t)NMSG * 520, BIG, me, -1);
+    for (i = 0; i < NMSG || v_got < want; i++) {
+        send_round(i, sbuf, sreq, &injected, &queued);
+        for (int spins = 0; spins < (i < NMSG ? 1 : 1 << 30); spins++) {
+            cvia_inbox_msg_t m[8];
+            int n;
+            if (i % 3 == 2) {
+                (void)cvia_progress();   /* no visitor: all to the inbox */
+            } else {
+                v_inside = 1;
+                rc = cvia_inbox_progress(ib, v_fn, &v_next);
+                v_inside = 0;
+                CHECK(rc >= 0, "cvia_inbox_progress: %s", cvia_strerror(rc));
+            }
+            n = cvia_inbox_poll(ib, m, 8);
+            CHECK(n >= 0, "cvia_inbox_poll: %d", n);
+            for (int k = 0; k < n; k++) {
+                CHECK(m[k].status == 0, "a message failed: %s", cvia_strerror(m[k].status));
+                v_check(m[k].source, m[k].buf, m[k].len, "from the inbox");
+                polled++;
+            }
+            cvia_inbox_release(ib, m, n);
+            if (v_got == want)
+                break;
+        }
+    }
+    rc = cvia_waitall((size_t)NMSG * (size_t)np, sreq, NULL);
+    CHECK(rc == 0, "cvia_waitall: %s", cvia_strerror(rc));
+    CHECK(v_visited > 0, "the visitor took no message (%ld offered)", v_offered);
+    CHECK(polled > 0, "the inbox gave no message");
+    CHECK(cvia_barrier() == 0, "barrier");
+    rc = cvia_inbox_close(ib);
+    CHECK(rc == 0, "cvia_inbox_close: %s", cvia_strerror(rc));
+    CHECK(cvia_inbox_progress(NULL, v_fn, NULL) == -EINVAL, "progress of no inbox");
+    CHECK(cvia_inbox_progress(ib, NULL, NULL) == -EINVAL, "progress without a function");
+    CHECK(cvia_barrier() == 0, "barrier");
+    printf("func_inbox: visit: rank %d: %ld messages (%ld injected, %ld sent with a request), "
+           "%ld by the visitor (%ld offered), %ld from the inbox: ok\n", me, v_got, injected,
+           queued, v_visited, v_offered, polled);
+    free(sreq);
+    free(sbuf);
+    free(v_next);
+}
+
 int main(int argc, char **argv)
 {
     int rc;
 
-    if (argc < 2 || (strcmp(argv[1], "stream") && strcmp(argv[1], "arm"))) {
-        fprintf(stderr, "usage: func_inbox stream|arm [--token=T]\n");
+    if (argc < 2 || (strcmp(argv[1], "stream") && strcmp(argv[1], "arm") &&
+                     strcmp(argv[1], "visit"))) {
+        fprintf(stderr, "usage: func_inbox stream|arm|visit [--token=T]\n");
         return 2;
     }
     /* before cvia_init: refused, not a crash */
@@ -433,6 +555,8 @@ int main(int argc, char **argv)
     np = cvia_size();
     if (!strcmp(argv[1], "arm"))
         arm();
+    else if (!strcmp(argv[1], "visit"))
+        visit();
     else
         stream();
     return cvia_finalize() ? 1 : 0;

@@ -70,7 +70,7 @@ $(diff "$tmp/$name.decl" "$tmp/$name.exp" | grep '^[<>]')"
 }
 
 compare libcorevia "$core" corevia.h 'corevia|cvia_errno' \
-    'cvia_addr@CVIA_1.1 cvia_connect@CVIA_1.1 cvia_imm_block@CVIA_1.1 cvia_imm_kick@CVIA_1.1 cvia_imm_kicks@CVIA_1.1 cvia_input_wait@CVIA_1.1 cvia_provider_cleanup@CVIA_1.1 cvia_provider_info@CVIA_1.1 cvia_var_check@CVIA_1.1 cvia_var_info@CVIA_1.1 cvia_var_register@CVIA_1.1 cvia_var_unregister@CVIA_1.1 cvia_inbox_close@CVIA_1.2 cvia_inbox_open@CVIA_1.2 cvia_inbox_poll@CVIA_1.2 cvia_inbox_release@CVIA_1.2 cvia_inject@CVIA_1.2'
+    'cvia_addr@CVIA_1.1 cvia_connect@CVIA_1.1 cvia_imm_block@CVIA_1.1 cvia_imm_kick@CVIA_1.1 cvia_imm_kicks@CVIA_1.1 cvia_input_wait@CVIA_1.1 cvia_provider_cleanup@CVIA_1.1 cvia_provider_info@CVIA_1.1 cvia_var_check@CVIA_1.1 cvia_var_info@CVIA_1.1 cvia_var_register@CVIA_1.1 cvia_var_unregister@CVIA_1.1 cvia_inbox_close@CVIA_1.2 cvia_inbox_open@CVIA_1.2 cvia_inbox_poll@CVIA_1.2 cvia_inbox_release@CVIA_1.2 cvia_inject@CVIA_1.2 cvia_inbox_progress@CVIA_1.3'
 compare libcorevia_dsm "$dsm" parmacs.h 'dsm|parmacs'
 
 # The DSM library's undefined corevia symbols must all be libcorevia's API

@@ -312,6 +312,16 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                 skip = SHM_RMA_HDR;
             } else {
                 pp->rx_op.slot_flags = 0;
+                /* a whole message in this slot: the core's visitor may take
+                 * it from here (one match, one copy), the slot back at once */
+                if ((flags & SHM_SLOT_LAST) &&
+                    atomic_load_explicit(&up->visiting, memory_order_relaxed) &&
+                    n == s->msg_len && up->visit(up->core, peer, s->ctx, s->tag, payload, n)) {
+                    cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
+                    CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+                    events++;
+                    continue;
+                }
                 x = up->match(up->core, peer, s->ctx, s->tag, (size_t)s->msg_len, 0, 0);
             }
             pp->rx_cur = x;
