@@ -419,9 +419,44 @@ static int shm_poll_peer(struct cvia_prov_ep *ep, int peer)
     return events;
 }
 
-int shm_progress(struct cvia_prov_ep *ep)
+/* Anything for this endpoint to do without waiting for a peer: a slot in
+ * one of my rings, sends still queued, a rendezvous in flight, a
+ * connection claimed. Loads only, no call: the wait loop's usual finding
+ * is nothing. @gone_rv: a gone peer's rendezvous counts (progress moves
+ * it on; a sleeper does not wait for it). */
+static inline int shm_work(struct cvia_prov_ep *ep, int size, int gone_rv)
 {
-    const int size = shm_npeers(ep);
+    if (atomic_load_explicit(&ep->npending, memory_order_relaxed))
+        return 1;
+    if (ep->args.dynamic &&
+        atomic_load_explicit(&ep->seg->claim_gen, memory_order_relaxed) !=
+        atomic_load_explicit(&ep->claim_seen, memory_order_relaxed))
+        return 1;   /* a peer waits for its connection to be taken */
+    for (int p = 0; p < size; p++) {
+        struct shm_peer *pp = &ep->peers[p];
+        if (!pp->seg)
+            continue;   /* another host */
+        if (atomic_load_explicit(&pp->gone, memory_order_relaxed)) {
+            if (gone_rv && atomic_load_explicit(&pp->rv_pending, memory_order_relaxed))
+                return 1;
+            continue;
+        }
+        if (atomic_load_explicit(&pp->rv_pending, memory_order_relaxed) ||
+            cvia_ring_peek(&pp->rx_ring, CVIA_HINT_LOAD(pp->rx_pos)))
+            return 1;
+    }
+    return 0;
+}
+
+static int shm_busy(struct cvia_prov_ep *ep)
+{
+    return shm_work(ep, shm_npeers(ep), 0);
+}
+
+/* shm_progress past its look (shm_work): out of line, so that an empty
+ * poll saves no registers. */
+static __attribute__((noinline)) int shm_progress_work(struct cvia_prov_ep *ep, int size)
+{
     int events = 0, first;
 
     if (ep->args.dynamic &&
@@ -465,27 +500,11 @@ int shm_progress(struct cvia_prov_ep *ep)
     return events;
 }
 
-/* Anything for this endpoint to do without waiting for a peer: a slot in
- * one of my rings, sends still queued, a rendezvous in flight. */
-static int shm_busy(struct cvia_prov_ep *ep)
+int shm_progress(struct cvia_prov_ep *ep)
 {
-    int n = shm_npeers(ep);
+    const int size = shm_npeers(ep);
 
-    if (atomic_load_explicit(&ep->npending, memory_order_relaxed))
-        return 1;
-    if (ep->args.dynamic &&
-        atomic_load_explicit(&ep->seg->claim_gen, memory_order_relaxed) !=
-        atomic_load_explicit(&ep->claim_seen, memory_order_relaxed))
-        return 1;   /* a peer waits for its connection to be taken */
-    for (int p = 0; p < n; p++) {
-        struct shm_peer *pp = &ep->peers[p];
-        if (!pp->seg || atomic_load_explicit(&pp->gone, memory_order_relaxed))
-            continue;
-        if (atomic_load_explicit(&pp->rv_pending, memory_order_relaxed) ||
-            cvia_ring_peek(&pp->rx_ring, CVIA_HINT_LOAD(pp->rx_pos)))
-            return 1;
-    }
-    return 0;
+    return shm_work(ep, size, 1) ? shm_progress_work(ep, size) : 0;
 }
 
 /* Sleep until a peer publishes into one of my rings (it finds sleepers in
