@@ -160,21 +160,34 @@ static struct cvia_xfer *match_posted(struct cvia_req *r, int src, int32_t tag,
     return &r->x;
 }
 
-struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
-                                   int32_t tag, size_t msg_len, unsigned flags,
-                                   uint64_t cookie)
+/* The oldest posted receive that takes (src, ctx, tag), taken off the
+ * queue; NULL if none (c->lock held, or no lock at this level). */
+static inline struct cvia_req *posted_take(struct cvia_ctx *c, int src, uint16_t ctx,
+                                           int32_t tag)
 {
-    struct cvia_ctx *c = core;
+    for (struct cvia_req *r = c->posted.head; r; r = r->next) {
+        if (match_recv(r, src, ctx, tag)) {
+            q_remove(&c->posted, r);
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* cvia__core_match past its lock-free look at the posted queue: locks,
+ * and the unexpected message's entry and buffer. Out of line, so that the
+ * usual case (a receive is posted) saves no registers. */
+static __attribute__((noinline)) struct cvia_xfer *
+core_match_slow(struct cvia_ctx *c, int src, uint16_t ctx, int32_t tag, size_t msg_len,
+                unsigned flags, uint64_t cookie)
+{
     struct cvia_req *r, *u;
     void *buf = NULL;
 
     cvia_mlock_lock(&c->lock);
-    for (r = c->posted.head; r; r = r->next) {
-        if (match_recv(r, src, ctx, tag)) {
-            q_remove(&c->posted, r);
-            cvia_mlock_unlock(&c->lock);
-            return match_posted(r, src, tag, msg_len, flags, cookie);
-        }
+    if ((r = posted_take(c, src, ctx, tag))) {
+        cvia_mlock_unlock(&c->lock);
+        return match_posted(r, src, tag, msg_len, flags, cookie);
     }
     u = req_alloc_locked(c);
     cvia_mlock_unlock(&c->lock);
@@ -216,15 +229,12 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
     }
     cvia_mlock_lock(&c->lock);
     /* a receive may have been posted while we allocated */
-    for (r = c->posted.head; r; r = r->next) {
-        if (match_recv(r, src, ctx, tag)) {
-            q_remove(&c->posted, r);
-            u->next = c->free_reqs;      /* give the entry back */
-            c->free_reqs = u;
-            cvia_mlock_unlock(&c->lock);
-            free(buf);
-            return match_posted(r, src, tag, msg_len, flags, cookie);
-        }
+    if ((r = posted_take(c, src, ctx, tag))) {
+        u->next = c->free_reqs;      /* give the entry back */
+        c->free_reqs = u;
+        cvia_mlock_unlock(&c->lock);
+        free(buf);
+        return match_posted(r, src, tag, msg_len, flags, cookie);
     }
     /* an inbox opened on the tag since the matcher looked (another
      * thread's arm, whose look for early messages on the tag, under this
@@ -243,15 +253,28 @@ struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
     return (flags & CVIA_MATCH_RNDV) ? NULL : &u->x;
 }
 
-void cvia__core_complete(void *core, struct cvia_xfer *x, int status)
+struct cvia_xfer *cvia__core_match(void *core, int src, uint16_t ctx,
+                                   int32_t tag, size_t msg_len, unsigned flags,
+                                   uint64_t cookie)
 {
     struct cvia_ctx *c = core;
-    struct cvia_req *r = cvia_container_of(x, struct cvia_req, x), *partner;
+    struct cvia_req *r;
 
-    if (r->kind != CVIA_REQ_UNEXP) {
-        req_done(r, status);
-        return;
-    }
+    /* no lock at this level (single, funneled, serialized): the posted
+     * queue is looked at here, with no call and no frame */
+    if (__builtin_expect(cvia_mlock_is_off(&c->lock), 1) &&
+        (r = posted_take(c, src, ctx, tag)))
+        return match_posted(r, src, tag, msg_len, flags, cookie);
+    return core_match_slow(c, src, ctx, tag, msg_len, flags, cookie);
+}
+
+/* An unexpected message's end: it waits in its queue, or is handed to the
+ * receive that took it meanwhile. Out of line, as core_match_slow. */
+static __attribute__((noinline)) void core_complete_unexp(struct cvia_ctx *c,
+                                                          struct cvia_req *r, int status)
+{
+    struct cvia_req *partner;
+
     if (r->nomem == 2)   /* the static sink */
         return;
     cvia_mlock_lock(&c->lock);
@@ -264,6 +287,16 @@ void cvia__core_complete(void *core, struct cvia_xfer *x, int status)
     }
     cvia_mlock_unlock(&c->lock);
     unexp_deliver(c, partner, r, status);
+}
+
+void cvia__core_complete(void *core, struct cvia_xfer *x, int status)
+{
+    struct cvia_req *r = cvia_container_of(x, struct cvia_req, x);
+
+    if (__builtin_expect(r->kind != CVIA_REQ_UNEXP, 1))
+        req_done(r, status);
+    else
+        core_complete_unexp(core, r, status);
 }
 
 void cvia__core_peer_lost(void *core, int peer, int err)

@@ -50,6 +50,13 @@ void cvia__mlock_check_take(cvia_mlock_t *m);
 /* The mode is tested for OFF first: the levels below MULTIPLE pay one load
  * and one predicted branch per lock and unlock, and nothing else is laid
  * out on their path (issue 16: the single level's 8 B latency). */
+/* No lock at this level (single, funneled, serialized): a caller may take
+ * a path that neither locks nor unlocks. */
+static inline int cvia_mlock_is_off(const cvia_mlock_t *m)
+{
+    return m->mode == CVIA_MLOCK_OFF;
+}
+
 static inline int cvia_mlock_trylock(cvia_mlock_t *m)
 {
     if (__builtin_expect(m->mode == CVIA_MLOCK_OFF, 1))

@@ -254,26 +254,32 @@ static void case_many(void)
 }
 
 /* Truncation: an error on that request, nothing written past the buffer,
- * and the stream behind it intact. */
+ * and the stream behind it intact. Messages of 24 bytes (one slot: shm's
+ * plain drain) and of 1 MiB (many slots or a rendezvous). */
 static void case_trunc(void)
 {
     int to = (rank + 1) % size, from = (rank - 1 + size) % size;
     const size_t big = 1u << 20;
     unsigned char *s = malloc(big), *r = alloc_guarded(big);
-    size_t caps[] = { 0, 1, 100, 4096, 16352, 100000 };
+    const size_t lens[] = { 24, big };
+    size_t caps[] = { 0, 1, 8, 23, 100, 4096, 16352, 100000 };
+    const size_t ncaps = sizeof(caps) / sizeof(caps[0]);
 
-    for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+    for (size_t m = 0; m < 2; m++)
+    for (size_t k = 0; k < ncaps; k++) {
+        if (caps[k] >= lens[m])
+            continue;
         for (int unexpected = 0; unexpected < 2; unexpected++) {
-            size_t cap = caps[k], bad;
+            size_t cap = caps[k], len = lens[m], bad;
             cvia_req_t rr, sr, rr2, sr2;
             cvia_status_t st;
-            unsigned tagseq = (unsigned)(k * 2 + (size_t)unexpected);
+            unsigned tagseq = (unsigned)((m * ncaps + k) * 2 + (size_t)unexpected);
 
             fill(s, big, seed_of(rank, to, big, tagseq));
             memset(r + cap, 0xA5, GUARD);
             if (!unexpected)
                 CHECK_RC(cvia_irecv(r, cap, from, 1, &rr));
-            CHECK_RC(cvia_isend(s, big, to, 1, &sr));
+            CHECK_RC(cvia_isend(s, len, to, 1, &sr));
             CHECK_RC(cvia_isend(s, 64, to, 2, &sr2));     /* follows the truncated one */
             if (unexpected) {
                 /* a large send may wait for its receive (rendezvous), so
@@ -284,7 +290,7 @@ static void case_trunc(void)
             int rc = cvia_wait(&rr, &st);
             if (rc != -CVIA_ETRUNC || st.error != -CVIA_ETRUNC)
                 FAIL("cap %zu: expected CVIA_ETRUNC, got %s", cap, cvia_err_name(rc));
-            if (st.len != cap || st.msg_len != big)
+            if (st.len != cap || st.msg_len != len)
                 FAIL("cap %zu: status len %zu msg_len %zu", cap, st.len, st.msg_len);
             if ((bad = verify(r, cap, seed_of(from, rank, big, tagseq))) != (size_t)-1)
                 FAIL("cap %zu: kept byte %zu differs", cap, bad);

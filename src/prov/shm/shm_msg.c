@@ -232,6 +232,45 @@ static int shm_proto_error(struct cvia_prov_ep *ep, int peer)
     return -CVIA_EPROTO;
 }
 
+/* The usual slot: a whole ordinary message (FIRST and LAST, no kind, the
+ * payload right after the header) with no message in flight (rx_lock
+ * held). */
+static inline int shm_slot_plain(const struct shm_peer *pp, const struct shm_slot *s)
+{
+    return (s->flags & (SHM_SLOT_FIRST | SHM_SLOT_LAST | SHM_SLOT_KINDS | SHM_SLOT_LINE2)) ==
+           (SHM_SLOT_FIRST | SHM_SLOT_LAST) && !pp->rx_cur;
+}
+
+/* A plain slot (shm_slot_plain) matched, copied, released and completed
+ * without the general path's bookkeeping (rx_cur, the one-sided header,
+ * the running count of bytes). The checks are the general path's for such
+ * a slot. -1: a corrupt slot. */
+static inline int shm_drain_one(struct cvia_prov_ep *ep, struct shm_peer *pp, int peer,
+                                struct shm_slot *s)
+{
+    const struct cvia_prov_upcalls *up = ep->args.up;
+    size_t n = s->len;
+    struct cvia_xfer *x;
+
+    if (n != s->msg_len || n > ep->slot_size - SHM_SLOT_HDR)
+        return -1;
+    /* the core's visitor (cvia_inbox_progress) may take it from here: one
+     * match, one copy, the slot back at once */
+    if (atomic_load_explicit(&up->visiting, memory_order_relaxed) &&
+        up->visit(up->core, peer, s->ctx, s->tag, (const unsigned char *)s + SHM_SLOT_HDR, n)) {
+        cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
+        CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+        return 0;
+    }
+    x = up->match(up->core, peer, s->ctx, s->tag, n, 0, 0);
+    shm_copy_payload(x->buf, (const unsigned char *)s + SHM_SLOT_HDR, n < x->len ? n : x->len);
+    x->done = n;
+    cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
+    CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+    up->complete(up->core, x, n > x->len ? -CVIA_ETRUNC : 0);
+    return 0;
+}
+
 /* Drain up to one ring's worth of slots from @peer's ring (rx_lock held).
  * Rendezvous receives matched here are returned in @start, to be started
  * once the lock is released. */
@@ -251,6 +290,12 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
 
         if (!s || *nstart == SHM_START_MAX)
             break;
+        if (shm_slot_plain(pp, s)) {
+            if (shm_drain_one(ep, pp, peer, s) < 0)
+                return shm_proto_error(ep, peer);
+            events++;
+            continue;
+        }
         flags = s->flags;
         kind = flags & SHM_SLOT_KINDS;
         n = s->len;
@@ -356,18 +401,32 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
     return events;
 }
 
-/* Drain @peer if nobody else is; start the rendezvous receives it matched. */
-static int shm_poll_peer(struct cvia_prov_ep *ep, int peer, int wait)
+/* Drain @peer if nobody else is; start the rendezvous receives it matched.
+ * Plain one-slot messages (the ping-pong's) are taken here, one after the
+ * other; shm_drain and its loop only for a slot of another kind. */
+static int shm_poll_peer(struct cvia_prov_ep *ep, int peer)
 {
     struct shm_peer *pp = &ep->peers[peer];
     struct cvia_xfer *start[SHM_START_MAX];
-    int nstart = 0, events;
+    struct shm_slot *s;
+    int nstart = 0, events = 0;
+    uint32_t budget = ep->nslots;
 
-    if (wait)
-        cvia_mlock_lock(&pp->rx_lock);
-    else if (!cvia_mlock_trylock(&pp->rx_lock))
+    if (!cvia_mlock_trylock(&pp->rx_lock))
         return 0;
-    events = shm_drain(ep, peer, start, &nstart);
+    while ((s = cvia_ring_peek(&pp->rx_ring, pp->rx_pos)) && shm_slot_plain(pp, s)) {
+        if (shm_drain_one(ep, pp, peer, s) < 0) {
+            events = shm_proto_error(ep, peer);
+            break;
+        }
+        events++;
+        if (!--budget)
+            break;
+    }
+    if (s && budget && events >= 0) {
+        int more = shm_drain(ep, peer, start, &nstart);
+        events = more < 0 ? more : events + more;
+    }
     cvia_mlock_unlock(&pp->rx_lock);
     for (int i = 0; i < nstart; i++)
         shm_rndv_start(ep, start[i]);
@@ -380,9 +439,44 @@ static int shm_poll_peer(struct cvia_prov_ep *ep, int peer, int wait)
     return events;
 }
 
-int shm_progress(struct cvia_prov_ep *ep)
+/* Anything for this endpoint to do without waiting for a peer: a slot in
+ * one of my rings, sends still queued, a rendezvous in flight, a
+ * connection claimed. Loads only, no call: the wait loop's usual finding
+ * is nothing. @gone_rv: a gone peer's rendezvous counts (progress moves
+ * it on; a sleeper does not wait for it). */
+static inline int shm_work(struct cvia_prov_ep *ep, int size, int gone_rv)
 {
-    const int size = shm_npeers(ep);
+    if (atomic_load_explicit(&ep->npending, memory_order_relaxed))
+        return 1;
+    if (ep->args.dynamic &&
+        atomic_load_explicit(&ep->seg->claim_gen, memory_order_relaxed) !=
+        atomic_load_explicit(&ep->claim_seen, memory_order_relaxed))
+        return 1;   /* a peer waits for its connection to be taken */
+    for (int p = 0; p < size; p++) {
+        struct shm_peer *pp = &ep->peers[p];
+        if (!pp->seg)
+            continue;   /* another host */
+        if (atomic_load_explicit(&pp->gone, memory_order_relaxed)) {
+            if (gone_rv && atomic_load_explicit(&pp->rv_pending, memory_order_relaxed))
+                return 1;
+            continue;
+        }
+        if (atomic_load_explicit(&pp->rv_pending, memory_order_relaxed) ||
+            cvia_ring_peek(&pp->rx_ring, CVIA_HINT_LOAD(pp->rx_pos)))
+            return 1;
+    }
+    return 0;
+}
+
+static int shm_busy(struct cvia_prov_ep *ep)
+{
+    return shm_work(ep, shm_npeers(ep), 0);
+}
+
+/* shm_progress past its look (shm_work): out of line, so that an empty
+ * poll saves no registers. */
+static __attribute__((noinline)) int shm_progress_work(struct cvia_prov_ep *ep, int size)
+{
     int events = 0, first;
 
     if (ep->args.dynamic &&
@@ -414,7 +508,7 @@ int shm_progress(struct cvia_prov_ep *ep)
              * hint: a thread draining it now delivers what we would. */
             if (!atomic_load_explicit(&pp->gone, memory_order_relaxed) &&
                 cvia_ring_peek(&pp->rx_ring, CVIA_HINT_LOAD(pp->rx_pos)))
-                events += shm_poll_peer(ep, p, 0);
+                events += shm_poll_peer(ep, p);
         }
         if (++p == size)
             p = 0;
@@ -426,27 +520,11 @@ int shm_progress(struct cvia_prov_ep *ep)
     return events;
 }
 
-/* Anything for this endpoint to do without waiting for a peer: a slot in
- * one of my rings, sends still queued, a rendezvous in flight. */
-static int shm_busy(struct cvia_prov_ep *ep)
+int shm_progress(struct cvia_prov_ep *ep)
 {
-    int n = shm_npeers(ep);
+    const int size = shm_npeers(ep);
 
-    if (atomic_load_explicit(&ep->npending, memory_order_relaxed))
-        return 1;
-    if (ep->args.dynamic &&
-        atomic_load_explicit(&ep->seg->claim_gen, memory_order_relaxed) !=
-        atomic_load_explicit(&ep->claim_seen, memory_order_relaxed))
-        return 1;   /* a peer waits for its connection to be taken */
-    for (int p = 0; p < n; p++) {
-        struct shm_peer *pp = &ep->peers[p];
-        if (!pp->seg || atomic_load_explicit(&pp->gone, memory_order_relaxed))
-            continue;
-        if (atomic_load_explicit(&pp->rv_pending, memory_order_relaxed) ||
-            cvia_ring_peek(&pp->rx_ring, CVIA_HINT_LOAD(pp->rx_pos)))
-            return 1;
-    }
-    return 0;
+    return shm_work(ep, size, 1) ? shm_progress_work(ep, size) : 0;
 }
 
 /* Sleep until a peer publishes into one of my rings (it finds sleepers in
