@@ -50,12 +50,16 @@ run_ctest normal build --
 # pass only (a second and third identical package build would add two
 # minutes and test nothing new). So do fabric.mpi4py-ob1.*: mpi4py's suite
 # on Open MPI's own transports, the reference beside the provider's runs,
-# loads no corevia code that a sanitizer could check.
+# loads no corevia code that a sanitizer could check; and fabric.mpi-ob1*
+# (sizes on 2 ranks, on 4 across two hosts): mpi_fabric on Open MPI's
+# transports, no corevia code loaded (mpirun_ofi.sh --mode ob1), and the
+# program's own code for sizes runs in this pass over the provider
+# (fabric.mpi.sizes.np2, .np4, .domain.np2, fabric.mpi-hosts-*.sizes.np4).
 echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer and test"
 ./scripts/build.sh build-asan -DCVIA_SANITIZE=ON
 run_ctest asan build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 CVIA_TEST_TIMEOUT_MULTIPLIER=3 -- \
-    -E '^(tools\.deb|fabric\.mpi4py-ob1\..*)$'
+    -E '^(tools\.deb|fabric\.mpi4py-ob1\..*|fabric\.mpi-ob1(-hosts)?\..*)$'
 
 echo "== build with ThreadSanitizer and test"
 # Left out, and why (DESIGN.md, "Testing on one machine"):
