@@ -10,7 +10,8 @@ run=$1 prog=$2
 fail=0
 out=$(mktemp) || exit 1
 trap 'rm -f "$out"' EXIT
-before=$(ls /dev/shm 2>/dev/null | grep -c "^cvia-$(id -u)-")
+# our own segments only (func.squat, beside us, plants another user's)
+before=$(find /dev/shm -maxdepth 1 -user "$(id -u)" -name "cvia-$(id -u)-*" 2>/dev/null | wc -l)
 for v in 0 3 2x ''; do
     CVIA_DSM_LEVELS=$v timeout 60 "$run" -n 2 -- "$prog" counter >"$out" 2>&1
     rc=$?
@@ -29,7 +30,7 @@ if [ $rc -eq 0 ] || [ $rc -eq 124 ] || ! grep -q "different CVIA_DSM_LEVELS" "$o
     echo "FAIL: ranks with CVIA_DSM_LEVELS 2 and 1: exit $rc, $(head -4 "$out")"
     fail=1
 fi
-after=$(ls /dev/shm 2>/dev/null | grep -c "^cvia-$(id -u)-")
+after=$(find /dev/shm -maxdepth 1 -user "$(id -u)" -name "cvia-$(id -u)-*" 2>/dev/null | wc -l)
 if [ "$after" -gt "$before" ]; then
     echo "FAIL: $((after - before)) segment(s) left in /dev/shm"
     fail=1

@@ -17,9 +17,11 @@ leftovers() {
     fi
     # a segment of another test running at the same time may be seen in
     # the instant between its rank's reaping and its launcher's clean-up,
-    # so a suspect counts only if it is still there a moment later
+    # so a suspect counts only if it is still there a moment later; a file
+    # of another user under our names (func.squat's squatter, running
+    # beside us) is neither ours to report nor to remove
     for f in /dev/shm/cvia-$(id -u)-*; do
-        [ -e "$f" ] || continue
+        [ -O "$f" ] || continue
         pid=$(basename "$f" | cut -d- -f3)
         kill -0 "$pid" 2>/dev/null || suspects="$suspects $f"
     done

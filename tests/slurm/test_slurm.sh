@@ -180,7 +180,7 @@ fi
 kill -KILL $srun_pid 2>/dev/null
 wait $srun_pid 2>/dev/null
 leftovers "$token" >"$WORK/left" || problems="$problems; $(tr '\n' ' ' <"$WORK/left")"
-ls /dev/shm/cvia-*-"$victim"-* >/dev/null 2>&1 && problems="$problems; rank 2's segment is still in /dev/shm"
+[ -n "$(find /dev/shm -maxdepth 1 -user "$(id -u)" -name "cvia-*-$victim-*" 2>/dev/null)" ] && problems="$problems; rank 2's segment is still in /dev/shm"
 check "kill -KILL of rank 2 of a 4-task step: the step fails${took:+ (after ${took} s)}, survivors reporting it: $reported of 3, no segment left" \
     "$([ -z "$problems" ]; echo $?)" "$problems" "$(tail -n 20 "$WORK/hold")"
 
