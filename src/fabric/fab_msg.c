@@ -955,6 +955,10 @@ void fab_progress_locked(struct fab_ep *ep)
             }
         }
         if (finished) {
+            if (*pp != op)   /* ops linked at the head meanwhile (a FIN not sent at
+                              * once, fab_read_finish): op is behind them */
+                for (pp = &ep->ops; *pp != op; pp = &(*pp)->next)
+                    ;
             *pp = next;
             if (!gone)
                 fab_op_free(ep, op);
