@@ -22,10 +22,10 @@ static uint64_t fab_kind(int tagged)
 
 /* A transmit with completion @flags and @context is over with @rc;
  * @report: it asked for a completion entry. An error's record is @room
- * (malloc'd, FAB_CQERR_ROOM bytes at least). 1: @room was taken (the
- * CQ's now), 0: it is still the caller's. */
-static int fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int report, int rc,
-                      void *room)
+ * (malloc'd, FAB_CQERR_ROOM bytes at least), the CQ's from now on when
+ * @rc is an error and there is a transmit CQ; else it stays the caller's. */
+static void fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int report, int rc,
+                       void *room)
 {
     struct fab_cntr *cntr = !(flags & (FI_RMA | FI_ATOMIC)) ? ep->tx_cntr
                           : flags & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
@@ -35,16 +35,14 @@ static int fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int repo
             fab_cntr_bump(cntr, 0);
         if (report && ep->tx_cq)
             fab_cq_push(ep->tx_cq, context, flags, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
-        return 0;
+        return;
     }
     if (cntr)
         fab_cntr_bump(cntr, 1);
     if (ep->tx_cq) {   /* errors are reported whatever the completion flags */
         fab_cq_push_err(ep->tx_cq, room, context, flags, 0, 0, 0, 0,
                         -fab_errno(rc), rc < 0 ? -rc : rc);
-        return 1;
     }
-    return 0;
 }
 
 static void fab_op_release(struct fab_ep *ep, struct fab_op *op);
@@ -58,10 +56,13 @@ static int fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
     void *context = op->context;
     int report = op->report;
 
-    if (rc == 0 || !ep->tx_cq)
-        return fab_tx_end(ep, flags, context, report, rc, NULL);
+    if (rc == 0 || !ep->tx_cq) {
+        fab_tx_end(ep, flags, context, report, rc, NULL);
+        return 0;
+    }
     fab_op_release(ep, op);
-    return fab_tx_end(ep, flags, context, report, rc, op);
+    fab_tx_end(ep, flags, context, report, rc, op);
+    return 1;
 }
 
 /* A receive got its message (@msg_len bytes were sent, at most rx->cap
@@ -383,7 +384,8 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
                 void *room = malloc(FAB_CQERR_ROOM);
                 if (!room)
                     return fab_errno(rc);
-                if (!fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, rc, room))
+                fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, rc, room);
+                if (!ep->tx_cq)   /* not taken */
                     free(room);
                 return 0;
             }
