@@ -224,7 +224,8 @@ struct fab_cqerr {
     struct fi_cq_err_entry e;
 };
 /* The room an error record takes (fab_cq_push_err): a failed receive's
- * descriptor has it, a send, RMA or atomic reserves it when it begins. */
+ * descriptor has it, a failed send, RMA or atomic's operation block
+ * (struct fab_op) becomes it: nothing is reserved on the success path. */
 #define FAB_CQERR_ROOM sizeof(struct fab_cqerr)
 #define FAB_CQ_ERR_RESERVE 16   /* records a CQ keeps for errors with no room */
 
@@ -343,8 +344,6 @@ struct fab_op {
     struct fab_rx *rx;       /* RD: the receive being filled */
     uint64_t cookie;         /* RD: the sender's handle; RTS, AMO: ours */
     void    *result;         /* AMO: where the old values go */
-    void    *err_room;       /* an operation that reports: its error's record
-                              * (FAB_CQERR_ROOM bytes, fab_op_new) */
     size_t   iov_count;      /* RMA read into several iovs: scatter at the end */
     struct iovec iov[FAB_IOV_MAX];
 };
@@ -443,7 +442,7 @@ void fab_cq_push_locked(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len
 void fab_cq_wake(struct fab_cq *cq);
 /* An error completion. @room: memory the caller gives up to carry it
  * (malloc'd, FAB_CQERR_ROOM bytes at least: a failed receive's descriptor,
- * an operation's err_room), so that it cannot be lost; NULL: allocated,
+ * a failed operation's own block), so that it cannot be lost; NULL: allocated,
  * else from the CQ's reserve. */
 void fab_cq_push_err(struct fab_cq *cq, void *room, void *ctx, uint64_t flags, size_t len,
                      uint64_t data, uint64_t tag, size_t olen, int err, int prov_errno);
@@ -499,8 +498,9 @@ void fab_ep_free_spares(struct fab_ep *ep);
 int  fab_cancel_locked(struct fab_ep *ep, void *context);
 
 void fab_op_link(struct fab_ep *ep, struct fab_op *op);
-/* A zeroed operation; @reports: it may end in an error completion, whose
- * record it holds from now on (err_room). NULL without memory. */
+/* A zeroed operation (NULL without memory). @reports: it may end in an
+ * error completion, whose record its own block becomes (fab_tx_done):
+ * nothing more is allocated for it. */
 struct fab_op *fab_op_new(int reports);
 void fab_op_free(struct fab_ep *ep, struct fab_op *op);   /* and what it holds */
 /* Send @buf (malloc'd, @n bytes; freed once sent, or at once on an

@@ -62,8 +62,10 @@ static int fab_ep_close(struct fid *fid)
     fab_ep_unbind_all(ep);
     fab_lock(&ep->lock);
     if (ep->enabled) {
-        fab_ep_flush(ep, -FI_ECANCELED);
+        /* the owed AMO answers first: one sent now but not done at once
+         * is an operation that fab_ep_flush waits for and frees */
         fab_amo_owed_flush(ep);
+        fab_ep_flush(ep, -FI_ECANCELED);
         /* messages still arriving into the inbox finish first */
         if (ep->armed) {
             fab_held_drop(ep);

@@ -21,10 +21,11 @@ static uint64_t fab_kind(int tagged)
 }
 
 /* A transmit with completion @flags and @context is over with @rc;
- * @report: it asked for a completion entry. An error's record is *@room
- * (taken: NULL after), which the transmit reserved when it began. */
+ * @report: it asked for a completion entry. An error's record is @room
+ * (malloc'd, FAB_CQERR_ROOM bytes at least), the CQ's from now on when
+ * @rc is an error and there is a transmit CQ; else it stays the caller's. */
 static void fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int report, int rc,
-                       void **room)
+                       void *room)
 {
     struct fab_cntr *cntr = !(flags & (FI_RMA | FI_ATOMIC)) ? ep->tx_cntr
                           : flags & FI_WRITE ? ep->wr_cntr : ep->rd_cntr;
@@ -39,15 +40,29 @@ static void fab_tx_end(struct fab_ep *ep, uint64_t flags, void *context, int rep
     if (cntr)
         fab_cntr_bump(cntr, 1);
     if (ep->tx_cq) {   /* errors are reported whatever the completion flags */
-        fab_cq_push_err(ep->tx_cq, *room, context, flags, 0, 0, 0, 0,
+        fab_cq_push_err(ep->tx_cq, room, context, flags, 0, 0, 0, 0,
                         -fab_errno(rc), rc < 0 ? -rc : rc);
-        *room = NULL;
     }
 }
 
-static void fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
+static void fab_op_release(struct fab_ep *ep, struct fab_op *op);
+
+/* Operation @op is over with @rc. 1: it failed and its block is now its
+ * error's record (the CQ's: gone, do not touch it), 0: the caller frees
+ * it. The success path allocates nothing for an error that may come. */
+static int fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
 {
-    fab_tx_end(ep, op->flags, op->context, op->report, rc, &op->err_room);
+    uint64_t flags = op->flags;
+    void *context = op->context;
+    int report = op->report;
+
+    if (rc == 0 || !ep->tx_cq) {
+        fab_tx_end(ep, flags, context, report, rc, NULL);
+        return 0;
+    }
+    fab_op_release(ep, op);
+    fab_tx_end(ep, flags, context, report, rc, op);
+    return 1;
 }
 
 /* A receive got its message (@msg_len bytes were sent, at most rx->cap
@@ -158,19 +173,16 @@ void fab_op_link(struct fab_ep *ep, struct fab_op *op)
 }
 
 _Static_assert(sizeof(struct fab_rx) >= FAB_CQERR_ROOM, "a receive carries its error");
+_Static_assert(sizeof(struct fab_op) >= FAB_CQERR_ROOM, "a failed operation carries its error");
 
 struct fab_op *fab_op_new(int reports)
 {
-    struct fab_op *op = calloc(1, sizeof(*op));
-
-    if (op && reports && !(op->err_room = malloc(FAB_CQERR_ROOM))) {
-        free(op);
-        op = NULL;
-    }
-    return op;
+    (void)reports;   /* its record is the op itself (fab_tx_done) */
+    return calloc(1, sizeof(struct fab_op));
 }
 
-void fab_op_free(struct fab_ep *ep, struct fab_op *op)
+/* What @op holds, not its block. */
+static void fab_op_release(struct fab_ep *ep, struct fab_op *op)
 {
     if (op->mr)
         cvia_mr_dereg(op->mr);
@@ -179,7 +191,11 @@ void fab_op_free(struct fab_ep *ep, struct fab_op *op)
     else
         free(op->wire);
     free(op->bounce);
-    free(op->err_room);
+}
+
+void fab_op_free(struct fab_ep *ep, struct fab_op *op)
+{
+    fab_op_release(ep, op);
     free(op);
 }
 
@@ -368,8 +384,9 @@ static ssize_t fab_send(struct fab_ep *ep, const struct iovec *iov, size_t count
                 void *room = malloc(FAB_CQERR_ROOM);
                 if (!room)
                     return fab_errno(rc);
-                fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, rc, &room);
-                free(room);
+                fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, rc, room);
+                if (!ep->tx_cq)   /* not taken */
+                    free(room);
                 return 0;
             }
             fab_tx_end(ep, FI_SEND | fab_kind(tagged), context, report, 0, NULL);
@@ -881,7 +898,8 @@ void fab_progress_locked(struct fab_ep *ep)
         fab_rma_events(ep);
     /* sends and reads in flight */
     for (struct fab_op **pp = &ep->ops, *op; (op = *pp);) {
-        int done = 1, rc = op->req_rc, finished = 0;
+        struct fab_op *next = op->next;   /* a failed op becomes its error's record */
+        int done = 1, rc = op->req_rc, finished = 0, gone = 0;
 
         if (op->req) {
             rc = cvia_reap(&op->req, &done, NULL);
@@ -890,7 +908,7 @@ void fab_progress_locked(struct fab_ep *ep)
         if (done) {
             switch (op->kind) {
             case FAB_TX_EAGER:
-                fab_tx_done(ep, op, rc);
+                gone = fab_tx_done(ep, op, rc);
                 finished = 1;
                 break;
             case FAB_TX_CTRL:
@@ -905,7 +923,7 @@ void fab_progress_locked(struct fab_ep *ep)
                     }
                 }
                 if (rc || op->fin) {
-                    fab_tx_done(ep, op, rc ? rc : op->fin_rc);
+                    gone = fab_tx_done(ep, op, rc ? rc : op->fin_rc);
                     finished = 1;
                 }
                 break;
@@ -927,20 +945,25 @@ void fab_progress_locked(struct fab_ep *ep)
                         off += op->iov[i].iov_len;
                     }
                 }
-                fab_tx_done(ep, op, rc);
+                gone = fab_tx_done(ep, op, rc);
                 finished = 1;
                 break;
             case FAB_TX_AMO:
                 if (rc || op->fin) {
-                    fab_tx_done(ep, op, rc ? rc : op->fin_rc);
+                    gone = fab_tx_done(ep, op, rc ? rc : op->fin_rc);
                     finished = 1;
                 }
                 break;
             }
         }
         if (finished) {
-            *pp = op->next;
-            fab_op_free(ep, op);
+            if (*pp != op)   /* ops linked at the head meanwhile (a FIN not sent at
+                              * once, fab_read_finish): op is behind them */
+                for (pp = &ep->ops; *pp != op; pp = &(*pp)->next)
+                    ;
+            *pp = next;
+            if (!gone)
+                fab_op_free(ep, op);
         } else {
             pp = &op->next;
         }
