@@ -52,33 +52,49 @@ static void fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
 
 /* A receive got its message (@msg_len bytes were sent, at most rx->cap
  * of them are in the buffer), or failed with @rc. */
+/* Receive @rx is over: @msg_len bytes (at most its capacity) arrived,
+ * nothing failed. Inline: the matched eager message's completion, written
+ * once into the CQ's ring (fab_cq_push) and the descriptor back. */
+static inline void fab_rx_ok(struct fab_ep *ep, struct fab_rx *rx, size_t msg_len,
+                             uint64_t tag, uint64_t data, int hflags, int32_t rank,
+                             uint16_t epid)
+{
+    struct fab_cq *cq = ep->rx_cq;
+
+    if (__builtin_expect(ep->rx_cntr != NULL, 0))
+        fab_cntr_bump(ep->rx_cntr, 0);
+    if (cq && (!ep->rx_selective || (rx->flags & FI_COMPLETION)))
+        fab_cq_push(cq, rx->context,
+                    FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG)) |
+                    (hflags & FAB_H_DATA ? FI_REMOTE_CQ_DATA : 0),
+                    msg_len, NULL, data, tag,
+                    ep->caps & FI_SOURCE ? fab_av_reverse(ep->av, rank, epid)
+                                         : FI_ADDR_NOTAVAIL);
+    rx->next = ep->rx_free;
+    ep->rx_free = rx;
+}
+
 static void fab_rx_done(struct fab_ep *ep, struct fab_rx *rx, int rc, size_t msg_len,
                         uint64_t tag, uint64_t data, int hflags, int32_t rank, uint16_t epid)
 {
     uint64_t flags = FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG));
     size_t got = msg_len < rx->cap ? msg_len : rx->cap;
 
+    if (rc == 0 && msg_len <= rx->cap) {
+        fab_rx_ok(ep, rx, msg_len, tag, data, hflags, rank, epid);
+        return;
+    }
     if (hflags & FAB_H_DATA)
         flags |= FI_REMOTE_CQ_DATA;
-    if (rc == 0 && msg_len > rx->cap)
+    if (rc == 0)
         rc = -CVIA_ETRUNC;
-    if (rc == 0) {
-        if (ep->rx_cntr)
-            fab_cntr_bump(ep->rx_cntr, 0);
-        if (ep->rx_cq && (!ep->rx_selective || (rx->flags & FI_COMPLETION))) {
-            fi_addr_t src = ep->caps & FI_SOURCE ? fab_av_reverse(ep->av, rank, epid)
-                                                 : FI_ADDR_NOTAVAIL;
-            fab_cq_push(ep->rx_cq, rx->context, flags, got, NULL, data, tag, src);
-        }
-    } else {
-        if (ep->rx_cntr)
-            fab_cntr_bump(ep->rx_cntr, 1);
-        if (ep->rx_cq) {   /* the descriptor carries the error */
-            fab_cq_push_err(ep->rx_cq, rx, rx->context, flags, got, data, tag,
-                            rc == -CVIA_ETRUNC ? msg_len - got : 0, -fab_errno(rc),
-                            rc < 0 ? -rc : rc);
-            return;
-        }
+    if (ep->rx_cntr)
+        fab_cntr_bump(ep->rx_cntr, 1);
+    if (ep->rx_cq) {   /* the descriptor carries the error */
+        fab_cq_push_err(ep->rx_cq, rx, rx->context, flags, got, data, tag,
+                        rc == -CVIA_ETRUNC ? msg_len - got : 0, -fab_errno(rc),
+                        rc < 0 ? -rc : rc);
+        return;
     }
     rx->next = ep->rx_free;
     ep->rx_free = rx;
@@ -567,8 +583,13 @@ static inline void fab_deliver(struct fab_ep *ep, struct fab_rx *rx, int32_t ran
                                const struct fab_rts *rts)
 {
     if (op_kind == FAB_OP_EAGER) {
-        if (len)
-            fab_scatter(rx, payload, len < rx->cap ? len : rx->cap);
+        if (__builtin_expect(len <= rx->cap, 1)) {
+            if (len)
+                fab_scatter(rx, payload, len);
+            fab_rx_ok(ep, rx, len, tag, data, hflags, rank, epid);
+            return;
+        }
+        fab_scatter(rx, payload, rx->cap);
         fab_rx_done(ep, rx, 0, len, tag, data, hflags, rank, epid);
         return;
     }
@@ -1061,6 +1082,48 @@ static ssize_t fab_recv(struct fab_ep *ep, const struct iovec *iov, size_t count
     return 0;
 }
 
+/* fi_trecv / fi_recv of one buffer, mtl ofi's every receive: posted with
+ * the fewest loads and stores when that is all there is to it (a spare
+ * descriptor, nothing unexpected to match it, a source that resolves, no
+ * peek/claim/discard flag); anything else is fab_recv's. */
+static inline ssize_t fab_recv_one(struct fab_ep *ep, void *buf, size_t len, fi_addr_t src,
+                                   uint64_t tag, uint64_t ignore, void *context, int tagged)
+{
+    int q = !tagged;
+    uint64_t flags = ep->rx_op_flags;
+    struct fab_rx *rx = ep->rx_free, *tail;
+    int32_t rank = -1;
+    uint16_t epid = 0;
+
+    if (__builtin_expect(!rx || ep->unexp_head[q] || !ep->enabled ||
+                         (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) ||
+                         (src != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV) &&
+                          (!ep->av || fab_av_resolve(ep->av, src, &rank, &epid))), 0)) {
+        struct iovec v = { buf, len };
+        return fab_recv(ep, &v, 1, src, tag, ignore, context, flags, tagged);
+    }
+    ep->rx_free = rx->next;
+    tail = ep->posted_tail[q];
+    rx->next = NULL;
+    rx->prev = tail;
+    rx->context = context;
+    rx->flags = flags | fab_kind(tagged);
+    rx->tag = tag;
+    rx->ignore = ignore;
+    rx->src_rank = rank;
+    rx->src_epid = epid;
+    rx->iov_count = 1;
+    rx->cap = len;
+    rx->iov[0].iov_base = buf;
+    rx->iov[0].iov_len = len;
+    if (tail)
+        tail->next = rx;
+    else
+        ep->posted_head[q] = rx;
+    ep->posted_tail[q] = rx;
+    return 0;
+}
+
 int fab_cancel_locked(struct fab_ep *ep, void *context)
 {
     for (int q = 0; q < 2; q++)
@@ -1173,8 +1236,7 @@ static ssize_t fab_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
                          fi_addr_t src, uint64_t tag, uint64_t ignore, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { buf, len };
-    return FAB_LOCKED(ep, fab_recv(ep, &v, 1, src, tag, ignore, context, ep->rx_op_flags, 1));
+    return FAB_LOCKED(ep, fab_recv_one(ep, buf, len, src, tag, ignore, context, 1));
 }
 
 static ssize_t fab_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -1253,8 +1315,7 @@ static ssize_t fab_mrecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
                          fi_addr_t src, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { buf, len };
-    return FAB_LOCKED(ep, fab_recv(ep, &v, 1, src, 0, 0, context, ep->rx_op_flags, 0));
+    return FAB_LOCKED(ep, fab_recv_one(ep, buf, len, src, 0, 0, context, 0));
 }
 
 static ssize_t fab_mrecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
