@@ -855,34 +855,23 @@ static void fab_fail_all(struct fab_ep *ep, int err)
         }
 }
 
-void fab_progress_locked(struct fab_ep *ep)
+/* The inbox's arrivals, in the order they began to arrive (per peer: the
+ * order it sent them), @n of them already polled into ep->held (0: none
+ * yet); the buffers go back to corevia at once, but for a batch with one
+ * that could not be queued for want of memory: held, from it on, and
+ * tried first next time. Out of line: an empty poll does not come here. */
+static __attribute__((noinline)) void fab_arrivals(struct fab_ep *ep, int n)
 {
-    if (!ep->enabled)
-        return;
-    if (!ep->armed) {
-        /* first-use wire-up: polling with a receive posted is a use */
-        if (!ep->posted_head[0] && !ep->posted_head[1] && !ep->ops)
-            return;
-        if (fab_ep_arm(ep)) {
-            if (ep->arm_rc)   /* else out of memory for now: the next round tries again */
-                fab_fail_all(ep, ep->arm_rc);
-            return;
-        }
-    }
-    cvia_inbox_progress(ep->inbox, fab_visit, ep);
-    if (ep->nowed)
-        fab_owed_retry(ep);
-    /* arrivals, in the order they began to arrive (per peer: the order it
-     * sent them); the buffers go back to corevia at once, but for a batch
-     * with one that could not be queued for want of memory: held, from
-     * it on, and tried first next time */
-    for (int k = 0; k < 64 && (!(ep->nheld | (ep->early_buf != NULL)) || fab_held_retry(ep) == 0);
-         k++) {
+    for (int k = 0; k < 64; k++) {
         cvia_inbox_msg_t *m = ep->held;
-        int n = cvia_inbox_poll(ep->inbox, m, FAB_INBOX_BATCH), i;
+        int i;
 
-        if (n <= 0)   /* the usual poll: no lock round in the release */
-            break;
+        if (!n) {
+            if ((ep->nheld | (ep->early_buf != NULL)) && fab_held_retry(ep) != 0)
+                break;
+            if ((n = cvia_inbox_poll(ep->inbox, m, FAB_INBOX_BATCH)) <= 0)
+                break;   /* the usual poll: no lock round in the release */
+        }
         for (i = 0; i < n; i++)
             if (m[i].status == 0 &&   /* else a peer died as it arrived */
                 fab_arrive(ep, m[i].source, m[i].buf, m[i].len))
@@ -895,12 +884,13 @@ void fab_progress_locked(struct fab_ep *ep)
         cvia_inbox_release(ep->inbox, m, n);
         if (n < FAB_INBOX_BATCH)
             break;
+        n = 0;
     }
-    /* no call where neither RMA was asked for (mtl ofi) nor an atomic's
-     * answer is owed (a target answers atomics whatever its caps) */
-    if ((ep->caps & FI_RMA) || ep->amo_owed)
-        fab_rma_events(ep);
-    /* sends and reads in flight */
+}
+
+/* Sends and reads in flight (ep->ops). */
+static __attribute__((noinline)) void fab_ops_progress(struct fab_ep *ep)
+{
     for (struct fab_op **pp = &ep->ops, *op; (op = *pp);) {
         int done = 1, rc = op->req_rc, finished = 0;
 
@@ -966,19 +956,67 @@ void fab_progress_locked(struct fab_ep *ep)
             pp = &op->next;
         }
     }
-    /* dead peers: corevia notices them in waits; we only ever poll */
-    if ((ep->ops || ep->posted_head[0] || ep->posted_head[1]) && ++ep->check_tick % 64 == 0) {
-        /* the clock only every 64th round: a read costs as much as a round */
-        uint64_t now = cvia__clock_ns();
-        if ((double)now * 1e-9 >= ep->next_check) {
-            int lost = cvia_check_peers();
-            ep->next_check = (double)now * 1e-9 + fab_cfg.liveness;
-            if (lost > ep->nlost_seen) {
-                ep->nlost_seen = lost;
-                fab_fail_lost(ep);
-            }
+}
+
+/* Dead peers: corevia notices them in waits; we only ever poll. */
+static __attribute__((noinline)) void fab_liveness(struct fab_ep *ep)
+{
+    uint64_t now = cvia__clock_ns();
+    if ((double)now * 1e-9 >= ep->next_check) {
+        int lost = cvia_check_peers();
+        ep->next_check = (double)now * 1e-9 + fab_cfg.liveness;
+        if (lost > ep->nlost_seen) {
+            ep->nlost_seen = lost;
+            fab_fail_lost(ep);
         }
     }
+}
+
+/* First use: arm the endpoint. 0 when this round has nothing more to do. */
+static __attribute__((noinline)) int fab_progress_arm(struct fab_ep *ep)
+{
+    if (!ep->enabled)
+        return 0;
+    if (!ep->armed) {
+        /* first-use wire-up: polling with a receive posted is a use */
+        if (!ep->posted_head[0] && !ep->posted_head[1] && !ep->ops)
+            return 0;
+        if (fab_ep_arm(ep)) {
+            if (ep->arm_rc)   /* else out of memory for now: the next round tries again */
+                fab_fail_all(ep, ep->arm_rc);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* One progress round (ep->lock held). An empty poll, the wait loop's usual
+ * finding, is the core's look at the rings, one look at the inbox and a
+ * load per other source of work, with no register saved for the rest:
+ * everything else is out of line. */
+void fab_progress_locked(struct fab_ep *ep)
+{
+    if (__builtin_expect(!ep->armed || !ep->enabled, 0) && !fab_progress_arm(ep))
+        return;
+    cvia_inbox_progress(ep->inbox, fab_visit, ep);
+    if (ep->nowed)
+        fab_owed_retry(ep);
+    if (__builtin_expect(ep->nheld | (ep->early_buf != NULL), 0)) {
+        fab_arrivals(ep, 0);
+    } else {
+        int n = cvia_inbox_poll(ep->inbox, ep->held, FAB_INBOX_BATCH);
+        if (n > 0)
+            fab_arrivals(ep, n);
+    }
+    /* no call where neither RMA was asked for (mtl ofi) nor an atomic's
+     * answer is owed (a target answers atomics whatever its caps) */
+    if ((ep->caps & FI_RMA) || ep->amo_owed)
+        fab_rma_events(ep);
+    if (ep->ops)
+        fab_ops_progress(ep);
+    /* the clock only every 64th round: a read costs as much as a round */
+    if ((ep->ops || ep->posted_head[0] || ep->posted_head[1]) && ++ep->check_tick % 64 == 0)
+        fab_liveness(ep);
 }
 
 /* Receive side of every receive call. */
