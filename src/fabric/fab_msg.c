@@ -474,10 +474,8 @@ static inline ssize_t fab_send_one(struct fab_ep *ep, const void *buf, size_t le
     struct fab_av *av = ep->av;
 
     if (__builtin_expect(ep->armed && ep->enabled && av && len <= fab_cfg.eager &&
-                         (!(flags & FI_INJECT) || len <= fab_cfg.inject), 1) &&
-        dest < atomic_load_explicit(&av->n, memory_order_acquire)) {
-        uint64_t v = atomic_load_explicit(&atomic_load_explicit(&av->e, memory_order_acquire)[dest + 1],
-                                          memory_order_relaxed);
+                         (!(flags & FI_INJECT) || len <= fab_cfg.inject), 1)) {
+        uint64_t v = fab_av_entry(av, dest);
         if (v != FAB_AV_GONE) {
             struct fab_hdr hs;
             int rc;
@@ -1120,6 +1118,15 @@ static ssize_t fab_recv(struct fab_ep *ep, const struct iovec *iov, size_t count
     return 0;
 }
 
+/* fab_recv of one buffer, out of line: fab_recv_one's frame stays small. */
+static __attribute__((noinline)) ssize_t fab_recv_buf(struct fab_ep *ep, void *buf, size_t len,
+                                                      fi_addr_t src, uint64_t tag,
+                                                      uint64_t ignore, void *context, int tagged)
+{
+    struct iovec v = { buf, len };
+    return fab_recv(ep, &v, 1, src, tag, ignore, context, ep->rx_op_flags, tagged);
+}
+
 /* fi_trecv / fi_recv of one buffer, mtl ofi's every receive: posted with
  * the fewest loads and stores when that is all there is to it (a spare
  * descriptor, nothing unexpected to match it, a source that resolves, no
@@ -1128,18 +1135,14 @@ static inline ssize_t fab_recv_one(struct fab_ep *ep, void *buf, size_t len, fi_
                                    uint64_t tag, uint64_t ignore, void *context, int tagged)
 {
     int q = !tagged;
-    uint64_t flags = ep->rx_op_flags;
+    uint64_t flags = ep->rx_op_flags, v = (uint64_t)UINT32_MAX << 16;   /* rank -1, epid 0 */
     struct fab_rx *rx = ep->rx_free, *tail;
-    int32_t rank = -1;
-    uint16_t epid = 0;
 
     if (__builtin_expect(!rx || ep->unexp_head[q] || !ep->enabled ||
                          (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) ||
                          (src != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV) &&
-                          (!ep->av || fab_av_resolve(ep->av, src, &rank, &epid))), 0)) {
-        struct iovec v = { buf, len };
-        return fab_recv(ep, &v, 1, src, tag, ignore, context, flags, tagged);
-    }
+                          (!ep->av || (v = fab_av_entry(ep->av, src)) == FAB_AV_GONE)), 0))
+        return fab_recv_buf(ep, buf, len, src, tag, ignore, context, tagged);
     ep->rx_free = rx->next;
     tail = ep->posted_tail[q];
     rx->next = NULL;
@@ -1148,8 +1151,8 @@ static inline ssize_t fab_recv_one(struct fab_ep *ep, void *buf, size_t len, fi_
     rx->flags = flags | fab_kind(tagged);
     rx->tag = tag;
     rx->ignore = ignore;
-    rx->src_rank = rank;
-    rx->src_epid = epid;
+    rx->src_rank = (int32_t)(v >> 16);
+    rx->src_epid = (uint16_t)v;
     rx->iov_count = 1;
     rx->cap = len;
     rx->iov[0].iov_base = buf;
