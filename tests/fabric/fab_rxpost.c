@@ -29,13 +29,9 @@
 #include <string.h>
 #include <time.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "fab_open.h"
 #include "name_swap.h"
 
 static int me;
@@ -280,56 +276,37 @@ static void sender(void)
 
 int main(int argc, char **argv)
 {
-    struct fi_info *hints, *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
-    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 16 };
-    struct fi_av_attr ava = { .type = FI_AV_TABLE };
+    struct fab_open o;
     char name[64], pname[64], mine[512], theirs[512];
     size_t len = sizeof(name);
     const char *err;
+    int rc;
 
     if (argc != 3 || (strcmp(argv[2], "domain") && strcmp(argv[2], "safe"))) {
         fprintf(stderr, "usage: cvia-run -n 2 fab_rxpost DIR domain|safe\n");
         return 2;
     }
     me = atoi(getenv("CVIA_RANK") ? getenv("CVIA_RANK") : "0");
-
-    hints = fi_allocinfo();
-    hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->fabric_attr->prov_name = strdup("corevia");
-    hints->domain_attr->threading = strcmp(argv[2], "domain") ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
-    CHECK(fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &info));
-    fi_freeinfo(hints);
-    EXPECT(info->tx_attr->inject_size >= CAP, "inject_size %zu", info->tx_attr->inject_size);
-    CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
-    CHECK(fi_domain(fabric, info, &domain, NULL));
-    CHECK(fi_av_open(domain, &ava, &av, NULL));
-    CHECK(fi_cq_open(domain, &cqa, &cq, NULL));
-    CHECK(fi_endpoint(domain, info, &ep, NULL));
-    CHECK(fi_ep_bind(ep, &av->fid, 0));
-    CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-    CHECK(fi_enable(ep));
+    err = fab_open_rdm_thr(&o, FI_TAGGED | FI_MSG | FI_DIRECTED_RECV, 0,
+                           strcmp(argv[2], "domain") ? FI_THREAD_SAFE : FI_THREAD_DOMAIN, &rc);
+    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    EXPECT(o.info->tx_attr->inject_size >= CAP, "inject_size %zu", o.info->tx_attr->inject_size);
+    ep = o.ep;
+    cq = o.cq;
     CHECK(fi_getname(&ep->fid, name, &len));
     snprintf(mine, sizeof(mine), "%s/rx.%d", argv[1], me);
     snprintf(theirs, sizeof(theirs), "%s/rx.%d", argv[1], 1 - me);
     err = name_swap(mine, theirs, name, len, pname, sizeof(pname), 3000);
     EXPECT(!err, "%s", err);
-    EXPECT(fi_av_insert(av, pname, 1, &peer, 0, NULL) == 1, "fi_av_insert");
+    EXPECT(fi_av_insert(o.av, pname, 1, &peer, 0, NULL) == 1, "fi_av_insert");
 
     if (me == 0)
         sender();
     else
         receiver();
 
-    CHECK(fi_close(&ep->fid));
-    CHECK(fi_close(&av->fid));
-    CHECK(fi_close(&cq->fid));
-    CHECK(fi_close(&domain->fid));
-    CHECK(fi_close(&fabric->fid));
-    fi_freeinfo(info);
+    err = fab_close_rdm(&o, &rc);
+    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
     if (me == 1)
         printf("ok rxpost (%s)\n", argv[2]);
     return 0;
