@@ -313,6 +313,11 @@ int cvia_inbox_poll(cvia_inbox_t ib, cvia_inbox_msg_t *msgs, int max)
 
     if (!ib || max < 0 || (max && !msgs))
         return -EINVAL;
+    /* nothing queued (a provider's every empty poll): no lock round. The
+     * count is written under the lock by whoever queues, so an entry
+     * queued before this call is seen here */
+    if (!atomic_load_explicit(&ib->queued, memory_order_relaxed))
+        return 0;
     cvia_mlock_lock(&ib->lock);
     while (n < max && (e = ib->head) &&
            atomic_load_explicit(&e->r.complete, memory_order_acquire)) {

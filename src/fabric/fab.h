@@ -422,6 +422,15 @@ int  fab_errno(int cvia_rc);        /* a corevia code as a negative FI_* code */
 int  fab_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
                  struct fid_av **av, void *context);
 int  fab_av_resolve(struct fab_av *av, fi_addr_t addr, int32_t *rank, uint16_t *epid);
+/* @addr's entry (rank << 16 | endpoint id) without a lock, FAB_AV_GONE
+ * when it names none (out of the table, or removed). */
+static inline uint64_t fab_av_entry(struct fab_av *av, fi_addr_t addr)
+{
+    if (addr >= atomic_load_explicit(&av->n, memory_order_acquire))
+        return FAB_AV_GONE;
+    return atomic_load_explicit(&atomic_load_explicit(&av->e, memory_order_acquire)[addr + 1],
+                                memory_order_relaxed);
+}
 fi_addr_t fab_av_reverse(struct fab_av *av, int32_t rank, uint16_t epid);
 
 /* fab_cq.c */

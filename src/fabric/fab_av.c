@@ -308,13 +308,8 @@ int fab_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 
 int fab_av_resolve(struct fab_av *av, fi_addr_t addr, int32_t *rank, uint16_t *epid)
 {
-    size_t n = atomic_load_explicit(&av->n, memory_order_acquire);
-    uint64_t v;
+    uint64_t v = fab_av_entry(av, addr);
 
-    if (addr >= n)
-        return -FI_EINVAL;
-    v = atomic_load_explicit(&atomic_load_explicit(&av->e, memory_order_acquire)[addr + 1],
-                             memory_order_relaxed);
     if (v == FAB_AV_GONE)
         return -FI_EINVAL;
     *rank = (int32_t)(v >> 16);

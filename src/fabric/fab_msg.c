@@ -67,33 +67,49 @@ static int fab_tx_done(struct fab_ep *ep, struct fab_op *op, int rc)
 
 /* A receive got its message (@msg_len bytes were sent, at most rx->cap
  * of them are in the buffer), or failed with @rc. */
+/* Receive @rx is over: @msg_len bytes (at most its capacity) arrived,
+ * nothing failed. Inline: the matched eager message's completion, written
+ * once into the CQ's ring (fab_cq_push) and the descriptor back. */
+static inline void fab_rx_ok(struct fab_ep *ep, struct fab_rx *rx, size_t msg_len,
+                             uint64_t tag, uint64_t data, int hflags, int32_t rank,
+                             uint16_t epid)
+{
+    struct fab_cq *cq = ep->rx_cq;
+
+    if (__builtin_expect(ep->rx_cntr != NULL, 0))
+        fab_cntr_bump(ep->rx_cntr, 0);
+    if (cq && (!ep->rx_selective || (rx->flags & FI_COMPLETION)))
+        fab_cq_push(cq, rx->context,
+                    FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG)) |
+                    (hflags & FAB_H_DATA ? FI_REMOTE_CQ_DATA : 0),
+                    msg_len, NULL, data, tag,
+                    ep->caps & FI_SOURCE ? fab_av_reverse(ep->av, rank, epid)
+                                         : FI_ADDR_NOTAVAIL);
+    rx->next = ep->rx_free;
+    ep->rx_free = rx;
+}
+
 static void fab_rx_done(struct fab_ep *ep, struct fab_rx *rx, int rc, size_t msg_len,
                         uint64_t tag, uint64_t data, int hflags, int32_t rank, uint16_t epid)
 {
     uint64_t flags = FI_RECV | (rx->flags & (FI_TAGGED | FI_MSG));
     size_t got = msg_len < rx->cap ? msg_len : rx->cap;
 
+    if (rc == 0 && msg_len <= rx->cap) {
+        fab_rx_ok(ep, rx, msg_len, tag, data, hflags, rank, epid);
+        return;
+    }
     if (hflags & FAB_H_DATA)
         flags |= FI_REMOTE_CQ_DATA;
-    if (rc == 0 && msg_len > rx->cap)
+    if (rc == 0)
         rc = -CVIA_ETRUNC;
-    if (rc == 0) {
-        if (ep->rx_cntr)
-            fab_cntr_bump(ep->rx_cntr, 0);
-        if (ep->rx_cq && (!ep->rx_selective || (rx->flags & FI_COMPLETION))) {
-            fi_addr_t src = ep->caps & FI_SOURCE ? fab_av_reverse(ep->av, rank, epid)
-                                                 : FI_ADDR_NOTAVAIL;
-            fab_cq_push(ep->rx_cq, rx->context, flags, got, NULL, data, tag, src);
-        }
-    } else {
-        if (ep->rx_cntr)
-            fab_cntr_bump(ep->rx_cntr, 1);
-        if (ep->rx_cq) {   /* the descriptor carries the error */
-            fab_cq_push_err(ep->rx_cq, rx, rx->context, flags, got, data, tag,
-                            rc == -CVIA_ETRUNC ? msg_len - got : 0, -fab_errno(rc),
-                            rc < 0 ? -rc : rc);
-            return;
-        }
+    if (ep->rx_cntr)
+        fab_cntr_bump(ep->rx_cntr, 1);
+    if (ep->rx_cq) {   /* the descriptor carries the error */
+        fab_cq_push_err(ep->rx_cq, rx, rx->context, flags, got, data, tag,
+                        rc == -CVIA_ETRUNC ? msg_len - got : 0, -fab_errno(rc),
+                        rc < 0 ? -rc : rc);
+        return;
     }
     rx->next = ep->rx_free;
     ep->rx_free = rx;
@@ -475,10 +491,8 @@ static inline ssize_t fab_send_one(struct fab_ep *ep, const void *buf, size_t le
     struct fab_av *av = ep->av;
 
     if (__builtin_expect(ep->armed && ep->enabled && av && len <= fab_cfg.eager &&
-                         (!(flags & FI_INJECT) || len <= fab_cfg.inject), 1) &&
-        dest < atomic_load_explicit(&av->n, memory_order_acquire)) {
-        uint64_t v = atomic_load_explicit(&atomic_load_explicit(&av->e, memory_order_acquire)[dest + 1],
-                                          memory_order_relaxed);
+                         (!(flags & FI_INJECT) || len <= fab_cfg.inject), 1)) {
+        uint64_t v = fab_av_entry(av, dest);
         if (v != FAB_AV_GONE) {
             struct fab_hdr hs;
             int rc;
@@ -584,8 +598,13 @@ static inline void fab_deliver(struct fab_ep *ep, struct fab_rx *rx, int32_t ran
                                const struct fab_rts *rts)
 {
     if (op_kind == FAB_OP_EAGER) {
-        if (len)
-            fab_scatter(rx, payload, len < rx->cap ? len : rx->cap);
+        if (__builtin_expect(len <= rx->cap, 1)) {
+            if (len)
+                fab_scatter(rx, payload, len);
+            fab_rx_ok(ep, rx, len, tag, data, hflags, rank, epid);
+            return;
+        }
+        fab_scatter(rx, payload, rx->cap);
         fab_rx_done(ep, rx, 0, len, tag, data, hflags, rank, epid);
         return;
     }
@@ -851,34 +870,23 @@ static void fab_fail_all(struct fab_ep *ep, int err)
         }
 }
 
-void fab_progress_locked(struct fab_ep *ep)
+/* The inbox's arrivals, in the order they began to arrive (per peer: the
+ * order it sent them), @n of them already polled into ep->held (0: none
+ * yet); the buffers go back to corevia at once, but for a batch with one
+ * that could not be queued for want of memory: held, from it on, and
+ * tried first next time. Out of line: an empty poll does not come here. */
+static __attribute__((noinline)) void fab_arrivals(struct fab_ep *ep, int n)
 {
-    if (!ep->enabled)
-        return;
-    if (!ep->armed) {
-        /* first-use wire-up: polling with a receive posted is a use */
-        if (!ep->posted_head[0] && !ep->posted_head[1] && !ep->ops)
-            return;
-        if (fab_ep_arm(ep)) {
-            if (ep->arm_rc)   /* else out of memory for now: the next round tries again */
-                fab_fail_all(ep, ep->arm_rc);
-            return;
-        }
-    }
-    cvia_inbox_progress(ep->inbox, fab_visit, ep);
-    if (ep->nowed)
-        fab_owed_retry(ep);
-    /* arrivals, in the order they began to arrive (per peer: the order it
-     * sent them); the buffers go back to corevia at once, but for a batch
-     * with one that could not be queued for want of memory: held, from
-     * it on, and tried first next time */
-    for (int k = 0; k < 64 && (!(ep->nheld | (ep->early_buf != NULL)) || fab_held_retry(ep) == 0);
-         k++) {
+    for (int k = 0; k < 64; k++) {
         cvia_inbox_msg_t *m = ep->held;
-        int n = cvia_inbox_poll(ep->inbox, m, FAB_INBOX_BATCH), i;
+        int i;
 
-        if (n <= 0)   /* the usual poll: no lock round in the release */
-            break;
+        if (!n) {
+            if ((ep->nheld | (ep->early_buf != NULL)) && fab_held_retry(ep) != 0)
+                break;
+            if ((n = cvia_inbox_poll(ep->inbox, m, FAB_INBOX_BATCH)) <= 0)
+                break;   /* the usual poll: no lock round in the release */
+        }
         for (i = 0; i < n; i++)
             if (m[i].status == 0 &&   /* else a peer died as it arrived */
                 fab_arrive(ep, m[i].source, m[i].buf, m[i].len))
@@ -891,12 +899,13 @@ void fab_progress_locked(struct fab_ep *ep)
         cvia_inbox_release(ep->inbox, m, n);
         if (n < FAB_INBOX_BATCH)
             break;
+        n = 0;
     }
-    /* no call where neither RMA was asked for (mtl ofi) nor an atomic's
-     * answer is owed (a target answers atomics whatever its caps) */
-    if ((ep->caps & FI_RMA) || ep->amo_owed)
-        fab_rma_events(ep);
-    /* sends and reads in flight */
+}
+
+/* Sends and reads in flight (ep->ops). */
+static __attribute__((noinline)) void fab_ops_progress(struct fab_ep *ep)
+{
     for (struct fab_op **pp = &ep->ops, *op; (op = *pp);) {
         struct fab_op *next = op->next;   /* a failed op becomes its error's record */
         int done = 1, rc = op->req_rc, finished = 0, gone = 0;
@@ -968,19 +977,67 @@ void fab_progress_locked(struct fab_ep *ep)
             pp = &op->next;
         }
     }
-    /* dead peers: corevia notices them in waits; we only ever poll */
-    if ((ep->ops || ep->posted_head[0] || ep->posted_head[1]) && ++ep->check_tick % 64 == 0) {
-        /* the clock only every 64th round: a read costs as much as a round */
-        uint64_t now = cvia__clock_ns();
-        if ((double)now * 1e-9 >= ep->next_check) {
-            int lost = cvia_check_peers();
-            ep->next_check = (double)now * 1e-9 + fab_cfg.liveness;
-            if (lost > ep->nlost_seen) {
-                ep->nlost_seen = lost;
-                fab_fail_lost(ep);
-            }
+}
+
+/* Dead peers: corevia notices them in waits; we only ever poll. */
+static __attribute__((noinline)) void fab_liveness(struct fab_ep *ep)
+{
+    uint64_t now = cvia__clock_ns();
+    if ((double)now * 1e-9 >= ep->next_check) {
+        int lost = cvia_check_peers();
+        ep->next_check = (double)now * 1e-9 + fab_cfg.liveness;
+        if (lost > ep->nlost_seen) {
+            ep->nlost_seen = lost;
+            fab_fail_lost(ep);
         }
     }
+}
+
+/* First use: arm the endpoint. 0 when this round has nothing more to do. */
+static __attribute__((noinline)) int fab_progress_arm(struct fab_ep *ep)
+{
+    if (!ep->enabled)
+        return 0;
+    if (!ep->armed) {
+        /* first-use wire-up: polling with a receive posted is a use */
+        if (!ep->posted_head[0] && !ep->posted_head[1] && !ep->ops)
+            return 0;
+        if (fab_ep_arm(ep)) {
+            if (ep->arm_rc)   /* else out of memory for now: the next round tries again */
+                fab_fail_all(ep, ep->arm_rc);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* One progress round (ep->lock held). An empty poll, the wait loop's usual
+ * finding, is the core's look at the rings, one look at the inbox and a
+ * load per other source of work, with no register saved for the rest:
+ * everything else is out of line. */
+void fab_progress_locked(struct fab_ep *ep)
+{
+    if (__builtin_expect(!ep->armed || !ep->enabled, 0) && !fab_progress_arm(ep))
+        return;
+    cvia_inbox_progress(ep->inbox, fab_visit, ep);
+    if (ep->nowed)
+        fab_owed_retry(ep);
+    if (__builtin_expect(ep->nheld | (ep->early_buf != NULL), 0)) {
+        fab_arrivals(ep, 0);
+    } else {
+        int n = cvia_inbox_poll(ep->inbox, ep->held, FAB_INBOX_BATCH);
+        if (n > 0)
+            fab_arrivals(ep, n);
+    }
+    /* no call where neither RMA was asked for (mtl ofi) nor an atomic's
+     * answer is owed (a target answers atomics whatever its caps) */
+    if ((ep->caps & FI_RMA) || ep->amo_owed)
+        fab_rma_events(ep);
+    if (ep->ops)
+        fab_ops_progress(ep);
+    /* the clock only every 64th round: a read costs as much as a round */
+    if ((ep->ops || ep->posted_head[0] || ep->posted_head[1]) && ++ep->check_tick % 64 == 0)
+        fab_liveness(ep);
 }
 
 /* Receive side of every receive call. */
@@ -1081,6 +1138,53 @@ static ssize_t fab_recv(struct fab_ep *ep, const struct iovec *iov, size_t count
                     u->payload, &u->rts);
     }
     fab_unexp_free(u);
+    return 0;
+}
+
+/* fab_recv of one buffer, out of line: fab_recv_one's frame stays small. */
+static __attribute__((noinline)) ssize_t fab_recv_buf(struct fab_ep *ep, void *buf, size_t len,
+                                                      fi_addr_t src, uint64_t tag,
+                                                      uint64_t ignore, void *context, int tagged)
+{
+    struct iovec v = { buf, len };
+    return fab_recv(ep, &v, 1, src, tag, ignore, context, ep->rx_op_flags, tagged);
+}
+
+/* fi_trecv / fi_recv of one buffer, mtl ofi's every receive: posted with
+ * the fewest loads and stores when that is all there is to it (a spare
+ * descriptor, nothing unexpected to match it, a source that resolves, no
+ * peek/claim/discard flag); anything else is fab_recv's. */
+static inline ssize_t fab_recv_one(struct fab_ep *ep, void *buf, size_t len, fi_addr_t src,
+                                   uint64_t tag, uint64_t ignore, void *context, int tagged)
+{
+    int q = !tagged;
+    uint64_t flags = ep->rx_op_flags, v = (uint64_t)UINT32_MAX << 16;   /* rank -1, epid 0 */
+    struct fab_rx *rx = ep->rx_free, *tail;
+
+    if (__builtin_expect(!rx || ep->unexp_head[q] || !ep->enabled ||
+                         (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) ||
+                         (src != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV) &&
+                          (!ep->av || (v = fab_av_entry(ep->av, src)) == FAB_AV_GONE)), 0))
+        return fab_recv_buf(ep, buf, len, src, tag, ignore, context, tagged);
+    ep->rx_free = rx->next;
+    tail = ep->posted_tail[q];
+    rx->next = NULL;
+    rx->prev = tail;
+    rx->context = context;
+    rx->flags = flags | fab_kind(tagged);
+    rx->tag = tag;
+    rx->ignore = ignore;
+    rx->src_rank = (int32_t)(v >> 16);
+    rx->src_epid = (uint16_t)v;
+    rx->iov_count = 1;
+    rx->cap = len;
+    rx->iov[0].iov_base = buf;
+    rx->iov[0].iov_len = len;
+    if (tail)
+        tail->next = rx;
+    else
+        ep->posted_head[q] = rx;
+    ep->posted_tail[q] = rx;
     return 0;
 }
 
@@ -1196,8 +1300,7 @@ static ssize_t fab_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
                          fi_addr_t src, uint64_t tag, uint64_t ignore, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { buf, len };
-    return FAB_LOCKED(ep, fab_recv(ep, &v, 1, src, tag, ignore, context, ep->rx_op_flags, 1));
+    return FAB_LOCKED(ep, fab_recv_one(ep, buf, len, src, tag, ignore, context, 1));
 }
 
 static ssize_t fab_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -1276,8 +1379,7 @@ static ssize_t fab_mrecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
                          fi_addr_t src, void *context)
 {
     struct fab_ep *ep = fab_ep_of(fep);
-    struct iovec v = { buf, len };
-    return FAB_LOCKED(ep, fab_recv(ep, &v, 1, src, 0, 0, context, ep->rx_op_flags, 0));
+    return FAB_LOCKED(ep, fab_recv_one(ep, buf, len, src, 0, 0, context, 0));
 }
 
 static ssize_t fab_mrecvv(struct fid_ep *fep, const struct iovec *iov, void **desc,

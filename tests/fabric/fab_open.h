@@ -26,8 +26,10 @@ struct fab_open {
     struct fid_ep *ep;
 };
 
-/* 0, or the failing call's name (its code in *rc). */
-static const char *fab_open_rdm(struct fab_open *o, uint64_t caps, int mr_mode, int *rc)
+/* 0, or the failing call's name (its code in *rc). @threading: the
+ * domain's (FI_THREAD_UNSPEC: the provider's choice). */
+static const char *fab_open_rdm_thr(struct fab_open *o, uint64_t caps, int mr_mode,
+                                    enum fi_threading threading, int *rc)
 {
     struct fi_info *hints = fi_allocinfo();
     struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
@@ -39,6 +41,7 @@ static const char *fab_open_rdm(struct fab_open *o, uint64_t caps, int mr_mode, 
     hints->caps = caps;
     hints->ep_attr->type = FI_EP_RDM;
     hints->domain_attr->mr_mode = mr_mode;
+    hints->domain_attr->threading = threading;
     hints->fabric_attr->prov_name = strdup("corevia");
     *rc = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &o->info);
     fi_freeinfo(hints);
@@ -54,6 +57,11 @@ static const char *fab_open_rdm(struct fab_open *o, uint64_t caps, int mr_mode, 
     FAB_OPEN_STEP(fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV));
     FAB_OPEN_STEP(fi_enable(o->ep));
     return NULL;
+}
+
+static inline const char *fab_open_rdm(struct fab_open *o, uint64_t caps, int mr_mode, int *rc)
+{
+    return fab_open_rdm_thr(o, caps, mr_mode, FI_THREAD_UNSPEC, rc);
 }
 
 /* In the reverse order; 0, or the failing close's name. */
