@@ -16,7 +16,8 @@
  * receives posted with every tag bit ignored (they must match in the
  * order sent), posting the next after each completion and sleeping now
  * and then so that some arrive unexpected; every fifth receive holds 4
- * bytes only (FI_ETRUNC, olen the rest), and every seventh post is
+ * bytes only (FI_ETRUNC, olen the rest), every eleventh has no buffer
+ * at all (NULL, 0: FI_ETRUNC but for an empty message), and every seventh post is
  * preceded by a receive for a tag never sent, cancelled at once
  * (FI_ECANCELED, never matched). Every message must complete exactly
  * once, with its bytes, in the receive posted in its place: receive k
@@ -154,9 +155,11 @@ static void receiver(int safe)
         while (posted < NMSG && posted - next < WINDOW) {
             struct rx *x = &rxs[posted];
             x->r = posted;
-            x->cap = small_recv(posted) ? SMALL : 100000;
-            EXPECT((x->buf = malloc(x->cap)), "out of memory");
-            memset(x->buf, 0xcc, x->cap);
+            x->cap = posted % 11 == 6 ? 0 : small_recv(posted) ? SMALL : 100000;
+            x->buf = x->cap ? malloc(x->cap) : NULL;   /* no buffer at all: NULL, 0 */
+            EXPECT(x->buf || !x->cap, "out of memory");
+            if (x->cap)
+                memset(x->buf, 0xcc, x->cap);
             if (posted % 7 == 3) {   /* a receive nothing matches, cancelled */
                 CHECK(fi_trecv(ep, x->buf, x->cap, NULL, peer, NEVER_TAG, 0,
                                &never_ctx[posted]));
@@ -187,11 +190,11 @@ static void receiver(int safe)
                    "order", i, (unsigned long long)x.tag);
             EXPECT(!done[i], "receive %d completed twice", i);
             done[i] = 1;
-            EXPECT(small_recv(i) && len_of(i) > SMALL, "message %d (%zu bytes) truncated "
+            EXPECT(len_of(i) > r->cap, "message %d (%zu bytes) truncated "
                    "in a receive of %zu", i, len_of(i), r->cap);
-            EXPECT(x.len == SMALL && x.olen == len_of(i) - SMALL,
+            EXPECT(x.len == r->cap && x.olen == len_of(i) - r->cap,
                    "message %d truncated: len %zu olen %zu", i, x.len, x.olen);
-            for (size_t b = 0; b < SMALL; b++)
+            for (size_t b = 0; b < r->cap; b++)
                 EXPECT(r->buf[b] == byte_of(i, b), "message %d (truncated): byte %zu", i, b);
             free(r->buf);
             truncated++;
