@@ -108,14 +108,18 @@ static void make(unsigned char *p, size_t len, int src, int i)
 static void send_round(int i, unsigned char *sbuf, cvia_req_t *sreq, long *injected,
                        long *queued)
 {
+    size_t len = msg_len(i);
+    unsigned char *p = len == BIG ? sbuf + (size_t)NMSG * 520 : sbuf + (size_t)i * 520;
+
+    /* written once, before any send of it: a send to an earlier peer may
+     * still be reading it (visit-mt: another thread pushes queued sends) */
+    if (i < NMSG && len != BIG)
+        make(p, len, me, i);
     for (int d = 0; d < np && i < NMSG; d++) {
-        size_t len = msg_len(i);
-        unsigned char *p = len == BIG ? sbuf + (size_t)NMSG * 520 : sbuf + (size_t)i * 520;
         int rc;
         if (d == me)
             continue;
         if (len != BIG) {
-            make(p, len, me, i);
             rc = cvia_inject(p, 4, p + 4, len - 4, d, TAG_IN);
             if (rc == 0) {
                 (*injected)++;
@@ -515,6 +519,19 @@ static void v_round(cvia_inbox_t ib, int plain, long *polled)
         pthread_mutex_unlock(&v_lock);
 }
 
+/* v_got, read under the consumers' lock in visit-mt */
+static long v_count(void)
+{
+    long got;
+
+    if (v_mt)
+        pthread_mutex_lock(&v_lock);
+    got = v_got;
+    if (v_mt)
+        pthread_mutex_unlock(&v_lock);
+    return got;
+}
+
 /* visit-mt's second thread: plain progress without the consumers' lock
  * (a waiter's, an FI_THREAD_SAFE neighbour's), and every 8th round a
  * consumer's round under it. */
@@ -555,17 +572,11 @@ static void visit(void)
     sbuf = malloc((size_t)NMSG * 520 + BIG);
     CHECK(sreq && sbuf, "out of memory");
     make(sbuf + (size_t)NMSG * 520, BIG, me, -1);
-    for (i = 0; i < NMSG || v_got < want; i++) {
+    for (i = 0; i < NMSG || v_count() < want; i++) {
         send_round(i, sbuf, sreq, &injected, &queued);
         for (int spins = 0; spins < (i < NMSG ? 1 : 1 << 30); spins++) {
-            long got;
             v_round(ib, i % 3 == 2, &polled);
-            if (v_mt)
-                pthread_mutex_lock(&v_lock);
-            got = v_got;
-            if (v_mt)
-                pthread_mutex_unlock(&v_lock);
-            if (got >= want)   /* a peer's lockstep message may come early */
+            if (v_count() >= want)   /* a peer's lockstep message may come early */
                 break;
         }
     }
