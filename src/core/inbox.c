@@ -222,7 +222,10 @@ int cvia__inbox_visit(void *core, int src, uint16_t ctx, int32_t tag, const void
      * provider's lock), so its earlier entry is seen in queued here. */
     if (!v || v->tag != tag || ctx != CVIA_CTX_USER ||
         atomic_load_explicit(&v->ib->queued, memory_order_relaxed) ||
-        !atomic_load_explicit(&v->ib->open, memory_order_relaxed))
+        !atomic_load_explicit(&v->ib->open, memory_order_relaxed) ||
+        /* closed and reopened on another tag meanwhile (cvia_inbox_open
+         * reuses a closed inbox): a message of the old tag is no inbox's */
+        atomic_load_explicit(&v->ib->tag, memory_order_relaxed) != tag)
         return 0;
     return v->fn(v->arg, src, buf, len) == 1;
 }

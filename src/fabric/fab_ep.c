@@ -102,6 +102,11 @@ static int fab_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         struct fab_cq *cq = fab_of(bfid, struct fab_cq, fid.fid);
         if (flags & ~(uint64_t)(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
             return -FI_EBADFLAGS;
+        /* a CQ's lock is on or off by its own domain's threading (the
+         * inline push writes without it): another domain's endpoint,
+         * driven by another thread, would push into it unlocked */
+        if (cq->dom != ep->dom)
+            return -FI_EINVAL;
         if (((flags & FI_TRANSMIT) && ep->tx_cq) || ((flags & FI_RECV) && ep->rx_cq))
             return -FI_EINVAL;
         if ((rc = fab_epset_add(&cq->set, ep)))
@@ -122,6 +127,8 @@ static int fab_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         struct fab_cntr *c = fab_of(bfid, struct fab_cntr, fid.fid);
         if (flags & ~(uint64_t)(FI_SEND | FI_RECV | FI_WRITE | FI_READ))
             return -FI_EBADFLAGS;   /* FI_REMOTE_*: no counting at the target */
+        if (c->dom != ep->dom)   /* its epset's lock is its domain's, as a CQ's */
+            return -FI_EINVAL;
         if (((flags & FI_SEND) && ep->tx_cntr) || ((flags & FI_RECV) && ep->rx_cntr) ||
             ((flags & FI_WRITE) && ep->wr_cntr) || ((flags & FI_READ) && ep->rd_cntr))
             return -FI_EINVAL;

@@ -140,7 +140,8 @@ static size_t fab_scatter(const struct fab_rx *rx, const char *src, size_t n)
     size_t off = 0;
 
     if (rx->iov_count == 1 && n <= rx->iov[0].iov_len) {   /* the usual: one buffer */
-        memcpy(rx->iov[0].iov_base, src, n);
+        if (n)   /* a receive with no buffer (NULL, 0): memcpy's arguments are never NULL */
+            memcpy(rx->iov[0].iov_base, src, n);
         return n;
     }
 

@@ -41,7 +41,14 @@
  *           cvia_inbox_progress on its caller's thread, and it must have
  *           taken some (all ranks are on one host). Then its refusals.
  *
- *   func_inbox stream|arm|visit --token=T    (under cvia-run)
+ *   visit-mt  the same at CVIA_THREAD_MULTIPLE with a second thread that
+ *           calls cvia_progress() all along without the consumers' lock
+ *           (its drains fill the inbox while the main thread's visitor
+ *           runs) and every 8th round is a consumer itself, under the
+ *           lock that the main thread's rounds take (a layer's own lock):
+ *           the order must hold across both threads.
+ *
+ *   func_inbox stream|arm|visit|visit-mt --token=T    (under cvia-run)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -61,6 +68,7 @@
 #define NMSG      1500
 #define BUF_SIZE  64
 #define BIG       (256 * 1024)   /* past any shm rendezvous threshold */
+#define LOCKSTEP  20             /* visit: messages exchanged one at a time at the end */
 
 static int me, np;
 
@@ -100,14 +108,18 @@ static void make(unsigned char *p, size_t len, int src, int i)
 static void send_round(int i, unsigned char *sbuf, cvia_req_t *sreq, long *injected,
                        long *queued)
 {
+    size_t len = msg_len(i);
+    unsigned char *p = len == BIG ? sbuf + (size_t)NMSG * 520 : sbuf + (size_t)i * 520;
+
+    /* written once, before any send of it: a send to an earlier peer may
+     * still be reading it (visit-mt: another thread pushes queued sends) */
+    if (i < NMSG && len != BIG)
+        make(p, len, me, i);
     for (int d = 0; d < np && i < NMSG; d++) {
-        size_t len = msg_len(i);
-        unsigned char *p = len == BIG ? sbuf + (size_t)NMSG * 520 : sbuf + (size_t)i * 520;
         int rc;
         if (d == me)
             continue;
         if (len != BIG) {
-            make(p, len, me, i);
             rc = cvia_inject(p, 4, p + 4, len - 4, d, TAG_IN);
             if (rc == 0) {
                 (*injected)++;
@@ -436,7 +448,14 @@ static void arm(void)
 
 static int *v_next;             /* per source: the index due */
 static long v_got, v_visited, v_offered;
-static int v_inside;            /* in cvia_inbox_progress, on this thread */
+static _Thread_local int v_inside;   /* in cvia_inbox_progress, on this thread */
+/* visit-mt: a second thread progresses all along; the consumers (the main
+ * thread, and the second one every 8th round) take v_lock around their
+ * cvia_inbox_progress, poll and checks, as a layer's own lock would */
+static int v_mt;
+static pthread_mutex_t v_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int v_stop;
+static atomic_long v_other_rounds;
 
 /* Message @p, @len bytes from @src: the one due? */
 static void v_check(int src, const unsigned char *p, size_t len, const char *how)
@@ -471,6 +490,66 @@ static int v_fn(void *arg, int source, const void *buf, size_t len)
     return 1;
 }
 
+/* One consumer's round: progress with the visitor (or without: @plain),
+ * then the inbox's messages; all checked in their senders' order. */
+static void v_round(cvia_inbox_t ib, int plain, long *polled)
+{
+    cvia_inbox_msg_t m[8];
+    int n, rc;
+
+    if (v_mt)
+        pthread_mutex_lock(&v_lock);
+    if (plain) {
+        (void)cvia_progress();   /* no visitor: all to the inbox */
+    } else {
+        v_inside = 1;
+        rc = cvia_inbox_progress(ib, v_fn, &v_next);
+        v_inside = 0;
+        CHECK(rc >= 0, "cvia_inbox_progress: %s", cvia_strerror(rc));
+    }
+    n = cvia_inbox_poll(ib, m, 8);
+    CHECK(n >= 0, "cvia_inbox_poll: %d", n);
+    for (int k = 0; k < n; k++) {
+        CHECK(m[k].status == 0, "a message failed: %s", cvia_strerror(m[k].status));
+        v_check(m[k].source, m[k].buf, m[k].len, "from the inbox");
+        (*polled)++;
+    }
+    cvia_inbox_release(ib, m, n);
+    if (v_mt)
+        pthread_mutex_unlock(&v_lock);
+}
+
+/* v_got, read under the consumers' lock in visit-mt */
+static long v_count(void)
+{
+    long got;
+
+    if (v_mt)
+        pthread_mutex_lock(&v_lock);
+    got = v_got;
+    if (v_mt)
+        pthread_mutex_unlock(&v_lock);
+    return got;
+}
+
+/* visit-mt's second thread: plain progress without the consumers' lock
+ * (a waiter's, an FI_THREAD_SAFE neighbour's), and every 8th round a
+ * consumer's round under it. */
+static void *v_other(void *arg)
+{
+    cvia_inbox_t ib = arg;
+    long polled = 0;
+
+    for (long r = 0; !atomic_load(&v_stop); r++) {
+        if (r % 8 == 7)
+            v_round(ib, 0, &polled);
+        else
+            (void)cvia_progress();
+        atomic_fetch_add(&v_other_rounds, 1);
+    }
+    return NULL;
+}
+
 static void visit(void)
 {
     cvia_inbox_t ib;
@@ -478,43 +557,69 @@ static void visit(void)
     unsigned char *sbuf;
     long want = (long)NMSG * (np - 1), polled = 0, injected = 0, queued = 0;
     int rc, i;
+    pthread_t th;
 
     v_next = calloc((size_t)np, sizeof(int));
     CHECK(v_next, "out of memory");
     rc = cvia_inbox_open(TAG_IN, BUF_SIZE, 4, &ib);
     CHECK(rc == 0, "cvia_inbox_open: %s", cvia_strerror(rc));
     CHECK(cvia_barrier() == 0, "barrier");
+    if (v_mt) {
+        CHECK(cvia_query_thread() == CVIA_THREAD_MULTIPLE, "visit-mt needs CVIA_THREAD_MULTIPLE");
+        CHECK(pthread_create(&th, NULL, v_other, ib) == 0, "pthread_create");
+    }
     sreq = calloc((size_t)NMSG * (size_t)np, sizeof(*sreq));
     sbuf = malloc((size_t)NMSG * 520 + BIG);
     CHECK(sreq && sbuf, "out of memory");
     make(sbuf + (size_t)NMSG * 520, BIG, me, -1);
-    for (i = 0; i < NMSG || v_got < want; i++) {
+    for (i = 0; i < NMSG || v_count() < want; i++) {
         send_round(i, sbuf, sreq, &injected, &queued);
         for (int spins = 0; spins < (i < NMSG ? 1 : 1 << 30); spins++) {
-            cvia_inbox_msg_t m[8];
-            int n;
-            if (i % 3 == 2) {
-                (void)cvia_progress();   /* no visitor: all to the inbox */
-            } else {
-                v_inside = 1;
-                rc = cvia_inbox_progress(ib, v_fn, &v_next);
-                v_inside = 0;
-                CHECK(rc >= 0, "cvia_inbox_progress: %s", cvia_strerror(rc));
-            }
-            n = cvia_inbox_poll(ib, m, 8);
-            CHECK(n >= 0, "cvia_inbox_poll: %d", n);
-            for (int k = 0; k < n; k++) {
-                CHECK(m[k].status == 0, "a message failed: %s", cvia_strerror(m[k].status));
-                v_check(m[k].source, m[k].buf, m[k].len, "from the inbox");
-                polled++;
-            }
-            cvia_inbox_release(ib, m, n);
-            if (v_got == want)
+            v_round(ib, i % 3 == 2, &polled);
+            if (v_count() >= want)   /* a peer's lockstep message may come early */
                 break;
         }
     }
     rc = cvia_waitall((size_t)NMSG * (size_t)np, sreq, NULL);
     CHECK(rc == 0, "cvia_waitall: %s", cvia_strerror(rc));
+    if (v_mt) {
+        atomic_store(&v_stop, 1);
+        pthread_join(th, NULL);
+        CHECK(atomic_load(&v_other_rounds) > 0, "the second thread made no round");
+    }
+    /* lockstep: one message at a time to every peer, each taken before
+     * the next is sent, so that it arrives while the inbox is empty and
+     * nothing else progresses: the visitor must be offered it whatever
+     * the stream's timing was (a receiver that started late finds its
+     * peers' whole stream in the inbox's backlog, and is rightly offered
+     * none of it: "took no message" failed 2 runs in 16 under load) */
+    {
+        cvia_req_t *lreq = calloc((size_t)LOCKSTEP * (size_t)np, sizeof(*lreq));
+        unsigned char *lbuf = malloc((size_t)LOCKSTEP * (size_t)np * 520);
+        CHECK(lreq && lbuf, "out of memory");
+        for (int k = 0; k < LOCKSTEP; k++) {
+            int idx = NMSG + k;
+            size_t len = msg_len(idx);
+            CHECK(len != BIG, "lockstep message %d is long", idx);
+            for (int d = 0; d < np; d++) {
+                unsigned char *p = lbuf + ((size_t)k * (size_t)np + (size_t)d) * 520;
+                if (d == me)
+                    continue;
+                make(p, len, me, idx);
+                rc = cvia_inject(p, 4, p + 4, len - 4, d, TAG_IN);
+                if (rc == -EAGAIN)
+                    rc = cvia_isend(p, len, d, TAG_IN, &lreq[(size_t)k * (size_t)np + (size_t)d]);
+                CHECK(rc == 0, "lockstep send: %s", cvia_strerror(rc));
+            }
+            want += np - 1;
+            while (v_got < want)
+                v_round(ib, 0, &polled);
+        }
+        rc = cvia_waitall((size_t)LOCKSTEP * (size_t)np, lreq, NULL);
+        CHECK(rc == 0, "cvia_waitall: %s", cvia_strerror(rc));
+        free(lreq);
+        free(lbuf);
+    }
     CHECK(v_visited > 0, "the visitor took no message (%ld offered)", v_offered);
     CHECK(polled > 0, "the inbox gave no message");
     CHECK(cvia_barrier() == 0, "barrier");
@@ -536,8 +641,8 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 2 || (strcmp(argv[1], "stream") && strcmp(argv[1], "arm") &&
-                     strcmp(argv[1], "visit"))) {
-        fprintf(stderr, "usage: func_inbox stream|arm|visit [--token=T]\n");
+                     strcmp(argv[1], "visit") && strcmp(argv[1], "visit-mt"))) {
+        fprintf(stderr, "usage: func_inbox stream|arm|visit|visit-mt [--token=T]\n");
         return 2;
     }
     /* before cvia_init: refused, not a crash */
@@ -555,7 +660,7 @@ int main(int argc, char **argv)
     np = cvia_size();
     if (!strcmp(argv[1], "arm"))
         arm();
-    else if (!strcmp(argv[1], "visit"))
+    else if (!strcmp(argv[1], "visit") || (v_mt = !strcmp(argv[1], "visit-mt")))
         visit();
     else
         stream();
