@@ -379,9 +379,17 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
 
     if (check_peer_arg(c, src, 1) || tag < CVIA_ANY_TAG || (!buf && cap))
         return -EINVAL;
-    r = cvia__req_alloc(c);
-    if (!r)
-        return -ENOMEM;
+    /* the request is taken from the pool and posted in one round of the
+     * lock (issue 16: at CVIA_THREAD_MULTIPLE each round is an atomic
+     * exchange and a release store); malloc only outside it */
+    cvia_mlock_lock(&c->lock);
+    if (!(r = req_alloc_locked(c))) {
+        cvia_mlock_unlock(&c->lock);
+        if (!(r = malloc(sizeof(*r))))
+            return -ENOMEM;
+        cvia_mlock_lock(&c->lock);
+    }
+    req_zero(r);
     r->kind = CVIA_REQ_RECV;
     r->x.buf = buf;
     r->x.len = cap;
@@ -392,7 +400,6 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
     r->tag_want = tag;
     *req_p = r;
 
-    cvia_mlock_lock(&c->lock);
     for (u = c->unexp.head; u; u = u->next)
         if (match_recv(r, u->x.peer, u->x.ctx, u->x.tag))
             break;
