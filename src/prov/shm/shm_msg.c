@@ -241,6 +241,22 @@ static inline int shm_slot_plain(const struct shm_peer *pp, const struct shm_slo
            (SHM_SLOT_FIRST | SHM_SLOT_LAST) && !pp->rx_cur;
 }
 
+/* A whole message in slot @s (its @n payload bytes at @payload) offered to
+ * the core's visitor (cvia_inbox_progress): one match, one copy. 1: taken,
+ * the slot back and the ring's position past it; 0: the usual path's. */
+static inline int shm_offer_visit(struct cvia_prov_ep *ep, struct shm_peer *pp, int peer,
+                                  struct shm_slot *s, const unsigned char *payload, size_t n)
+{
+    const struct cvia_prov_upcalls *up = ep->args.up;
+
+    if (!atomic_load_explicit(&up->visiting, memory_order_relaxed) ||
+        !up->visit(up->core, peer, s->ctx, s->tag, payload, n))
+        return 0;
+    cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
+    CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+    return 1;
+}
+
 /* A plain slot (shm_slot_plain) matched, copied, released and completed
  * without the general path's bookkeeping (rx_cur, the one-sided header,
  * the running count of bytes). The checks are the general path's for such
@@ -254,14 +270,8 @@ static inline int shm_drain_one(struct cvia_prov_ep *ep, struct shm_peer *pp, in
 
     if (n != s->msg_len || n > ep->slot_size - SHM_SLOT_HDR)
         return -1;
-    /* the core's visitor (cvia_inbox_progress) may take it from here: one
-     * match, one copy, the slot back at once */
-    if (atomic_load_explicit(&up->visiting, memory_order_relaxed) &&
-        up->visit(up->core, peer, s->ctx, s->tag, (const unsigned char *)s + SHM_SLOT_HDR, n)) {
-        cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
-        CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+    if (shm_offer_visit(ep, pp, peer, s, (const unsigned char *)s + SHM_SLOT_HDR, n))
         return 0;
-    }
     x = up->match(up->core, peer, s->ctx, s->tag, n, 0, 0);
     shm_copy_payload(x->buf, (const unsigned char *)s + SHM_SLOT_HDR, n < x->len ? n : x->len);
     x->done = n;
@@ -357,13 +367,9 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                 skip = SHM_RMA_HDR;
             } else {
                 pp->rx_op.slot_flags = 0;
-                /* a whole message in this slot: the core's visitor may take
-                 * it from here (one match, one copy), the slot back at once */
-                if ((flags & SHM_SLOT_LAST) &&
-                    atomic_load_explicit(&up->visiting, memory_order_relaxed) &&
-                    n == s->msg_len && up->visit(up->core, peer, s->ctx, s->tag, payload, n)) {
-                    cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
-                    CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+                /* a whole message in this slot (a piece at the second line) */
+                if ((flags & SHM_SLOT_LAST) && n == s->msg_len &&
+                    shm_offer_visit(ep, pp, peer, s, payload, n)) {
                     events++;
                     continue;
                 }
@@ -681,38 +687,6 @@ int shm_check_peers(struct cvia_prov_ep *ep)
     return lost;
 }
 
-/* @n bytes from @src to @dst, for the few bytes of an injected message's
- * pieces (the provider's 16 or 24-byte header, an 8-byte payload): up to
- * 32 bytes by two overlapping loads and stores of 4, 8 or 16 bytes, no
- * call; longer ones by memcpy. */
-static inline void shm_copy_small(unsigned char *dst, const unsigned char *src, size_t n)
-{
-    if (n >= 16 && n <= 32) {
-        unsigned char a[16], b[16];
-        memcpy(a, src, 16);
-        memcpy(b, src + n - 16, 16);
-        memcpy(dst, a, 16);
-        memcpy(dst + n - 16, b, 16);
-    } else if (n >= 8 && n < 16) {
-        uint64_t a, b;
-        memcpy(&a, src, 8);
-        memcpy(&b, src + n - 8, 8);
-        memcpy(dst, &a, 8);
-        memcpy(dst + n - 8, &b, 8);
-    } else if (n >= 4 && n < 8) {
-        uint32_t a, b;
-        memcpy(&a, src, 4);
-        memcpy(&b, src + n - 4, 4);
-        memcpy(dst, &a, 4);
-        memcpy(dst + n - 4, &b, 4);
-    } else if (n > 32) {
-        memcpy(dst, src, n);
-    } else {
-        for (size_t i = 0; i < n; i++)
-            dst[i] = src[i];
-    }
-}
-
 /* cvia_inject: the message into one slot of @peer's ring now, or -EAGAIN
  * when that cannot be done at once (messages queued before it, the ring
  * full, more than a slot or a rendezvous's size): no xfer is queued, none
@@ -737,7 +711,7 @@ int shm_inject(struct cvia_prov_ep *ep, int peer, uint16_t ctx, int32_t tag,
         s->tag = tag;
         s->msg_len = len;
         for (int i = 0; i < n; i++) {
-            shm_copy_small(dst, iov[i].iov_base, iov[i].iov_len);
+            shm_copy_payload(dst, iov[i].iov_base, iov[i].iov_len);
             dst += iov[i].iov_len;
         }
         s->flags = SHM_SLOT_FIRST | SHM_SLOT_LAST;
