@@ -1160,7 +1160,7 @@ static inline ssize_t fab_recv_one(struct fab_ep *ep, void *buf, size_t len, fi_
 {
     int q = !tagged;
     uint64_t flags = ep->rx_op_flags, v = (uint64_t)UINT32_MAX << 16;   /* rank -1, epid 0 */
-    struct fab_rx *rx = ep->rx_free, *tail;
+    struct fab_rx *rx = ep->rx_free;
 
     if (__builtin_expect(!rx || ep->unexp_head[q] || !ep->enabled ||
                          (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) ||
@@ -1168,9 +1168,6 @@ static inline ssize_t fab_recv_one(struct fab_ep *ep, void *buf, size_t len, fi_
                           (!ep->av || (v = fab_av_entry(ep->av, src)) == FAB_AV_GONE)), 0))
         return fab_recv_buf(ep, buf, len, src, tag, ignore, context, tagged);
     ep->rx_free = rx->next;
-    tail = ep->posted_tail[q];
-    rx->next = NULL;
-    rx->prev = tail;
     rx->context = context;
     rx->flags = flags | fab_kind(tagged);
     rx->tag = tag;
@@ -1181,11 +1178,7 @@ static inline ssize_t fab_recv_one(struct fab_ep *ep, void *buf, size_t len, fi_
     rx->cap = len;
     rx->iov[0].iov_base = buf;
     rx->iov[0].iov_len = len;
-    if (tail)
-        tail->next = rx;
-    else
-        ep->posted_head[q] = rx;
-    ep->posted_tail[q] = rx;
+    Q_APPEND(ep->posted_head[q], ep->posted_tail[q], rx);
     return 0;
 }
 
