@@ -53,9 +53,20 @@ cat >"$work/rank.sh" <<EOS
 export FI_PROVIDER_PATH='$provdir' CVIA_FI_WIREUP=first-use
 ${asan:+export LD_PRELOAD='$asan' ASAN_OPTIONS=detect_leaks=0}
 if [ "\$CVIA_RANK" = 0 ]; then
+    echo \$\$ > '$work/server.pid.tmp' && mv '$work/server.pid.tmp' '$work/server.pid'
     exec fi_pingpong -p corevia -e rdm -I 50 -c -B $port > '$work/server' 2>&1
 fi
-sleep $mult   # the server's control socket listens first (slower under sanitizers)
+# fi_pingpong's client connects once, at its start: it waits until the
+# server (this pid, exec'd) listens on the control port, as its own network
+# namespace's table (/proc/PID/net/tcp) says, LISTEN being state 0A
+n=0
+until [ -s '$work/server.pid' ] &&
+      awk '\$2 ~ /:$(printf %04X "$port")\$/ && \$4 == "0A" { f = 1 } END { exit !f }' \
+          "/proc/\$(cat '$work/server.pid')/net/tcp" 2>/dev/null; do
+    n=\$((n + 1))
+    [ \$n -le $((50 * limit)) ] || break   # the client's connect fails and says so
+    sleep 0.02
+done
 exec fi_pingpong -p corevia -e rdm -I 50 -c -P $port $server > '$work/client' 2>&1
 EOS
 chmod +x "$work/rank.sh"
