@@ -74,9 +74,13 @@ echo "== build with ThreadSanitizer and test"
 #               the installed DSM example, as dsm.*; tools.deb: see above.)
 #  slurm.lab    Slurm's and PMIx's own threads are not instrumented, as
 #               with Open MPI; its functional tests run in this pass anyway
+#  fuzz.dgram   its harness drives the dgram engine from one thread on a
+#               virtual clock (no thread is started): TSan has no two
+#               threads to compare; ASan and UBSan run it (libFuzzer in the
+#               normal pass, the replay in the ASan one)
 ./scripts/build.sh build-tsan -DCVIA_TSAN=ON
 run_ctest tsan build-tsan TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    CVIA_TEST_TIMEOUT_MULTIPLIER=4 -- -E '^(dsm\.|fabric\.mpi|tools\.|topo\.|slurm\.lab$)'
+    CVIA_TEST_TIMEOUT_MULTIPLIER=4 -- -E '^(dsm\.|fabric\.mpi|tools\.|topo\.|slurm\.lab$|fuzz\.dgram$)'
 
 max=$(grep -v '^#' .ci/max-skips | head -1)
 skips=$(cat "$logs"/*.log | grep -c -- '\*\*\*Skipped' || true)
