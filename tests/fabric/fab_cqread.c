@@ -38,7 +38,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include "name_swap.h"
+#include "fab_open.h"
 
 static int me;
 
@@ -154,45 +154,25 @@ static void round_of(int r, int n)
 
 int main(int argc, char **argv)
 {
-    struct fi_info *hints, *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
-    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 100 };
-    struct fi_av_attr ava = { .type = FI_AV_TABLE };
-    char name[64], pname[64], mine[512], theirs[512];
-    size_t len = sizeof(name);
+    struct fab_open o;
     const char *err;
-    int domain_mode;
+    int domain_mode, rc;
 
     if (argc != 3 || (strcmp(argv[2], "domain") && strcmp(argv[2], "safe"))) {
         fprintf(stderr, "usage: cvia-run -n 2 fab_cqread DIR domain|safe\n");
         return 2;
     }
     domain_mode = !strcmp(argv[2], "domain");
-    me = atoi(getenv("CVIA_RANK") ? getenv("CVIA_RANK") : "0");
-
-    hints = fi_allocinfo();
-    hints->caps = FI_TAGGED | FI_DIRECTED_RECV;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->fabric_attr->prov_name = strdup("corevia");
-    hints->domain_attr->threading = domain_mode ? FI_THREAD_DOMAIN : FI_THREAD_SAFE;
-    CHECK(fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &info));
-    fi_freeinfo(hints);
-    CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
-    CHECK(fi_domain(fabric, info, &domain, NULL));
-    CHECK(fi_av_open(domain, &ava, &av, NULL));
-    CHECK(fi_cq_open(domain, &cqa, &cq, NULL));
-    CHECK(fi_endpoint(domain, info, &ep, NULL));
-    CHECK(fi_ep_bind(ep, &av->fid, 0));
-    CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-    CHECK(fi_enable(ep));
-    CHECK(fi_getname(&ep->fid, name, &len));
-    snprintf(mine, sizeof(mine), "%s/cq.%d", argv[1], me);
-    snprintf(theirs, sizeof(theirs), "%s/cq.%d", argv[1], 1 - me);
-    err = name_swap(mine, theirs, name, len, pname, sizeof(pname), 3000);
+    me = fab_rank();
+    err = fab_open(&o, &(struct fab_opts){ .caps = FI_TAGGED | FI_DIRECTED_RECV,
+                                           .threading = domain_mode ? FI_THREAD_DOMAIN
+                                                                    : FI_THREAD_SAFE,
+                                           .av_type = FI_AV_TABLE, .cq_size = 100 }, &rc);
+    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    ep = o.ep;
+    cq = o.cq;
+    err = fab_peer(&o, argv[1], "cq", me, &peer);
     EXPECT(!err, "%s", err);
-    EXPECT(fi_av_insert(av, pname, 1, &peer, 0, NULL) == 1, "fi_av_insert");
 
     /* 1. batches through a ring that wraps and grows */
     round_of(1, 100);
@@ -251,12 +231,8 @@ int main(int argc, char **argv)
     }
     step(300);
 
-    CHECK(fi_close(&ep->fid));
-    CHECK(fi_close(&av->fid));
-    CHECK(fi_close(&cq->fid));
-    CHECK(fi_close(&domain->fid));
-    CHECK(fi_close(&fabric->fid));
-    fi_freeinfo(info);
+    err = fab_close_rdm(&o, &rc);
+    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
     if (me == 0)
         printf("ok cqread (%s)\n", argv[2]);
     return 0;

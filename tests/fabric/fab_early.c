@@ -42,6 +42,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "fab_open.h"
 #include "name_swap.h"
 
 static int me;
@@ -117,11 +118,10 @@ static void payload(unsigned char *p, int i)
 
 int main(int argc, char **argv)
 {
-    struct fi_info *hints, *info;
-    struct fid_fabric *fabric;
+    struct fab_open o;
     struct fid_ep *ctl, *late = NULL;
     struct fid_cq *cq_ctl, *cq_late = NULL;
-    struct fi_av_attr ava = { .type = FI_AV_TABLE };
+    int orc;
     char names[2][128], pnames[2][128], mine[512], theirs[512];
     size_t len = sizeof(names[0]), len2 = sizeof(names[1]);
     const char *err;
@@ -135,22 +135,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: cvia-run -n 2 fab_early DIR\n");
         return 2;
     }
-    me = atoi(getenv("CVIA_RANK") ? getenv("CVIA_RANK") : "0");
-    hints = fi_allocinfo();
-    hints->caps = FI_TAGGED | FI_DIRECTED_RECV;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->fabric_attr->prov_name = strdup("corevia");
-    hints->domain_attr->threading = FI_THREAD_SAFE;
-    CHECK(fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &info));
-    fi_freeinfo(hints);
-    CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
-    CHECK(fi_domain(fabric, info, &domain, NULL));
-    CHECK(fi_av_open(domain, &ava, &av, NULL));
-    open_ep(info, &ctl, &cq_ctl);
-    CHECK(fi_enable(ctl));
+    me = fab_rank();
+    err = fab_open(&o, &(struct fab_opts){ .caps = FI_TAGGED | FI_DIRECTED_RECV,
+                                           .threading = FI_THREAD_SAFE,
+                                           .av_type = FI_AV_TABLE, .cq_size = 64 }, &orc);
+    EXPECT(!err, "%s: %d (%s)", err, orc, fi_strerror(-orc));
+    domain = o.domain;
+    av = o.av;
+    ctl = o.ep;
+    cq_ctl = o.cq;
     CHECK(fi_getname(&ctl->fid, names[0], &len));
     if (me == 0) {
-        open_ep(info, &late, &cq_late);
+        open_ep(o.info, &late, &cq_late);
         CHECK(fi_getname(&late->fid, names[1], &len2));
         EXPECT(len2 == len, "names of %zu and %zu bytes", len, len2);
     } else {
@@ -266,12 +262,8 @@ int main(int argc, char **argv)
         CHECK(fi_close(&late->fid));
         CHECK(fi_close(&cq_late->fid));
     }
-    CHECK(fi_close(&ctl->fid));
-    CHECK(fi_close(&av->fid));
-    CHECK(fi_close(&cq_ctl->fid));
-    CHECK(fi_close(&domain->fid));
-    CHECK(fi_close(&fabric->fid));
-    fi_freeinfo(info);
+    err = fab_close_rdm(&o, &orc);
+    EXPECT(!err, "%s: %d (%s)", err, orc, fi_strerror(-orc));
     if (me == 0)
         printf("ok early (%d messages, %d rendezvous; FAB_EARLY_FAULT=%s, FAB_LATE_FAULT=%s, "
                "FAB_FIN_FAULT=%s)\n", N2, NR,

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 corevia developers */
-/* The objects of an RDM endpoint of the corevia provider, opened and
- * closed in one call each, for test programs that need only one endpoint
- * with one CQ for both directions. Header-only. */
+/* The setup the fabric test programs share (fab_open.c): an RDM endpoint
+ * of the corevia provider with its fabric, domain, AV and CQ(s), opened
+ * and closed in one call each, and the name swap between the two ranks
+ * of a cvia-run -n 2 job that gives each the other's address. Every call
+ * answers NULL when done, else what failed (the failing call's code in
+ * *rc where there is one), for the test's own report. */
 #ifndef COREVIA_TESTS_FABRIC_FAB_OPEN_H
 #define COREVIA_TESTS_FABRIC_FAB_OPEN_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -17,46 +18,47 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
+/* What the test asks for; zero fields: the defaults named. */
+struct fab_opts {
+    uint64_t caps;
+    int mr_mode;
+    enum fi_threading threading;   /* FI_THREAD_UNSPEC: the provider's choice */
+    enum fi_av_type av_type;       /* FI_AV_UNSPEC: FI_AV_TABLE */
+    size_t cq_size;                /* 0: the provider's */
+    uint64_t msg_order;            /* hinted for both directions (0: none asked) */
+    int split_cq;                  /* a transmit CQ (cq) and a receive CQ (rxcq) */
+    uint64_t tx_cq_flags;          /* more flags for the transmit CQ's bind */
+    int send_cntr;                 /* a completion counter bound with FI_SEND */
+};
+
 struct fab_open {
     struct fi_info *info;
     struct fid_fabric *fabric;
     struct fid_domain *domain;
     struct fid_av *av;
-    struct fid_cq *cq;
+    struct fid_cq *cq;             /* both directions; the transmit one with split_cq */
+    struct fid_cq *rxcq;           /* the receive CQ: cq itself without split_cq */
+    struct fid_cntr *txcntr;       /* with send_cntr, else NULL */
     struct fid_ep *ep;
 };
 
-/* 0, or the failing call's name (its code in *rc). @threading: the
- * domain's (FI_THREAD_UNSPEC: the provider's choice). */
-static const char *fab_open_rdm_thr(struct fab_open *o, uint64_t caps, int mr_mode,
-                                    enum fi_threading threading, int *rc)
-{
-    struct fi_info *hints = fi_allocinfo();
-    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
-    struct fi_av_attr ava = { .type = FI_AV_TABLE };
+/* fi_getinfo on the corevia provider with @opts' hints, into o->info (the
+ * rest of *o zeroed): a test may check or adjust the entry before
+ * fab_open_objects. */
+const char *fab_getinfo(struct fab_open *o, const struct fab_opts *opts, int *rc);
+/* The fabric, domain, AV, CQ(s), counter and endpoint of o->info, bound
+ * and enabled. */
+const char *fab_open_objects(struct fab_open *o, const struct fab_opts *opts, int *rc);
+/* Both of the above. */
+const char *fab_open(struct fab_open *o, const struct fab_opts *opts, int *rc);
+/* All of it, in the reverse order, and o->info. */
+const char *fab_close_rdm(struct fab_open *o, int *rc);
 
-    memset(o, 0, sizeof(*o));
-    if (!hints)
-        return *rc = -FI_ENOMEM, "fi_allocinfo";
-    hints->caps = caps;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = mr_mode;
-    hints->domain_attr->threading = threading;
-    hints->fabric_attr->prov_name = strdup("corevia");
-    *rc = fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &o->info);
-    fi_freeinfo(hints);
-#define FAB_OPEN_STEP(call) do { if ((*rc = (call)) < 0) return #call; } while (0)
-    if (*rc < 0)
-        return "fi_getinfo";
-    FAB_OPEN_STEP(fi_fabric(o->info->fabric_attr, &o->fabric, NULL));
-    FAB_OPEN_STEP(fi_domain(o->fabric, o->info, &o->domain, NULL));
-    FAB_OPEN_STEP(fi_av_open(o->domain, &ava, &o->av, NULL));
-    FAB_OPEN_STEP(fi_cq_open(o->domain, &cqa, &o->cq, NULL));
-    FAB_OPEN_STEP(fi_endpoint(o->domain, o->info, &o->ep, NULL));
-    FAB_OPEN_STEP(fi_ep_bind(o->ep, &o->av->fid, 0));
-    FAB_OPEN_STEP(fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV));
-    FAB_OPEN_STEP(fi_enable(o->ep));
-    return NULL;
+static inline const char *fab_open_rdm_thr(struct fab_open *o, uint64_t caps, int mr_mode,
+                                           enum fi_threading threading, int *rc)
+{
+    struct fab_opts opts = { .caps = caps, .mr_mode = mr_mode, .threading = threading };
+    return fab_open(o, &opts, rc);
 }
 
 static inline const char *fab_open_rdm(struct fab_open *o, uint64_t caps, int mr_mode, int *rc)
@@ -64,17 +66,13 @@ static inline const char *fab_open_rdm(struct fab_open *o, uint64_t caps, int mr
     return fab_open_rdm_thr(o, caps, mr_mode, FI_THREAD_UNSPEC, rc);
 }
 
-/* In the reverse order; 0, or the failing close's name. */
-static const char *fab_close_rdm(struct fab_open *o, int *rc)
-{
-    FAB_OPEN_STEP(fi_close(&o->ep->fid));
-    FAB_OPEN_STEP(fi_close(&o->av->fid));
-    FAB_OPEN_STEP(fi_close(&o->cq->fid));
-    FAB_OPEN_STEP(fi_close(&o->domain->fid));
-    FAB_OPEN_STEP(fi_close(&o->fabric->fid));
-#undef FAB_OPEN_STEP
-    fi_freeinfo(o->info);
-    return NULL;
-}
+/* This process's rank in its cvia-run job (CVIA_RANK; 0 without one). */
+int fab_rank(void);
+
+/* The two ranks' endpoint names through the files DIR/STEM.0 and
+ * DIR/STEM.1 (name_swap.h; 30 s at most), the peer's inserted into o->av
+ * as *peer. */
+const char *fab_peer(struct fab_open *o, const char *dir, const char *stem, int me,
+                     fi_addr_t *peer);
 
 #endif

@@ -39,7 +39,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include "name_swap.h"
+#include "fab_open.h"
 
 static int me;
 
@@ -251,62 +251,34 @@ static void receiver(int safe)
 
 int main(int argc, char **argv)
 {
-    struct fi_info *hints, *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
-    struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
-    struct fi_av_attr ava = { .type = FI_AV_MAP };
-    char name[64], pname[64], mine[512], theirs[512];
-    size_t len = sizeof(name);
+    struct fab_open o;
     const char *err;
-    int safe;
+    int safe, rc;
 
     if (argc != 3 || (strcmp(argv[2], "domain") && strcmp(argv[2], "safe"))) {
         fprintf(stderr, "usage: cvia-run -n 2 fab_order DIR domain|safe\n");
         return 2;
     }
     safe = !strcmp(argv[2], "safe");
-    me = atoi(getenv("CVIA_RANK") ? getenv("CVIA_RANK") : "0");
-
-    hints = fi_allocinfo();
-    hints->caps = FI_TAGGED | FI_DIRECTED_RECV;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->fabric_attr->prov_name = strdup("corevia");
-    hints->domain_attr->threading = safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
-    hints->tx_attr->msg_order = FI_ORDER_SAS;
-    hints->rx_attr->msg_order = FI_ORDER_SAS;
-    CHECK(fi_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, hints, &info));
-    fi_freeinfo(hints);
-    CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
-    CHECK(fi_domain(fabric, info, &domain, NULL));
-    CHECK(fi_av_open(domain, &ava, &av, NULL));
-    CHECK(fi_cq_open(domain, &cqa, &txcq, NULL));
-    CHECK(fi_cq_open(domain, &cqa, &rxcq, NULL));
-    CHECK(fi_endpoint(domain, info, &ep, NULL));
-    CHECK(fi_ep_bind(ep, &av->fid, 0));
-    CHECK(fi_ep_bind(ep, &txcq->fid, FI_TRANSMIT));
-    CHECK(fi_ep_bind(ep, &rxcq->fid, FI_RECV));
-    CHECK(fi_enable(ep));
-    CHECK(fi_getname(&ep->fid, name, &len));
-    snprintf(mine, sizeof(mine), "%s/ord.%d", argv[1], me);
-    snprintf(theirs, sizeof(theirs), "%s/ord.%d", argv[1], 1 - me);
-    err = name_swap(mine, theirs, name, len, pname, sizeof(pname), 3000);
+    me = fab_rank();
+    err = fab_open(&o, &(struct fab_opts){ .caps = FI_TAGGED | FI_DIRECTED_RECV,
+                                           .threading = safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN,
+                                           .av_type = FI_AV_MAP, .split_cq = 1,
+                                           .msg_order = FI_ORDER_SAS }, &rc);
+    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    ep = o.ep;
+    txcq = o.cq;
+    rxcq = o.rxcq;
+    err = fab_peer(&o, argv[1], "ord", me, &peer);
     EXPECT(!err, "%s", err);
-    EXPECT(fi_av_insert(av, pname, 1, &peer, 0, NULL) == 1, "fi_av_insert");
 
     if (me == 0)
         sender();
     else
         receiver(safe);
 
-    CHECK(fi_close(&ep->fid));
-    CHECK(fi_close(&av->fid));
-    CHECK(fi_close(&rxcq->fid));
-    CHECK(fi_close(&txcq->fid));
-    CHECK(fi_close(&domain->fid));
-    CHECK(fi_close(&fabric->fid));
-    fi_freeinfo(info);
+    err = fab_close_rdm(&o, &rc);
+    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
     if (me == 0)
         printf("ok order (%s)\n", argv[2]);
     return 0;

@@ -32,7 +32,6 @@
 #include <rdma/fi_tagged.h>
 
 #include "fab_open.h"
-#include "name_swap.h"
 
 static int me;
 
@@ -277,8 +276,6 @@ static void sender(void)
 int main(int argc, char **argv)
 {
     struct fab_open o;
-    char name[64], pname[64], mine[512], theirs[512];
-    size_t len = sizeof(name);
     const char *err;
     int rc;
 
@@ -286,19 +283,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: cvia-run -n 2 fab_rxpost DIR domain|safe\n");
         return 2;
     }
-    me = atoi(getenv("CVIA_RANK") ? getenv("CVIA_RANK") : "0");
+    me = fab_rank();
     err = fab_open_rdm_thr(&o, FI_TAGGED | FI_MSG | FI_DIRECTED_RECV, 0,
                            strcmp(argv[2], "domain") ? FI_THREAD_SAFE : FI_THREAD_DOMAIN, &rc);
     EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
     EXPECT(o.info->tx_attr->inject_size >= CAP, "inject_size %zu", o.info->tx_attr->inject_size);
     ep = o.ep;
     cq = o.cq;
-    CHECK(fi_getname(&ep->fid, name, &len));
-    snprintf(mine, sizeof(mine), "%s/rx.%d", argv[1], me);
-    snprintf(theirs, sizeof(theirs), "%s/rx.%d", argv[1], 1 - me);
-    err = name_swap(mine, theirs, name, len, pname, sizeof(pname), 3000);
+    err = fab_peer(&o, argv[1], "rx", me, &peer);
     EXPECT(!err, "%s", err);
-    EXPECT(fi_av_insert(o.av, pname, 1, &peer, 0, NULL) == 1, "fi_av_insert");
 
     if (me == 0)
         sender();
