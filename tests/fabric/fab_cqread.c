@@ -154,25 +154,15 @@ static void round_of(int r, int n)
 
 int main(int argc, char **argv)
 {
-    struct fab_open o;
-    const char *err;
-    int domain_mode, rc;
+    struct fab_open o = { 0 };
+    struct fab_opts opts = { .caps = FI_TAGGED | FI_DIRECTED_RECV, .av_type = FI_AV_TABLE,
+                             .cq_size = 100 };
 
-    if (argc != 3 || (strcmp(argv[2], "domain") && strcmp(argv[2], "safe"))) {
-        fprintf(stderr, "usage: cvia-run -n 2 fab_cqread DIR domain|safe\n");
-        return 2;
-    }
-    domain_mode = !strcmp(argv[2], "domain");
+    opts.threading = fab_mode_arg(argc, argv, "fab_cqread");
     me = fab_rank();
-    err = fab_open(&o, &(struct fab_opts){ .caps = FI_TAGGED | FI_DIRECTED_RECV,
-                                           .threading = domain_mode ? FI_THREAD_DOMAIN
-                                                                    : FI_THREAD_SAFE,
-                                           .av_type = FI_AV_TABLE, .cq_size = 100 }, &rc);
-    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    fab_pair_up(&o, &opts, argv[1], "cq", me, &peer, "fab_cqread");
     ep = o.ep;
     cq = o.cq;
-    err = fab_peer(&o, argv[1], "cq", me, &peer);
-    EXPECT(!err, "%s", err);
 
     /* 1. batches through a ring that wraps and grows */
     round_of(1, 100);
@@ -231,8 +221,7 @@ int main(int argc, char **argv)
     }
     step(300);
 
-    err = fab_close_rdm(&o, &rc);
-    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    fab_pair_down(&o, me, "fab_cqread");
     if (me == 0)
         printf("ok cqread (%s)\n", argv[2]);
     return 0;

@@ -106,3 +106,42 @@ const char *fab_peer(struct fab_open *o, const char *dir, const char *stem, int 
         return "fi_av_insert";
     return NULL;
 }
+
+enum fi_threading fab_mode_arg(int argc, char **argv, const char *prog)
+{
+    if (argc != 3 || (strcmp(argv[2], "domain") && strcmp(argv[2], "safe"))) {
+        fprintf(stderr, "usage: cvia-run -n 2 %s DIR domain|safe\n", prog);
+        exit(2);
+    }
+    return strcmp(argv[2], "domain") ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+}
+
+static void fab_fail(const char *prog, int me, const char *what, int rc, int has_rc)
+{
+    if (has_rc)
+        fprintf(stderr, "%s: rank %d: %s: %d (%s)\n", prog, me, what, rc, fi_strerror(-rc));
+    else
+        fprintf(stderr, "%s: rank %d: %s\n", prog, me, what);
+    exit(1);
+}
+
+void fab_pair_up(struct fab_open *o, const struct fab_opts *opts, const char *dir,
+                 const char *stem, int me, fi_addr_t *peer, const char *prog)
+{
+    int rc = 0;
+    const char *what = o->info ? fab_open_objects(o, opts, &rc) : fab_open(o, opts, &rc);
+
+    if (what)
+        fab_fail(prog, me, what, rc, 1);
+    if ((what = fab_peer(o, dir, stem, me, peer)))
+        fab_fail(prog, me, what, 0, 0);
+}
+
+void fab_pair_down(struct fab_open *o, int me, const char *prog)
+{
+    int rc = 0;
+    const char *what = fab_close_rdm(o, &rc);
+
+    if (what)
+        fab_fail(prog, me, what, rc, 1);
+}

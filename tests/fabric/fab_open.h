@@ -75,4 +75,16 @@ int fab_rank(void);
 const char *fab_peer(struct fab_open *o, const char *dir, const char *stem, int me,
                      fi_addr_t *peer);
 
+/* The command line "DIR domain|safe" of a two-rank test @prog: the
+ * threading to ask for (FI_THREAD_DOMAIN or FI_THREAD_SAFE); exits 2
+ * with a usage line on any other. */
+enum fi_threading fab_mode_arg(int argc, char **argv, const char *prog);
+
+/* fab_open (fab_open_objects where the test has o->info already: *o zeroed
+ * before, else fab_getinfo's), then fab_peer; and fab_close_rdm. On a
+ * failure they say what failed as "PROG: rank ME: ..." and exit 1. */
+void fab_pair_up(struct fab_open *o, const struct fab_opts *opts, const char *dir,
+                 const char *stem, int me, fi_addr_t *peer, const char *prog);
+void fab_pair_down(struct fab_open *o, int me, const char *prog);
+
 #endif

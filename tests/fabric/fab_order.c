@@ -251,34 +251,25 @@ static void receiver(int safe)
 
 int main(int argc, char **argv)
 {
-    struct fab_open o;
-    const char *err;
-    int safe, rc;
+    struct fab_open o = { 0 };
+    struct fab_opts opts = { .caps = FI_TAGGED | FI_DIRECTED_RECV, .av_type = FI_AV_MAP,
+                             .split_cq = 1, .msg_order = FI_ORDER_SAS };
+    int safe;
 
-    if (argc != 3 || (strcmp(argv[2], "domain") && strcmp(argv[2], "safe"))) {
-        fprintf(stderr, "usage: cvia-run -n 2 fab_order DIR domain|safe\n");
-        return 2;
-    }
-    safe = !strcmp(argv[2], "safe");
+    opts.threading = fab_mode_arg(argc, argv, "fab_order");
+    safe = opts.threading == FI_THREAD_SAFE;
     me = fab_rank();
-    err = fab_open(&o, &(struct fab_opts){ .caps = FI_TAGGED | FI_DIRECTED_RECV,
-                                           .threading = safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN,
-                                           .av_type = FI_AV_MAP, .split_cq = 1,
-                                           .msg_order = FI_ORDER_SAS }, &rc);
-    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    fab_pair_up(&o, &opts, argv[1], "ord", me, &peer, "fab_order");
     ep = o.ep;
     txcq = o.cq;
     rxcq = o.rxcq;
-    err = fab_peer(&o, argv[1], "ord", me, &peer);
-    EXPECT(!err, "%s", err);
 
     if (me == 0)
         sender();
     else
         receiver(safe);
 
-    err = fab_close_rdm(&o, &rc);
-    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    fab_pair_down(&o, me, "fab_order");
     if (me == 0)
         printf("ok order (%s)\n", argv[2]);
     return 0;

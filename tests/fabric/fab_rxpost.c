@@ -275,31 +275,22 @@ static void sender(void)
 
 int main(int argc, char **argv)
 {
-    struct fab_open o;
-    const char *err;
-    int rc;
+    struct fab_open o = { 0 };
+    struct fab_opts opts = { .caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV };
 
-    if (argc != 3 || (strcmp(argv[2], "domain") && strcmp(argv[2], "safe"))) {
-        fprintf(stderr, "usage: cvia-run -n 2 fab_rxpost DIR domain|safe\n");
-        return 2;
-    }
+    opts.threading = fab_mode_arg(argc, argv, "fab_rxpost");
     me = fab_rank();
-    err = fab_open_rdm_thr(&o, FI_TAGGED | FI_MSG | FI_DIRECTED_RECV, 0,
-                           strcmp(argv[2], "domain") ? FI_THREAD_SAFE : FI_THREAD_DOMAIN, &rc);
-    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    fab_pair_up(&o, &opts, argv[1], "rx", me, &peer, "fab_rxpost");
     EXPECT(o.info->tx_attr->inject_size >= CAP, "inject_size %zu", o.info->tx_attr->inject_size);
     ep = o.ep;
     cq = o.cq;
-    err = fab_peer(&o, argv[1], "rx", me, &peer);
-    EXPECT(!err, "%s", err);
 
     if (me == 0)
         sender();
     else
         receiver();
 
-    err = fab_close_rdm(&o, &rc);
-    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    fab_pair_down(&o, me, "fab_rxpost");
     if (me == 1)
         printf("ok rxpost (%s)\n", argv[2]);
     return 0;

@@ -250,34 +250,26 @@ int main(int argc, char **argv)
     const char *err;
     int rc;
 
-    if (argc != 3 || (strcmp(argv[2], "domain") && strcmp(argv[2], "safe"))) {
-        fprintf(stderr, "usage: cvia-run -n 2 fab_txflags DIR domain|safe\n");
-        return 2;
-    }
+    opts.threading = fab_mode_arg(argc, argv, "fab_txflags");
     me = fab_rank();
-    opts.threading = strcmp(argv[2], "domain") ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
     err = fab_getinfo(&o, &opts, &rc);
     EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
     EXPECT(o.info->tx_attr->inject_size >= 100, "inject_size %zu", o.info->tx_attr->inject_size);
     EXPECT(o.info->domain_attr->cq_data_size >= 4, "cq_data_size %zu",
            o.info->domain_attr->cq_data_size);
     o.info->tx_attr->op_flags = 0;
-    err = fab_open_objects(&o, &opts, &rc);
-    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    fab_pair_up(&o, &opts, argv[1], "tx", me, &peer, "fab_txflags");
     ep = o.ep;
     txcq = o.cq;
     rxcq = o.rxcq;
     txcntr = o.txcntr;
-    err = fab_peer(&o, argv[1], "tx", me, &peer);
-    EXPECT(!err, "%s", err);
 
     if (me == 0)
         sender();
     else
         receiver();
 
-    err = fab_close_rdm(&o, &rc);
-    EXPECT(!err, "%s: %d (%s)", err, rc, fi_strerror(-rc));
+    fab_pair_down(&o, me, "fab_txflags");
     if (me == 0)
         printf("ok txflags (%s)\n", argv[2]);
     return 0;
