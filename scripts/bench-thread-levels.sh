@@ -8,8 +8,11 @@
 # --foundation DIR) and this tree's Release build (--build DIR), run as
 # `cvia-bench latency -s 8 -i ITERS` (its two ranks bound to CPUs 0 and 1)
 # in rounds whose order rotates: foundation, --thread single, --thread
-# multiple. Prints every run and, per level, the median p50 and the
-# median of the per-round ratios to the foundation.
+# multiple. Prints every run and, per level, the median p50, the mean of
+# the rounds' p50s (the timer's reads make p50 move in 5 ns steps on a KVM
+# guest; the mean over rounds tells apart what the steps hide, but one
+# round in the host's slow state pulls it up: compare it only over rounds
+# in one state) and the median of the per-round ratios to the foundation.
 #   bench-thread-levels.sh [--build DIR] [--foundation DIR] [--rounds N] [--iters N]
 #                          [--csv FILE] [--nice N]
 # --nice N runs every variant under nice -n N (root: -20 on a machine that
@@ -25,7 +28,7 @@ while [ $# -gt 0 ]; do
         --iters) ITERS=$2; shift 2 ;;
         --csv) CSV=$2; shift 2 ;;
         --nice) NICE=$2; shift 2 ;;
-        -h|--help) sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '4,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-thread-levels.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
@@ -74,6 +77,8 @@ for r in rows:
     by.setdefault(r["round"], {})[r["variant"]] = float(r["p50_us"])
 for v in ("foundation", "single", "multiple"):
     p = st.median(d[v] for d in by.values())
+    mean = st.mean(d[v] for d in by.values())
     ratio = st.median(d[v] / d["foundation"] for d in by.values())
-    print(f"{v}: median p50 {p:.4f} us, paired ratio to the foundation {ratio:.3f} ({len(by)} rounds)")
+    print(f"{v}: median p50 {p:.4f} us (mean {mean:.4f}), paired ratio to the foundation "
+          f"{ratio:.3f} ({len(by)} rounds)")
 PY

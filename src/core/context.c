@@ -772,16 +772,23 @@ int cvia_waitall(size_t n, cvia_req_t reqs[], cvia_status_t statuses[])
 
 int cvia_send(const void *buf, size_t len, int dest, int tag)
 {
-    cvia_req_t r;
-    int rc = cvia_isend(buf, len, dest, tag, &r);
-    return rc ? rc : cvia_wait(&r, NULL);
+    struct cvia_ctx *c = &cvia__ctx;
+
+    CHECK_INIT(c);
+    return cvia__send_blocking(c, buf, len, dest, tag, CVIA_CTX_USER);
 }
 
 int cvia_recv(void *buf, size_t cap, int source, int tag, cvia_status_t *status)
 {
-    cvia_req_t r;
-    int rc = cvia_irecv(buf, cap, source, tag, &r);
-    return rc ? rc : cvia_wait(&r, status);
+    struct cvia_ctx *c = &cvia__ctx;
+    struct cvia_req r;
+    int rc;
+
+    CHECK_INIT(c);
+    rc = cvia__recv_blocking(c, &r, buf, cap, source, tag, CVIA_CTX_USER);
+    if (cvia__req_done(&r))   /* not when the arguments were refused */
+        fill_status(&r, status);
+    return rc;
 }
 
 int cvia_progress(void)

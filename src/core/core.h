@@ -149,6 +149,12 @@ int  cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
 int  cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
                      int tag, uint16_t ctx, struct cvia_req **req_p);
 int  cvia__wait_req(struct cvia_ctx *c, struct cvia_req *r);
+/* cvia_send and cvia_recv: a request on the caller's stack, waited for
+ * before they return (no pool round; req.c) */
+int  cvia__send_blocking(struct cvia_ctx *c, const void *buf, size_t len, int dest,
+                         int tag, uint16_t ctx);
+int  cvia__recv_blocking(struct cvia_ctx *c, struct cvia_req *r, void *buf, size_t cap,
+                         int src, int tag, uint16_t ctx);
 
 /* Valid peer indices: [0, cvia__npeers(c)) */
 static inline int cvia__npeers(struct cvia_ctx *c)

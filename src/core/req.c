@@ -341,19 +341,12 @@ static int check_peer_arg(struct cvia_ctx *c, int peer, int any_ok)
     return 0;
 }
 
-int cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
-                    int tag, uint16_t ctx, struct cvia_req **req_p)
+/* Send through the request @r the caller holds (zeroed). */
+static int send_start(struct cvia_ctx *c, struct cvia_req *r, const void *buf, size_t len,
+                      int dest, int tag, uint16_t ctx)
 {
-    struct cvia_req *r;
-    int rc, pi;
+    int pi;
 
-    if (check_peer_arg(c, dest, 0) || tag < 0 || (!buf && len))
-        return -EINVAL;
-    if (c->peer_lost[dest])
-        return cvia__peer_err(c, dest);
-    r = cvia__req_alloc(c);
-    if (!r)
-        return -ENOMEM;
     r->kind = CVIA_REQ_SEND;
     r->x.buf = (void *)buf;
     r->x.len = len;
@@ -362,7 +355,30 @@ int cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
     r->x.tag = tag;
     r->x.ctx = ctx;
     pi = c->peer_prov[dest];
-    rc = c->prov[pi].desc->ops->send(c->prov[pi].ep, &r->x);
+    return c->prov[pi].desc->ops->send(c->prov[pi].ep, &r->x);
+}
+
+static int send_args(struct cvia_ctx *c, const void *buf, size_t len, int dest, int tag)
+{
+    if (check_peer_arg(c, dest, 0) || tag < 0 || (!buf && len))
+        return -EINVAL;
+    if (c->peer_lost[dest])
+        return cvia__peer_err(c, dest);
+    return 0;
+}
+
+int cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
+                    int tag, uint16_t ctx, struct cvia_req **req_p)
+{
+    struct cvia_req *r;
+    int rc;
+
+    if ((rc = send_args(c, buf, len, dest, tag)))
+        return rc;
+    r = cvia__req_alloc(c);
+    if (!r)
+        return -ENOMEM;
+    rc = send_start(c, r, buf, len, dest, tag, ctx);
     if (rc < 0) {
         cvia__req_free(c, r);
         return rc;
@@ -371,25 +387,36 @@ int cvia__isend_ctx(struct cvia_ctx *c, const void *buf, size_t len, int dest,
     return 0;
 }
 
-int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
-                    int tag, uint16_t ctx, struct cvia_req **req_p)
+/* A blocking send's request is the caller's (on its stack), not the
+ * pool's: no lock round to take it and none to give it back (issue 16:
+ * at CVIA_THREAD_MULTIPLE each round is an atomic exchange, and the one
+ * that gave the request back came right after the slot's store into the
+ * peer's ring, where it waited for that store to leave the store buffer).
+ * Nothing keeps a pointer to a request once it completes (the pool hands
+ * a freed one to the next operation at once), so @r may go when this
+ * returns. */
+int cvia__send_blocking(struct cvia_ctx *c, const void *buf, size_t len, int dest,
+                        int tag, uint16_t ctx)
 {
-    struct cvia_req *r, *u;
+    struct cvia_req r;
+    int rc;
+
+    if ((rc = send_args(c, buf, len, dest, tag)))
+        return rc;
+    req_zero(&r);
+    if ((rc = send_start(c, &r, buf, len, dest, tag, ctx)) < 0)
+        return rc;
+    return cvia__wait_req(c, &r);
+}
+
+/* Post the receive @r (zeroed, the caller's), or hand it the unexpected
+ * message it takes; entered with c->lock held, returns with it released. */
+static int recv_start_locked(struct cvia_ctx *c, struct cvia_req *r, void *buf, size_t cap,
+                             int src, int tag, uint16_t ctx)
+{
+    struct cvia_req *u;
     int lost;
 
-    if (check_peer_arg(c, src, 1) || tag < CVIA_ANY_TAG || (!buf && cap))
-        return -EINVAL;
-    /* the request is taken from the pool and posted in one round of the
-     * lock (issue 16: at CVIA_THREAD_MULTIPLE each round is an atomic
-     * exchange and a release store); malloc only outside it */
-    cvia_mlock_lock(&c->lock);
-    if (!(r = req_alloc_locked(c))) {
-        cvia_mlock_unlock(&c->lock);
-        if (!(r = malloc(sizeof(*r))))
-            return -ENOMEM;
-        cvia_mlock_lock(&c->lock);
-    }
-    req_zero(r);
     r->kind = CVIA_REQ_RECV;
     r->x.buf = buf;
     r->x.len = cap;
@@ -398,7 +425,6 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
     r->x.ctx = ctx;
     r->src_want = src;
     r->tag_want = tag;
-    *req_p = r;
 
     for (u = c->unexp.head; u; u = u->next)
         if (match_recv(r, u->x.peer, u->x.ctx, u->x.tag))
@@ -438,6 +464,51 @@ int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
     if (lost)
         req_done(r, src >= 0 ? cvia__peer_err(c, src) : c->lost_err);
     return 0;
+}
+
+static int recv_args(struct cvia_ctx *c, void *buf, size_t cap, int src, int tag)
+{
+    if (check_peer_arg(c, src, 1) || tag < CVIA_ANY_TAG || (!buf && cap))
+        return -EINVAL;
+    return 0;
+}
+
+int cvia__irecv_ctx(struct cvia_ctx *c, void *buf, size_t cap, int src,
+                    int tag, uint16_t ctx, struct cvia_req **req_p)
+{
+    struct cvia_req *r;
+
+    if (recv_args(c, buf, cap, src, tag))
+        return -EINVAL;
+    /* the request is taken from the pool and posted in one round of the
+     * lock (issue 16: at CVIA_THREAD_MULTIPLE each round is an atomic
+     * exchange and a release store); malloc only outside it */
+    cvia_mlock_lock(&c->lock);
+    if (!(r = req_alloc_locked(c))) {
+        cvia_mlock_unlock(&c->lock);
+        if (!(r = malloc(sizeof(*r))))
+            return -ENOMEM;
+        cvia_mlock_lock(&c->lock);
+    }
+    req_zero(r);
+    *req_p = r;
+    return recv_start_locked(c, r, buf, cap, src, tag, ctx);
+}
+
+/* A blocking receive into a request on the caller's stack, as
+ * cvia__send_blocking: one lock round to post it, none to free it.
+ * @r is the caller's, zeroed here; complete on return, its status the
+ * value returned, unless the arguments were refused (-EINVAL, @r not
+ * complete). */
+int cvia__recv_blocking(struct cvia_ctx *c, struct cvia_req *r, void *buf, size_t cap,
+                        int src, int tag, uint16_t ctx)
+{
+    req_zero(r);
+    if (recv_args(c, buf, cap, src, tag))
+        return -EINVAL;
+    cvia_mlock_lock(&c->lock);
+    recv_start_locked(c, r, buf, cap, src, tag, ctx);
+    return cvia__wait_req(c, r);
 }
 
 int cvia__wait_req(struct cvia_ctx *c, struct cvia_req *r)

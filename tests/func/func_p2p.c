@@ -681,13 +681,31 @@ static int case_api(void)
         (rc = cvia_isend(NULL, 4, 0, 0, &r)) != -EINVAL ||
         (rc = cvia_isend(&x, 4, 0, 0, NULL)) != -EINVAL)
         FAIL("bad argument accepted or wrong code: %s", cvia_err_name(rc));
+    /* the blocking calls refuse the same, and a refused receive leaves its
+     * status alone (their requests are on their own stacks) */
+    cvia_status_t st0, st1;
+    memset(&st0, 0x5A, sizeof(st0));
+    st1 = st0;
+    if ((rc = cvia_send(&x, 4, 1, 0)) != -EINVAL ||
+        (rc = cvia_send(&x, 4, 0, -3)) != -EINVAL ||
+        (rc = cvia_send(NULL, 4, 0, 0)) != -EINVAL ||
+        (rc = cvia_recv(&x, 4, 7, 0, &st1)) != -EINVAL ||
+        (rc = cvia_recv(&x, 4, 0, -2, &st1)) != -EINVAL ||
+        (rc = cvia_recv(NULL, 4, 0, 0, &st1)) != -EINVAL)
+        FAIL("bad argument to a blocking call accepted or wrong code: %s", cvia_err_name(rc));
+    if (memcmp(&st0, &st1, sizeof(st0)))
+        FAIL("a refused cvia_recv wrote its status");
     /* self messages work */
     int y = 0;
     x = 42;
     CHECK_RC(cvia_send(&x, sizeof(x), 0, 3));
-    CHECK_RC(cvia_recv(&y, sizeof(y), CVIA_ANY_SOURCE, CVIA_ANY_TAG, NULL));
+    CHECK_RC(cvia_recv(&y, sizeof(y), CVIA_ANY_SOURCE, CVIA_ANY_TAG, &st1));
     if (y != 42)
         FAIL("self message lost");
+    if (st1.source != 0 || st1.tag != 3 || st1.len != sizeof(y) || st1.msg_len != sizeof(x) ||
+        st1.error)
+        FAIL("self message's status: source %d tag %d len %zu msg_len %zu error %d",
+             st1.source, st1.tag, st1.len, st1.msg_len, st1.error);
     int done = 0;
     CHECK_RC(cvia_irecv(&y, sizeof(y), 0, 9, &r));
     CHECK_RC(cvia_test(&r, &done, NULL));

@@ -19,6 +19,9 @@
  *             right neighbour's region; the immediate event from the left
  *             is checked against the bytes it announces, then acknowledged
  *
+ * Mode "blocking" (func_stress blocking) runs only blocking exchanges
+ * instead, beside a thread that only progresses (op_blocking).
+ *
  * The mix is drawn from (thread, iteration) alone, so the threads of every
  * rank draw the same operation at the same step. FUNC_STRESS_ITERS (150)
  * and FUNC_STRESS_THREADS (4) size the run; FUNC_ARENA=1 takes buffers
@@ -224,6 +227,50 @@ static void op_write(int t, int it, unsigned char *s)
     CHECK_RC(cvia_recv(&ack, 1, right, tag_of(t, 6), NULL));
 }
 
+/* Mode "blocking": cvia_send and cvia_recv only, whose requests live on
+ * the calling thread's stack (no pool), while a further thread does
+ * nothing but progress, so that a receive is often completed by a thread
+ * other than its own, and must not be touched once complete. A ring of
+ * blocking sends would stall on rendezvous sizes: rank 0 receives first.
+ * Every other step the receive takes CVIA_ANY_SOURCE (only the left
+ * neighbour sends on the tag); messages that arrive before their receive
+ * take the unexpected path (whole, partly arrived, or rendezvous). */
+static void op_blocking(int t, int it, unsigned char *s, unsigned char *r)
+{
+    size_t len = len_of(t, it, 4) < HDR ? HDR : len_of(t, it, 4);
+    int from = (it & 1) ? CVIA_ANY_SOURCE : left, tag = tag_of(t, 7);
+    cvia_status_t st;
+
+    make(s, len, t, it);
+    if (rank != 0)
+        CHECK_RC(cvia_send(s, len, right, tag));
+    memset(&st, 0xA5, sizeof(st));
+    CHECK_RC(cvia_recv(r, MAX_LEN, from, tag, &st));
+    if (rank == 0)
+        CHECK_RC(cvia_send(s, len, right, tag));
+    if (st.source != left || st.tag != tag || st.len != len || st.msg_len != len || st.error)
+        FAIL("blocking step %d: source %d tag %d len %zu msg_len %zu error %d, want %d %d %zu",
+             it, st.source, st.tag, st.len, st.msg_len, st.error, left, tag, len);
+    check(r, st.len, t, it, left);
+}
+
+static int blocking_mode;
+static int progress_stop;
+
+static void *progress_body(void *arg)
+{
+    unsigned long n = 0;
+
+    (void)arg;
+    while (!__atomic_load_n(&progress_stop, __ATOMIC_ACQUIRE)) {
+        int rc = cvia_progress();
+        if (rc < 0)
+            FAIL("cvia_progress: %s", cvia_strerror(rc));
+        n++;
+    }
+    return (void *)(uintptr_t)n;
+}
+
 static unsigned long done_ops[OP_N];
 
 static void *body(void *arg)
@@ -235,6 +282,11 @@ static void *body(void *arg)
     for (int it = 0; it < iters; it++) {
         int op = (int)(mix(((uint64_t)t << 32) | (uint64_t)it) % OP_N);
 
+        if (blocking_mode) {
+            op_blocking(t, it, s, r);
+            __atomic_add_fetch(&done_ops[OP_EXCHANGE], 1, __ATOMIC_RELAXED);
+            continue;
+        }
         if (op == OP_WRITE && t != 0)
             op = OP_EXCHANGE;   /* immediate events are per process: one consumer */
         switch (op) {
@@ -269,10 +321,17 @@ static int env_int(const char *name, int dflt, int lo, int hi)
 
 int main(int argc, char **argv)
 {
-    pthread_t th[MAX_THREADS];
+    pthread_t th[MAX_THREADS], prog;
     cvia_mr_desc_t mine;
     cvia_mr_t mr;
     int got = -1, rc;
+
+    if (argc > 1 && !strcmp(argv[1], "blocking"))
+        blocking_mode = 1;
+    else if (argc > 1 && strcmp(argv[1], "stress")) {
+        fprintf(stderr, "func_stress: unknown mode '%s' (stress or blocking)\n", argv[1]);
+        return 2;
+    }
 
     iters = env_int("FUNC_STRESS_ITERS", 150, 1, 1000000);
     nthreads = env_int("FUNC_STRESS_THREADS", 4, 1, MAX_THREADS);
@@ -297,11 +356,26 @@ int main(int argc, char **argv)
     CHECK_RC(cvia_send(&mine, sizeof(mine), left, 1));
     CHECK_RC(cvia_recv(&right_desc, sizeof(right_desc), right, 1, NULL));
 
+    if (blocking_mode && pthread_create(&prog, NULL, progress_body, NULL))
+        FAIL("pthread_create");
     for (int t = 0; t < nthreads; t++)
         if (pthread_create(&th[t], NULL, body, (void *)(intptr_t)t))
             FAIL("pthread_create");
     for (int t = 0; t < nthreads; t++)
         pthread_join(th[t], NULL);
+    if (blocking_mode) {
+        void *polls;
+        __atomic_store_n(&progress_stop, 1, __ATOMIC_RELEASE);
+        pthread_join(prog, &polls);
+        printf("rank %d: %d threads x %d blocking exchanges beside a progress thread "
+               "(%lu polls); every payload and status checked\n", rank, nthreads, iters,
+               (unsigned long)(uintptr_t)polls);
+        CHECK_RC(cvia_barrier());
+        CHECK_RC(cvia_mr_dereg(mr));
+        buf_free(region);
+        CHECK_RC(cvia_finalize());
+        return 0;
+    }
     CHECK_RC(cvia_barrier());
     CHECK_RC(cvia_mr_dereg(mr));
     buf_free(region);
