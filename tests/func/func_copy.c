@@ -358,6 +358,19 @@ static void case_rma(void)
 /* The last rank dies while a rendezvous it started is in flight: with
  * CVIA_SHM_COPY=write the receiver waits for the sender's pushes, which
  * never come. Survivors post their receives first and tell the victim. */
+/* Wait for @req by cvia_test alone: every look is the wait loop's poll
+ * (shm_progress), never the test before a sleep (shm_busy). */
+static int poll_wait(cvia_req_t *req)
+{
+    int done = 0, rc;
+
+    while (!(rc = cvia_test(req, &done, NULL)) && !done)
+        ;
+    return rc;
+}
+
+static int polling;   /* case_death by poll_wait (poll-death) */
+
 static int case_death(void)
 {
     const size_t big = 64u << 20;
@@ -380,12 +393,50 @@ static int case_death(void)
     if (rc)
         FAIL("posting the receive: %s", cvia_err_name(rc));
     CHECK_RC(cvia_send(NULL, 0, victim, 77));
-    rc = cvia_wait(&rr, NULL);
+    rc = polling ? poll_wait(&rr) : cvia_wait(&rr, NULL);
     if (rc == 0)
         FAIL("a transfer with a dead rank completed");
     printf("rank %d: expected-error %s\n", rank, cvia_err_name(rc));
     fflush(stdout);
     return 3;
+}
+
+/* Rare work seen by the empty poll (branch lat14: shm_work looks at one
+ * word per ring and one per kind of rare event): rank 0 takes from every
+ * other rank a rendezvous (CVIA_SHM_COPY=write: it completes only when the
+ * receiver's progress sees the sender's pushes, no ring slot announcing
+ * them) and then an 8-byte message, waiting for each by cvia_test alone,
+ * rounds over, payloads checked. */
+static void case_poll_rare(void)
+{
+    const size_t big = 1u << 20;
+    unsigned char *b = buf_alloc(big);
+
+    for (unsigned round = 0; round < 20; round++) {
+        CHECK_RC(cvia_barrier());
+        for (int p = 1; p < size; p++) {
+            cvia_req_t req;
+            uint64_t w = 0;
+            if (rank == 0) {
+                memset(b, 0, big);
+                CHECK_RC(cvia_irecv(b, big, p, 30, &req));
+                CHECK_RC(poll_wait(&req));
+                if (verify(b, big, seed_of(p, big, round)) != (size_t)-1)
+                    FAIL("rendezvous %u from %d: payload differs", round, p);
+                CHECK_RC(cvia_irecv(&w, sizeof(w), p, 31, &req));
+                CHECK_RC(poll_wait(&req));
+                if (w != seed_of(p, 8, round))
+                    FAIL("8 B message %u from %d: payload differs", round, p);
+            } else if (rank == p) {
+                fill(b, big, seed_of(p, big, round));
+                CHECK_RC(cvia_isend(b, big, 0, 30, &req));
+                CHECK_RC(poll_wait(&req));
+                w = seed_of(p, 8, round);
+                CHECK_RC(cvia_send(&w, sizeof(w), 0, 31));
+            }
+        }
+    }
+    buf_free(b, big);
 }
 
 /* The last rank dies while the others wait for an immediate event: the
@@ -537,6 +588,8 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "rma"))     case_rma();
     else if (!strcmp(argv[1], "imm-block")) case_imm_block();
     else if (!strcmp(argv[1], "death"))   return case_death();
+    else if (!strcmp(argv[1], "poll-death")) return polling = 1, case_death();
+    else if (!strcmp(argv[1], "poll-rare")) case_poll_rare();
     else if (!strcmp(argv[1], "imm-death")) return case_imm_death();
     else {
         fprintf(stderr, "func_copy: unknown case %s\n", argv[1]);

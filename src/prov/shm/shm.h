@@ -283,6 +283,20 @@ struct shm_peer {
                                     * went by rendezvous (CVIA_SHM_ARENA_THRESHOLD);
                                     * last, so that the fields above keep their
                                     * offsets */
+    struct shm_look *look;         /* &ep->look[this peer] */
+};
+
+/* The empty poll's look at one peer's ring (shm_progress): the sequence
+ * word of the slot it reads next and the value that word holds once the
+ * slot is full. Kept by whoever moves rx_pos (shm_rx_next); a peer whose
+ * ring is not to be read (not attached, another host, gone, detached)
+ * points at the endpoint's look_none, which never holds its want. Read
+ * without a lock as a pair of hints: a torn pair is a false "something"
+ * (the work path looks again under the lock) or one missed poll, never a
+ * lasting miss. */
+struct shm_look {
+    _Atomic uint64_t *seq;
+    uint64_t          want;
 };
 
 struct cvia_prov_ep {
@@ -302,6 +316,10 @@ struct cvia_prov_ep {
     int              *lidx;                /* [size]: ring index, -1 elsewhere */
     int               nlocal;
     _Atomic int       npending;            /* peers with queued sends */
+    _Atomic int       rv_total;            /* the peers' rv_pending, summed: the
+                                            * empty poll's one load for them */
+    struct shm_look  *look;                /* [size]: per peer, the next slot */
+    _Atomic uint64_t  look_none;           /* 0: what a look at nothing reads */
     int               membarrier;          /* registered for the global expedited
                                             * membarrier (shm_block) */
     _Atomic int       poll_start;          /* round-robin fairness */
@@ -325,6 +343,36 @@ static inline int shm_npeers(struct cvia_prov_ep *ep)
 {
     return atomic_load_explicit(&ep->nvis, memory_order_acquire);
 }
+
+/* @peer's look at its next slot, from rx_ring and rx_pos (rx_lock held,
+ * or the peer not yet visible to pollers). */
+static inline void shm_look_set(struct shm_peer *pp)
+{
+    CVIA_HINT_STORE(pp->look->seq, cvia_ring_seq(&pp->rx_ring, pp->rx_pos));
+    CVIA_HINT_STORE(pp->look->want, pp->rx_pos + 1);
+}
+
+/* @peer's ring is not to be looked at by the empty poll. */
+static inline void shm_look_none(struct cvia_prov_ep *ep, struct shm_peer *pp)
+{
+    CVIA_HINT_STORE(pp->look->seq, &ep->look_none);
+    CVIA_HINT_STORE(pp->look->want, 1);
+}
+
+/* The slot @s at rx_pos consumed (rx_lock held): back to the producer, the
+ * position past it, the empty poll's look at the next one. */
+static inline void shm_rx_next(struct shm_peer *pp, void *s)
+{
+    cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
+    CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+    shm_look_set(pp);
+}
+
+/* The rendezvous count of @pp and the endpoint's sum move together. */
+#define shm_rv_count(ep, pp, v) do {                                          \
+        cvia_mcount_add(&(pp)->rv_pending, (v));                              \
+        cvia_mcount_add(&(ep)->rv_total, (v));                                \
+    } while (0)
 
 static inline struct shm_claim *shm_claims(struct shm_seg_hdr *h)
 {

@@ -233,6 +233,7 @@ static void dyn_publish(struct cvia_prov_ep *ep, int j, struct shm_seg_hdr *h, i
     pp->rx_ring.nslots = ep->nslots;
     pp->rx_ring.slot_size = ep->slot_size;
     pp->rx_pos = 0;
+    shm_look_set(pp);
     ep->lidx[j] = rx_ring;
     pp->can_cma = (uint8_t)can_cma;
     pp->peer_cma = (uint8_t)peer_cma;

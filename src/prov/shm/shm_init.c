@@ -279,8 +279,14 @@ static int shm_open_ep(const struct cvia_prov_args *args, struct cvia_prov_ep **
         rc = -ENOMEM;
         goto err_free;
     }
+    if (!(ep->look = calloc((size_t)args->size, sizeof(*ep->look)))) {
+        rc = -ENOMEM;
+        goto err_free_peers;
+    }
     for (int p = 0; p < args->size; p++) {
         struct shm_peer *pp = &ep->peers[p];
+        pp->look = &ep->look[p];
+        shm_look_none(ep, pp);   /* until its ring may be read */
         pp->pidfd = -1;
         pp->remote_idx = args->rank;
         cvia_mlock_init(&pp->tx_lock);
@@ -328,6 +334,7 @@ err_free_peers:
     for (int p = 0; p < args->size; p++)
         free(ep->peers[p].rv_users), free(ep->peers[p].rv_free);
     free(ep->peers);
+    free(ep->look);
 err_free:
     free(ep->lidx);
     free(ep);
@@ -407,6 +414,7 @@ static int shm_close(struct cvia_prov_ep *ep, int clean)
     }
     shm_seg_detach_all(ep);
     free(ep->peers);
+    free(ep->look);
     free(ep->lidx);
     free(ep);
     return 0;

@@ -89,7 +89,7 @@ static int shm_push_ring(struct cvia_prov_ep *ep, int peer)
             CVIA_HINT_STORE(pp->txq_head, x->prov_next);
             x->prov_next = pp->rv_send;
             CVIA_HINT_STORE(pp->rv_send, x);
-            cvia_mcount_add(&pp->rv_pending, 1);
+            shm_rv_count(ep, pp, 1);
             goto next;
         }
         if (x->flags & SHM_XFER_OP) {
@@ -252,8 +252,7 @@ static inline int shm_offer_visit(struct cvia_prov_ep *ep, struct shm_peer *pp, 
     if (!atomic_load_explicit(&up->visiting, memory_order_relaxed) ||
         !up->visit(up->core, peer, s->ctx, s->tag, payload, n))
         return 0;
-    cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
-    CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+    shm_rx_next(pp, s);
     return 1;
 }
 
@@ -275,8 +274,7 @@ static inline int shm_drain_one(struct cvia_prov_ep *ep, struct shm_peer *pp, in
     x = up->match(up->core, peer, s->ctx, s->tag, n, 0, 0);
     shm_copy_payload(x->buf, (const unsigned char *)s + SHM_SLOT_HDR, n < x->len ? n : x->len);
     x->done = n;
-    cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
-    CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+    shm_rx_next(pp, s);
     up->complete(up->core, x, n > x->len ? -CVIA_ETRUNC : 0);
     return 0;
 }
@@ -339,8 +337,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                     memcpy(&h, payload, sizeof(h));
                     up->imm(up->core, peer, h.a, h.key, h.addr, (size_t)h.b);
                 }
-                cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
-                CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+                shm_rx_next(pp, s);
                 events++;
                 continue;
             }
@@ -357,8 +354,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
                     if (!(flags & SHM_SLOT_LAST) || n != SHM_RMA_HDR)
                         return shm_proto_error(ep, peer);
                     pp->rx_op.slot_flags = 0;
-                    cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
-                    CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+                    shm_rx_next(pp, s);
                     events++;
                     continue;
                 }
@@ -389,8 +385,7 @@ static int shm_drain(struct cvia_prov_ep *ep, int peer, struct cvia_xfer **start
             shm_copy_payload((char *)x->buf + off, payload + skip, keep);
         }
         x->done += n;
-        cvia_ring_release(&pp->rx_ring, s, pp->rx_pos);
-        CVIA_HINT_STORE(pp->rx_pos, pp->rx_pos + 1);
+        shm_rx_next(pp, s);
         if (flags & SHM_SLOT_LAST) {
             int st = x->msg_len > x->len ? -CVIA_ETRUNC : 0;
             pp->rx_cur = NULL;
@@ -447,11 +442,13 @@ static int shm_poll_peer(struct cvia_prov_ep *ep, int peer)
 
 /* Anything for this endpoint to do without waiting for a peer: a slot in
  * one of my rings, sends still queued, a rendezvous in flight, a
- * connection claimed. Loads only, no call: the wait loop's usual finding
- * is nothing. @gone_rv: a gone peer's rendezvous counts (progress moves
- * it on; a sleeper does not wait for it). */
-static inline int shm_work(struct cvia_prov_ep *ep, int size, int gone_rv)
+ * connection claimed. Loads only, no call. What a sleeper checks before
+ * it sleeps (shm_block): each peer's own fields, a gone peer's rings not
+ * counted. */
+static int shm_busy(struct cvia_prov_ep *ep)
 {
+    const int size = shm_npeers(ep);
+
     if (atomic_load_explicit(&ep->npending, memory_order_relaxed))
         return 1;
     if (ep->args.dynamic &&
@@ -460,13 +457,8 @@ static inline int shm_work(struct cvia_prov_ep *ep, int size, int gone_rv)
         return 1;   /* a peer waits for its connection to be taken */
     for (int p = 0; p < size; p++) {
         struct shm_peer *pp = &ep->peers[p];
-        if (!pp->seg)
-            continue;   /* another host */
-        if (atomic_load_explicit(&pp->gone, memory_order_relaxed)) {
-            if (gone_rv && atomic_load_explicit(&pp->rv_pending, memory_order_relaxed))
-                return 1;
-            continue;
-        }
+        if (!pp->seg || atomic_load_explicit(&pp->gone, memory_order_relaxed))
+            continue;   /* another host, or gone */
         if (atomic_load_explicit(&pp->rv_pending, memory_order_relaxed) ||
             cvia_ring_peek(&pp->rx_ring, CVIA_HINT_LOAD(pp->rx_pos)))
             return 1;
@@ -474,9 +466,26 @@ static inline int shm_work(struct cvia_prov_ep *ep, int size, int gone_rv)
     return 0;
 }
 
-static int shm_busy(struct cvia_prov_ep *ep)
+/* The same question for the wait loop's poll, whose usual answer is
+ * nothing: what happens rarely (queued sends, a rendezvous with anyone, a
+ * gone peer's included, a connection claimed) is one word each, and a
+ * peer is one look at its next slot's sequence word (struct shm_look). */
+static inline int shm_work(struct cvia_prov_ep *ep, int size)
 {
-    return shm_work(ep, shm_npeers(ep), 0);
+    const struct shm_look *lk = ep->look;
+
+    if (atomic_load_explicit(&ep->npending, memory_order_relaxed) |
+        atomic_load_explicit(&ep->rv_total, memory_order_relaxed))
+        return 1;
+    if (ep->args.dynamic &&
+        atomic_load_explicit(&ep->seg->claim_gen, memory_order_relaxed) !=
+        atomic_load_explicit(&ep->claim_seen, memory_order_relaxed))
+        return 1;   /* a peer waits for its connection to be taken */
+    for (int p = 0; p < size; p++)
+        if (atomic_load_explicit(CVIA_HINT_LOAD(lk[p].seq), memory_order_acquire) ==
+            CVIA_HINT_LOAD(lk[p].want))
+            return 1;
+    return 0;
 }
 
 /* shm_progress past its look (shm_work): out of line, so that an empty
@@ -530,7 +539,7 @@ int shm_progress(struct cvia_prov_ep *ep)
 {
     const int size = shm_npeers(ep);
 
-    return shm_work(ep, size, 1) ? shm_progress_work(ep, size) : 0;
+    return shm_work(ep, size) ? shm_progress_work(ep, size) : 0;
 }
 
 /* Sleep until a peer publishes into one of my rings (it finds sleepers in
@@ -601,6 +610,9 @@ void shm_peer_gone(struct cvia_prov_ep *ep, int peer, int err)
                 shm_rndv_start(ep, start[i]);
         } while (ev > 0);
     }
+    cvia_mlock_lock(&pp->rx_lock);
+    shm_look_none(ep, pp);   /* its ring is read no more (shm_progress_work) */
+    cvia_mlock_unlock(&pp->rx_lock);
     cvia_mlock_lock(&pp->rx_lock);
     x = pp->rx_cur;
     pp->rx_cur = NULL;

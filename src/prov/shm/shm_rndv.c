@@ -353,7 +353,7 @@ int shm_rndv_start(struct cvia_prov_ep *ep, struct cvia_xfer *x)
     cvia_mlock_lock(&pp->rx_lock);
     x->prov_next = pp->rv_recv;
     CVIA_HINT_STORE(pp->rv_recv, x);
-    cvia_mcount_add(&pp->rv_pending, 1);
+    shm_rv_count(ep, pp, 1);
     cvia_mlock_unlock(&pp->rx_lock);
     return 0;
 }
@@ -437,7 +437,7 @@ int shm_rndv_progress(struct cvia_prov_ep *ep, int peer)
         events++;
     }
     if (unlinked)
-        cvia_mcount_add(&pp->rv_pending, -(unlinked));
+        shm_rv_count(ep, pp, -(unlinked));
     return events;
 }
 
@@ -467,7 +467,7 @@ void shm_rndv_fail(struct cvia_prov_ep *ep, int peer, int err)
     for (x = r; x; x = x->prov_next)
         n++;
     if (n)
-        cvia_mcount_add(&pp->rv_pending, -(n));
+        shm_rv_count(ep, pp, -(n));
     while ((x = s)) {
         s = x->prov_next;
         x->prov_next = NULL;

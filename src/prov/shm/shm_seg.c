@@ -300,6 +300,8 @@ int shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name)
         return -CVIA_ESEGMENT;
     }
 found:
+    if (pp->rx_ring.base)
+        shm_look_set(pp);   /* the empty poll reads its ring from now */
     pp->tx_ring.base = (unsigned char *)hdr + ep->ring_off +
                        (size_t)ep->lidx[ep->args.rank] * ep->ring_bytes;
     pp->tx_ring.nslots = ep->nslots;
@@ -336,6 +338,7 @@ void shm_seg_detach_all(struct cvia_prov_ep *ep)
         if (pp->seg && pp->seg_bytes)
             munmap(pp->seg, pp->seg_bytes);
         pp->seg = NULL;
+        shm_look_none(ep, pp);   /* its ring goes with my segment */
         if (pp->pidfd >= 0)
             close(pp->pidfd);
         pp->pidfd = -1;
