@@ -573,14 +573,29 @@ static inline void fab_wait_event(struct fab_waitobj *w)
  * no call; a thread asleep on the CQ (fi_cq_sread) or its wait fd is told
  * (fab_cq_wake, out of line: with the lock off the only thread is the
  * pusher, so it is the rare case). */
+/* Can a completion go straight into @cq's ring (fab_cq_put)? */
+static inline int fab_cq_room(const struct fab_cq *cq)
+{
+    return !cq->lock.on && cq->len < cq->cap;
+}
+
+/* The entry written in place (fab_cq_room said yes); 1 when a sleeper or
+ * the wait object is to learn of it (fab_cq_wake). */
+static inline int fab_cq_put(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
+                             void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
+{
+    struct fab_cqe *e = &cq->ring[(cq->head + cq->len++) & (cq->cap - 1)];
+
+    e->e = (struct fi_cq_tagged_entry){ ctx, flags, len, buf, data, tag };
+    e->src = src;
+    return atomic_load_explicit(&cq->sleepers, memory_order_seq_cst) || cq->w;
+}
+
 static inline void fab_cq_push(struct fab_cq *cq, void *ctx, uint64_t flags, size_t len,
                                void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
 {
-    if (__builtin_expect(!cq->lock.on && cq->len < cq->cap, 1)) {
-        struct fab_cqe *e = &cq->ring[(cq->head + cq->len++) & (cq->cap - 1)];
-        e->e = (struct fi_cq_tagged_entry){ ctx, flags, len, buf, data, tag };
-        e->src = src;
-        if (atomic_load_explicit(&cq->sleepers, memory_order_seq_cst) || cq->w)
+    if (__builtin_expect(fab_cq_room(cq), 1)) {
+        if (fab_cq_put(cq, ctx, flags, len, buf, data, tag, src))
             fab_cq_wake(cq);
         return;
     }

@@ -165,28 +165,47 @@ static inline int fab_cq_idle(const struct fab_cq *cq)
     return !cq->lock.on && !cq->len && !cq->err_head;
 }
 
+/* The ring's first @k entries (k <= its length) into @buf in the CQ's
+ * format, their sources into @src if asked. The ring's fields are read once
+ * into locals: stores into @buf could alias them, and a reload of head, len
+ * and cap for every entry cost more than the entry's copy. */
+static void fab_cq_copy_out(const struct fab_cq *cq, char *buf, size_t k, fi_addr_t *src)
+{
+    const struct fab_cqe *ring = cq->ring;
+    size_t head = cq->head, mask = cq->cap - 1, esize = cq->esize;
+
+    if (esize == sizeof(ring->e)) {   /* FI_CQ_FORMAT_TAGGED: a copy of known size, no call */
+        for (size_t i = 0; i < k; i++, head = (head + 1) & mask)
+            memcpy(buf + i * sizeof(ring->e), &ring[head].e, sizeof(ring->e));
+    } else {
+        for (size_t i = 0; i < k; i++, head = (head + 1) & mask)
+            memcpy(buf + i * esize, &ring[head].e, esize);
+    }
+    if (src)
+        for (size_t i = 0; i < k; i++)
+            src[i] = ring[(cq->head + i) & mask].src;
+}
+
+/* Up to @count entries, all of those queued at once: Open MPI's mtl ofi
+ * reads with room for 100, and a progress round that drained a window of
+ * arrivals queued one completion for each. */
 static ssize_t fab_cq_take(struct fab_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
-    size_t n = 0;
+    size_t n;
 
     fab_lock(&cq->lock);
     if (cq->err_head) {
         fab_unlock(&cq->lock);
         return -FI_EAVAIL;
     }
-    for (; n < count && cq->len; n++) {
-        struct fab_cqe *e = &cq->ring[cq->head];
-        if (cq->esize == sizeof(e->e))   /* FI_CQ_FORMAT_TAGGED: a copy of known size, no call */
-            memcpy((char *)buf + n * sizeof(e->e), &e->e, sizeof(e->e));
-        else
-            memcpy((char *)buf + n * cq->esize, &e->e, cq->esize);
-        if (src)
-            src[n] = e->src;
-        cq->head = (cq->head + 1) & (cq->cap - 1);
-        cq->len--;
+    n = count < cq->len ? count : cq->len;
+    if (n) {
+        fab_cq_copy_out(cq, buf, n, src);
+        cq->head = (cq->head + n) & (cq->cap - 1);
+        cq->len -= n;
+        if (!cq->len)   /* emptied: the next read may skip progress */
+            atomic_store_explicit(&cq->drained, 1, memory_order_relaxed);
     }
-    if (n && !cq->len)   /* emptied: the next read may skip progress */
-        atomic_store_explicit(&cq->drained, 1, memory_order_relaxed);
     fab_unlock(&cq->lock);
     return n ? (ssize_t)n : -FI_EAGAIN;
 }

@@ -14,8 +14,13 @@
  *     tag, which complete in the order their receives were posted; one of
  *     40 bytes into 16 (truncated: an error entry, olen 24, 16 bytes
  *     written, no more); an untagged one; one matched through ignore bits
- *     (its entry carries the sent tag); then an unmatched message U and a
- *     marker, whose receive completes after U is queued as unexpected;
+ *     (its entry carries the sent tag); a receive posted in the middle
+ *     whose message comes last of these (the ones sent after the middle
+ *     meet it first in the queue and match a receive further on); one of
+ *     two buffers with a gap between them, first in the queue when its
+ *     message comes (the bytes split across both, the gap untouched);
+ *     then an unmatched message U and a marker, whose receive completes
+ *     after U is queued as unexpected;
  *   phase B, with U queued: a receive for another tag (posted behind it,
  *     completing only when rank 0 sends that tag), a receive for U's tag
  *     (completes at once with U's bytes), a directed receive from an
@@ -43,12 +48,17 @@ static int me;
 
 #define NT 16                 /* phase A's tagged messages of their own tags */
 #define CAP 80
-enum { M_SAME1 = NT, M_SAME2, M_TRUNC, M_UNTAGGED, M_IGNORE, M_MARK, M_U, M_OTHER, NMSG };
+enum { M_SAME1 = NT, M_SAME2, M_TRUNC, M_UNTAGGED, M_IGNORE, M_VEC, M_SKIP, M_MARK, M_U, M_OTHER,
+       NMSG };
 #define TAG_SAME 200
 #define TAG_TRUNC 300
 #define TAG_U 400
 #define TAG_OTHER 401
 #define TAG_IGN 0x5007u       /* received with tag 0x5000, ignore 0xff */
+#define TAG_VEC 500
+#define TAG_SKIP 501
+#define VEC_CUT 5             /* M_VEC: bytes 0-4 at in[], the rest from VEC_GAP on */
+#define VEC_GAP 8
 #define TAG_MARK 9100
 #define TAG_GO1 9001
 #define TAG_GO2 9002
@@ -77,6 +87,8 @@ static size_t len_of(int i)
     case M_TRUNC: return TRUNC_LEN;
     case M_UNTAGGED: return 12;
     case M_IGNORE: return 3;
+    case M_VEC: return 30;
+    case M_SKIP: return 6;
     case M_MARK: return 0;
     case M_U: return 20;
     case M_OTHER: return 9;
@@ -90,6 +102,8 @@ static uint64_t tag_of(int i)
     case M_TRUNC: return TAG_TRUNC;
     case M_UNTAGGED: return 0;
     case M_IGNORE: return TAG_IGN;
+    case M_VEC: return TAG_VEC;
+    case M_SKIP: return TAG_SKIP;
     case M_MARK: return TAG_MARK;
     case M_U: return TAG_U;
     case M_OTHER: return TAG_OTHER;
@@ -168,6 +182,10 @@ static void check_msg(int i, const struct fi_cq_tagged_entry *e)
     for (size_t b = 0; b < CAP; b++) {
         /* the two of one tag: the first posted receive has the first sent */
         unsigned char want = b < got ? byte_of(i, b) : 0xcc;
+        if (i == M_VEC)   /* two buffers: [0, VEC_CUT) and [VEC_GAP, ...) */
+            want = b < VEC_CUT ? byte_of(i, b)
+                 : b < VEC_GAP || b >= VEC_GAP + len - VEC_CUT ? 0xcc
+                 : byte_of(i, b - VEC_GAP + VEC_CUT);
         EXPECT(in[i][b] == want, "receive %d (%zu bytes): byte %zu is %#x, %#x expected", i,
                len, b, in[i][b], want);
     }
@@ -229,8 +247,13 @@ static void receiver(void)
     uint64_t w = 0;
 
     memset(in, 0xcc, sizeof(in));
-    for (int i = 0; i < NT; i++)
+    struct iovec vec[2] = { { in[M_VEC], VEC_CUT }, { in[M_VEC] + VEC_GAP, CAP - VEC_GAP } };
+    CHECK(fi_trecvv(ep, vec, NULL, 2, peer, TAG_VEC, 0, &ctx[M_VEC]));
+    for (int i = 0; i < NT; i++) {
         post(i, i % 4 < 2 ? peer : FI_ADDR_UNSPEC, tag_of(i), 0, CAP);
+        if (i == NT / 2)
+            post(M_SKIP, FI_ADDR_UNSPEC, TAG_SKIP, 0, CAP);
+    }
     post(M_SAME1, peer, TAG_SAME, 0, CAP);
     post(M_SAME2, FI_ADDR_UNSPEC, TAG_SAME, 0, CAP);
     post(M_TRUNC, peer, TAG_TRUNC, 0, TRUNC_CAP);
@@ -264,8 +287,10 @@ static void receiver(void)
 static void sender(void)
 {
     ctl_wait(TAG_GO1);
+    send_msg(M_VEC);
     for (int i = 0; i <= M_IGNORE; i++)
         send_msg(i);
+    send_msg(M_SKIP);
     send_msg(M_U);
     send_msg(M_MARK);
     ctl_wait(TAG_GO2);

@@ -51,6 +51,7 @@
 #include "prov/prov.h"
 #include "util/mlock.h"
 #include "util/ring.h"
+#include "util/copy.h"
 
 #define SHM_MAGIC       0x316d687361697663ull   /* "cviashm1" */
 #define SHM_CACHELINE   64
@@ -396,45 +397,12 @@ static inline uint8_t *shm_cma_table(struct shm_seg_hdr *h)
     return (uint8_t *)h + h->cma_off;
 }
 
-/* Copy a slot's payload. Up to 32 bytes (a payload that shares the line
- * of its slot header) by overlapping word moves inline: a call into the C
- * library's memcpy, through the PLT and its size dispatch, sat on the 8 B
- * message path twice (sender's slot write, receiver's copy out). */
+/* Copy a slot's payload: inline up to 32 bytes (util/copy.h), so that no
+ * memcpy call sits on the 8 B message path (sender's slot write,
+ * receiver's copy out). */
 static inline void shm_copy_payload(void *dst, const void *src, size_t n)
 {
-    unsigned char *d = dst;
-    const unsigned char *s = src;
-
-    if (n > 32) {
-        memcpy(d, s, n);
-    } else if (n >= 16) {
-        uint64_t a, b, c, e;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + 8, 8);
-        memcpy(&c, s + n - 16, 8);
-        memcpy(&e, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + 8, &b, 8);
-        memcpy(d + n - 16, &c, 8);
-        memcpy(d + n - 8, &e, 8);
-    } else if (n >= 8) {
-        uint64_t a, b;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + n - 8, &b, 8);
-    } else if (n >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + n - 4, &b, 4);
-    } else if (n) {
-        unsigned char a = s[0], b = s[n / 2], c = s[n - 1];
-        d[0] = a;
-        d[n / 2] = b;
-        d[n - 1] = c;
-    }
+    cvia__copy_small(dst, src, n);
 }
 
 /* CVIA_SHM_COOP_CHUNK=0: half of @len, rounded up to a page (at least one) */
