@@ -661,6 +661,46 @@ static int rto_case(double d)
     return ok;
 }
 
+/* 20 messages one at a time over a 1 ms link, each waited for: the round
+ * trip learnt. The number posted, or -1 if one failed. */
+static int learn_rtt(struct dg_ep *a, struct dg_ep *b)
+{
+    int ok = 1, rounds;
+
+    for (rounds = 0; ok && rounds < 20; rounds++) {
+        directed_post(a, rounds + 1, 3000);
+        ok = directed_run(a, b, 100000) && directed_acked(a, b, 100000);
+    }
+    return ok ? rounds : -1;
+}
+
+/* Messages up to @upto of @len bytes cross a link slowed to 5 ms each way,
+ * until acknowledged; then, back at 1 ms, run until an undo beyond @undos
+ * (the duplicates' report comes with a later ACK). The lowest congestion
+ * window seen meanwhile. */
+static uint32_t slow_spell(struct dg_ep *a, struct dg_ep *b, int upto, size_t len, uint64_t undos)
+{
+    struct dg_peer *pp = &a->peers[1];
+    uint32_t floor_seen = pp->cwnd;
+
+    fixed_delay = 0.005;
+    directed_post(a, upto, len);
+    for (int step = 0; step < 100000 && pp->snd_una != pp->snd_nxt; step++) {
+        run(a);
+        run(b);
+        clk += STEP_S;
+        if (pp->cwnd < floor_seen)
+            floor_seen = pp->cwnd;
+    }
+    fixed_delay = 0.001;
+    for (int step = 0; step < 100000 && a->st.undos == undos; step++) {
+        run(a);
+        run(b);
+        clk += STEP_S;
+    }
+    return floor_seen;
+}
+
 /* A spurious timeout: the round trip is learnt at 1 ms each way, then one
  * message takes 5 ms: the timeout fires, the window drops to its floor,
  * the retransmission reaches the receiver as a duplicate, the receiver's
@@ -670,39 +710,21 @@ static int undo_case(void)
     const int window = 64;
     struct dg_ep a, b;
     struct dg_peer *pp;
-    int ok = 1, rounds;
+    int ok, rounds;
     uint32_t cwnd, ssthresh, floor_seen;
     uint64_t rtos, undos;
     double rto;
 
     directed_setup(&a, &b, window, 4096, 0.001);
     pp = &a.peers[1];
-    for (rounds = 0; ok && rounds < 20; rounds++) {
-        directed_post(&a, rounds + 1, 3000);
-        ok = directed_run(&a, &b, 100000) && directed_acked(&a, &b, 100000);
-    }
+    rounds = learn_rtt(&a, &b);
+    ok = rounds > 0;
     cwnd = pp->cwnd;
     ssthresh = pp->ssthresh;
     rtos = a.st.rtos;     /* the first message's, before a round trip was known */
     undos = a.st.undos;
     rto = pp->rto;
-    fixed_delay = 0.005;
-    directed_post(&a, rounds + 1, 3000);
-    floor_seen = cwnd;
-    for (int step = 0; ok && step < 100000 && pp->snd_una != pp->snd_nxt; step++) {
-        run(&a);
-        run(&b);
-        clk += STEP_S;
-        if (pp->cwnd < floor_seen)
-            floor_seen = pp->cwnd;
-    }
-    /* the duplicate's report comes with a later ACK: let it arrive */
-    fixed_delay = 0.001;
-    for (int step = 0; ok && step < 100000 && a.st.undos == undos; step++) {
-        run(&a);
-        run(&b);
-        clk += STEP_S;
-    }
+    floor_seen = ok ? slow_spell(&a, &b, rounds + 1, 3000, undos) : cwnd;
     /* two timeouts (RTO ~2.5 ms, then backed off to ~5 ms) before the
      * 10 ms round trip ends: two duplicates */
     ok = tap_ok(ok && !failed && ndelivered == rounds + 1 && a.st.rtos == rtos + 2 &&
@@ -732,16 +754,14 @@ static int undo_loss_case(void)
     const size_t seg = 4096;
     struct dg_ep a, b;
     struct dg_peer *pp;
-    int ok = 1, rounds;
+    int ok, rounds;
     uint32_t cwnd, ssthresh, floor_seen, rel;
     uint64_t rtos, undos, fretx;
 
     directed_setup(&a, &b, window, seg, 0.001);
     pp = &a.peers[1];
-    for (rounds = 0; ok && rounds < 20; rounds++) {
-        directed_post(&a, rounds + 1, 3000);
-        ok = directed_run(&a, &b, 100000) && directed_acked(&a, &b, 100000);
-    }
+    rounds = learn_rtt(&a, &b);
+    ok = rounds > 0;
     cwnd = pp->cwnd;
     ssthresh = pp->ssthresh;
     rtos = a.st.rtos;
@@ -749,22 +769,7 @@ static int undo_loss_case(void)
     fretx = a.st.fretx;
     rel = pp->snd_nxt - isn0;
     drop_first[rel + 2] = drop_first[rel + 4] = 1;
-    fixed_delay = 0.005;
-    directed_post(&a, rounds + 4, 6 * seg);
-    floor_seen = cwnd;
-    for (int step = 0; ok && step < 100000 && pp->snd_una != pp->snd_nxt; step++) {
-        run(&a);
-        run(&b);
-        clk += STEP_S;
-        if (pp->cwnd < floor_seen)
-            floor_seen = pp->cwnd;
-    }
-    fixed_delay = 0.001;
-    for (int step = 0; ok && step < 100000 && a.st.undos == undos; step++) {
-        run(&a);
-        run(&b);
-        clk += STEP_S;
-    }
+    floor_seen = ok ? slow_spell(&a, &b, rounds + 4, 6 * seg, undos) : cwnd;
     ok = tap_ok(ok && !failed && ndelivered == rounds + 4 && a.st.rtos > rtos &&
                 a.st.fretx >= fretx + 2 && tx_count[rel + 2] >= 2 && tx_count[rel + 4] >= 2 &&
                 floor_seen == (uint32_t)window / 4 && a.st.undos == undos + 1 &&
