@@ -661,6 +661,46 @@ static int rto_case(double d)
     return ok;
 }
 
+/* 20 messages one at a time over a 1 ms link, each waited for: the round
+ * trip learnt. The number posted, or -1 if one failed. */
+static int learn_rtt(struct dg_ep *a, struct dg_ep *b)
+{
+    int ok = 1, rounds;
+
+    for (rounds = 0; ok && rounds < 20; rounds++) {
+        directed_post(a, rounds + 1, 3000);
+        ok = directed_run(a, b, 100000) && directed_acked(a, b, 100000);
+    }
+    return ok ? rounds : -1;
+}
+
+/* Messages up to @upto of @len bytes cross a link slowed to 5 ms each way,
+ * until acknowledged; then, back at 1 ms, run until an undo beyond @undos
+ * (the duplicates' report comes with a later ACK). The lowest congestion
+ * window seen meanwhile. */
+static uint32_t slow_spell(struct dg_ep *a, struct dg_ep *b, int upto, size_t len, uint64_t undos)
+{
+    struct dg_peer *pp = &a->peers[1];
+    uint32_t floor_seen = pp->cwnd;
+
+    fixed_delay = 0.005;
+    directed_post(a, upto, len);
+    for (int step = 0; step < 100000 && pp->snd_una != pp->snd_nxt; step++) {
+        run(a);
+        run(b);
+        clk += STEP_S;
+        if (pp->cwnd < floor_seen)
+            floor_seen = pp->cwnd;
+    }
+    fixed_delay = 0.001;
+    for (int step = 0; step < 100000 && a->st.undos == undos; step++) {
+        run(a);
+        run(b);
+        clk += STEP_S;
+    }
+    return floor_seen;
+}
+
 /* A spurious timeout: the round trip is learnt at 1 ms each way, then one
  * message takes 5 ms: the timeout fires, the window drops to its floor,
  * the retransmission reaches the receiver as a duplicate, the receiver's
@@ -670,39 +710,21 @@ static int undo_case(void)
     const int window = 64;
     struct dg_ep a, b;
     struct dg_peer *pp;
-    int ok = 1, rounds;
+    int ok, rounds;
     uint32_t cwnd, ssthresh, floor_seen;
     uint64_t rtos, undos;
     double rto;
 
     directed_setup(&a, &b, window, 4096, 0.001);
     pp = &a.peers[1];
-    for (rounds = 0; ok && rounds < 20; rounds++) {
-        directed_post(&a, rounds + 1, 3000);
-        ok = directed_run(&a, &b, 100000) && directed_acked(&a, &b, 100000);
-    }
+    rounds = learn_rtt(&a, &b);
+    ok = rounds > 0;
     cwnd = pp->cwnd;
     ssthresh = pp->ssthresh;
     rtos = a.st.rtos;     /* the first message's, before a round trip was known */
     undos = a.st.undos;
     rto = pp->rto;
-    fixed_delay = 0.005;
-    directed_post(&a, rounds + 1, 3000);
-    floor_seen = cwnd;
-    for (int step = 0; ok && step < 100000 && pp->snd_una != pp->snd_nxt; step++) {
-        run(&a);
-        run(&b);
-        clk += STEP_S;
-        if (pp->cwnd < floor_seen)
-            floor_seen = pp->cwnd;
-    }
-    /* the duplicate's report comes with a later ACK: let it arrive */
-    fixed_delay = 0.001;
-    for (int step = 0; ok && step < 100000 && a.st.undos == undos; step++) {
-        run(&a);
-        run(&b);
-        clk += STEP_S;
-    }
+    floor_seen = ok ? slow_spell(&a, &b, rounds + 1, 3000, undos) : cwnd;
     /* two timeouts (RTO ~2.5 ms, then backed off to ~5 ms) before the
      * 10 ms round trip ends: two duplicates */
     ok = tap_ok(ok && !failed && ndelivered == rounds + 1 && a.st.rtos == rtos + 2 &&
@@ -713,6 +735,51 @@ static int undo_case(void)
                 "threshold %u (timeouts %llu), the RTO doubled to %.3f ms", cwnd, floor_seen, (unsigned long long)b.st.dups,
                 (unsigned long long)(a.st.undos - undos), pp->cwnd, pp->ssthresh,
                 (unsigned long long)(a.st.rtos - rtos), pp->rto * 1e3);
+    directed_free(&a, &b);
+    return ok;
+}
+
+/* A spurious timeout in a lossy stream: as undo_case, but the delayed
+ * stream is 4 messages of 6 segments, of which two (not the first) are
+ * lost on their first try. The timeouts resend the first segment, which the receiver
+ * already has (duplicates); the lost two go again by SACK once the ACKs
+ * come, and are no duplicates. The window comes back all the same: what
+ * the timeouts resent was not needed. Before the fix, an undo needed every
+ * retransmission since the decrease reported duplicate, so real losses in
+ * the same recovery (1 % random loss) kept a spurious timeout's window at
+ * its floor. */
+static int undo_loss_case(void)
+{
+    const int window = 64;
+    const size_t seg = 4096;
+    struct dg_ep a, b;
+    struct dg_peer *pp;
+    int ok, rounds;
+    uint32_t cwnd, ssthresh, floor_seen, rel;
+    uint64_t rtos, undos, fretx;
+
+    directed_setup(&a, &b, window, seg, 0.001);
+    pp = &a.peers[1];
+    rounds = learn_rtt(&a, &b);
+    ok = rounds > 0;
+    cwnd = pp->cwnd;
+    ssthresh = pp->ssthresh;
+    rtos = a.st.rtos;
+    undos = a.st.undos;
+    fretx = a.st.fretx;
+    rel = pp->snd_nxt - isn0;
+    drop_first[rel + 2] = drop_first[rel + 4] = 1;
+    floor_seen = ok ? slow_spell(&a, &b, rounds + 4, 6 * seg, undos) : cwnd;
+    ok = tap_ok(ok && !failed && ndelivered == rounds + 4 && a.st.rtos > rtos &&
+                a.st.fretx >= fretx + 2 && tx_count[rel + 2] >= 2 && tx_count[rel + 4] >= 2 &&
+                floor_seen == (uint32_t)window / 4 && a.st.undos == undos + 1 &&
+                pp->cwnd == cwnd && pp->ssthresh == ssthresh,
+                "a spurious timeout with two real losses in the same recovery: window %u -> "
+                "%u, timeouts %llu, by SACK %llu, duplicates at the receiver %llu, undone "
+                "(%llu): window %u, threshold %u", cwnd, floor_seen,
+                (unsigned long long)(a.st.rtos - rtos), (unsigned long long)(a.st.fretx - fretx),
+                (unsigned long long)b.st.dups, (unsigned long long)(a.st.undos - undos),
+                pp->cwnd, pp->ssthresh);
     directed_free(&a, &b);
     return ok;
 }
@@ -838,7 +905,7 @@ int main(int argc, char **argv)
         if (!rbuf[m] || (m < NMSG && !sbuf[m]))
             return 1;
     }
-    printf("1..%d\n", n + 2 * 2 + 3 * 2 + 1 + 2);
+    printf("1..%d\n", n + 2 * 2 + 3 * 2 + 1 + 1 + 2);
     for (int k = 0; k < n; k++) {
         if (k < nbase) {
             ok &= scenario(k, base[k].drop, base[k].dup, base[k].corrupt, base[k].delay,
@@ -860,6 +927,7 @@ int main(int argc, char **argv)
     ok &= rto_case(0.001);
     ok &= rto_case(0.005);
     ok &= undo_case();
+    ok &= undo_loss_case();
     ok &= esn_case();
     for (int m = 0; m <= NMSG; m++) {
         free(rbuf[m]);

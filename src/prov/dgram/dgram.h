@@ -38,7 +38,8 @@
  * random loss is no congestion), drops to its floor (a quarter of the
  * window) on a timeout and grows back (slow start, then one segment per
  * window); a decrease is undone when the receiver reports every
- * retransmission of it as a duplicate.
+ * retransmission of it as a duplicate (one a timeout began: the
+ * timeouts' retransmissions).
  * It declares the peer dead when nothing it sent has been acknowledged for
  * CVIA_DGRAM_PEER_TIMEOUT. The receiver drops duplicates and keeps
  * out-of-order segments in a reorder buffer.
@@ -470,6 +471,8 @@ struct dg_peer {
     uint32_t undo_retx;       /* its retransmissions not yet reported duplicate */
     int      undo_valid;
     int      undo_rto;        /* a timeout was part of it */
+    int      undo_by_rto;     /* a timeout began it (no recovery was under way) */
+    uint32_t undo_rto_retx;   /* the timeouts' retransmissions not yet reported duplicate */
     uint32_t dups_rcvd;       /* receiving: duplicates from the peer, in every ACK */
     uint32_t dups_seen;       /* sending: the peer's dups_rcvd last seen */
     struct dg_ext ack_ext;    /* a standalone ACK's further SACK bits */
