@@ -210,6 +210,14 @@ struct cvia_prov_ops {
      * progress to run it; a large number when only input can bring work.
      * Also makes the next progress look at the link. NULL: 1 ms. */
     double (*idle)(struct cvia_prov_ep *ep);
+    /* The core's waiter, its core found shared and every peer on another
+     * host, would yield: instead receive, blocking in the kernel until
+     * input comes or the next scheduler tick at most, and progress what
+     * came (one system call where the yield and a receive made two).
+     * Returns the events progressed, or -EAGAIN where it cannot wait now
+     * (another thread runs the engine, something is due at once, the link
+     * cannot block): the core yields then. NULL: always -EAGAIN. */
+    int  (*wait)(struct cvia_prov_ep *ep);
     /* Dynamic mode (args.dynamic): this endpoint's address, what a peer
      * gives dyn_connect; returns its length or a negative error. */
     int  (*dyn_addr)(struct cvia_prov_ep *ep, void *buf, size_t cap);

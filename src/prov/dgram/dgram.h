@@ -515,6 +515,7 @@ struct dg_stats {
     uint64_t replays;              /* launcher-free: a HELLO (MAC good) of a known identity
                                     * that is not the live peer's: gone, another secret, an
                                     * index it gave up; a replay of an earlier one, dropped */
+    uint64_t waits;                /* receives that waited in the kernel (prov op wait) */
 };
 
 struct dg_ep {
@@ -541,6 +542,10 @@ struct dg_ep {
      * link until rx_gap after rx_quiet_from (the empty receive, or the
      * send after it), unless rx_now (a peer died: take what it sent) */
     int      rx_call, rx_drained, rx_now;
+    /* rx_wait: the link's recv can block in the kernel (set at open);
+     * rx_block: this receive may (dg_wait): until one datagram comes or
+     * the link's bound (udp: the socket's SO_RCVTIMEO, one tick) */
+    int      rx_wait, rx_block;
     double   rx_quiet_from;
     struct dg_out *out;       /* [batch] */
     struct dg_slot **out_slot;   /* [batch]: the slot each out sends, or NULL (ACK) */

@@ -247,7 +247,7 @@ static void dg_print_stats(struct dg_ep *ep)
 
     fprintf(stderr, "corevia[%d] %s stats: segment %zu window %u tx %llu rx %llu retx %llu "
             "acks %llu dup %llu ooo %llu corrupt %llu foreign %llu forged %llu format %llu "
-            "stale %llu faults %llu other %llu rx_calls %llu tx_calls %llu fretx %llu rtos %llu undos %llu replays %llu\n",
+            "stale %llu faults %llu other %llu rx_calls %llu tx_calls %llu fretx %llu rtos %llu undos %llu replays %llu waits %llu\n",
             ep->args.rank,
             ep->link->name, ep->seg, ep->win,
             (unsigned long long)s->tx, (unsigned long long)s->rx, (unsigned long long)s->retx,
@@ -259,7 +259,7 @@ static void dg_print_stats(struct dg_ep *ep)
             (unsigned long long)s->other, (unsigned long long)s->rx_calls,
             (unsigned long long)s->tx_calls, (unsigned long long)s->fretx,
             (unsigned long long)s->rtos, (unsigned long long)s->undos,
-            (unsigned long long)s->replays);
+            (unsigned long long)s->replays, (unsigned long long)s->waits);
 }
 
 static int dg_close(struct cvia_prov_ep *pe, int clean)
@@ -302,6 +302,26 @@ static int dg_read(struct cvia_prov_ep *pe, struct cvia_xfer *x)
     return cvia__dg_rma(&pe->dg, x, DG_RMAR);
 }
 
+/* One pass of the engine (busy held): receive, send, timers, flush.
+ * @wait: the first receive may block in the kernel (dg_wait; the gap
+ * after a send does not apply to it). */
+static int dg_pass(struct dg_ep *ep, int wait)
+{
+    int events;
+
+    ep->now = cvia__dg_now();
+    ep->rx_block = ep->rx_now = wait;
+    events = cvia__dg_rx(ep);
+    ep->rx_block = ep->rx_now = 0;
+    if (wait)
+        ep->now = cvia__dg_now();   /* after the sleep */
+    events += cvia__dg_tx(ep);
+    events += cvia__dg_timers(ep);
+    cvia__dg_flush(ep);
+    CVIA_HINT_STORE(ep->idle, events ? 0 : CVIA_HINT_LOAD(ep->idle) + 1);
+    return events;
+}
+
 static int dg_progress(struct cvia_prov_ep *pe)
 {
     struct dg_ep *ep = &pe->dg;
@@ -324,12 +344,7 @@ static int dg_progress(struct cvia_prov_ep *pe)
             return 0;
         }
     }
-    ep->now = cvia__dg_now();
-    events += cvia__dg_rx(ep);
-    events += cvia__dg_tx(ep);
-    events += cvia__dg_timers(ep);
-    cvia__dg_flush(ep);
-    CVIA_HINT_STORE(ep->idle, events ? 0 : CVIA_HINT_LOAD(ep->idle) + 1);
+    events = dg_pass(ep, 0);
     cvia_mlock_unlock(&ep->busy);
     return events;
 }
@@ -348,6 +363,31 @@ static double dg_idle(struct cvia_prov_ep *pe)
     CVIA_HINT_STORE(ep->idle, 0);
     cvia_mlock_unlock(&ep->busy);
     return next;
+}
+
+/* prov op wait: progress whose first receive blocks in the kernel, where
+ * the core would yield and then receive. Only when nothing is due before
+ * input can bring it (no ACK owed, nothing to send): a timer that falls
+ * due meanwhile (a retransmission) waits for the link's bound, a tick. */
+static int dg_wait(struct cvia_prov_ep *pe)
+{
+    struct dg_ep *ep = &pe->dg;
+    int events, ok = ep->rx_wait;
+
+    if (!ok || !cvia_mlock_trylock(&ep->busy))
+        return -EAGAIN;
+    for (int i = 0; i < ep->nremote && ok; i++) {
+        const struct dg_peer *pp = &ep->peers[ep->remote[i]];
+        ok = !pp->ack_owed && !pp->gone;
+    }
+    if (!ok || cvia__dg_next_timer(ep, cvia__dg_now()) <= 0) {
+        cvia_mlock_unlock(&ep->busy);
+        return -EAGAIN;
+    }
+    ep->st.waits++;
+    events = dg_pass(ep, 1);
+    cvia_mlock_unlock(&ep->busy);
+    return events;
 }
 
 static int dg_check_peers(struct cvia_prov_ep *pe)
@@ -437,6 +477,7 @@ static int dg_dyn_connect(struct cvia_prov_ep *pe, const void *addr, size_t len,
     .cleanup = cvia__prov_no_cleanup, .rndv_start = dg_no_rndv,                \
     .mr_reg = dg_mr_noop, .mr_dereg = dg_mr_dereg_noop, .write = dg_write,     \
     .read = dg_read, .peer_info = dg_peer_info, .wait_fd = dg_wait_fd, .idle = dg_idle,   \
+    .wait = dg_wait,                                                           \
     __VA_ARGS__ }
 
 extern const struct dg_link_ops cvia__udp_link;
