@@ -78,7 +78,9 @@ struct dsm_unit {
     uint8_t  mpend;      /* groups: a barrier's merge of it is pending */
     int16_t  home;       /* -1: not decided yet (first touch) */
     uint8_t  pf;         /* PF_*: a prefetch of this unit is on its way */
-    uint8_t  pad;
+    uint8_t  mgr;        /* first touch: the rank that decides its home (the
+                            allocation's block placement, so a rank that
+                            writes its own block claims with no message) */
     uint8_t  used;       /* touched since it was fetched: worth a prefetch */
     uint8_t  fetched:1;  /* non-home: fetched before, so the home tracks it */
     uint8_t  sticky:1;   /* home: fetched by somebody once, tracked for good */
@@ -416,6 +418,7 @@ int  dsm_fault_install(struct dsm *d);
 void dsm_fault_remove(struct dsm *d);
 int  dsm_fault(struct dsm *d, size_t u, int write);   /* also from cvia_dsm_touch */
 void dsm_unit_prot(struct dsm *d, size_t u, int prot); /* under lock */
+void dsm_claimed(struct dsm *d, struct dsm_unit *x, int home); /* under lock */
 void dsm_prot_all(struct dsm *d);                     /* under lock: apply every due protection */
 void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n);
 void dsm_pf_send(struct dsm *d, struct dsm_unit *x, struct dsm_hdr *h, int home);

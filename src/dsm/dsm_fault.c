@@ -201,10 +201,16 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         return -EFAULT;
     }
     if (x->home < 0 && (write || x->state == U_INVALID)) {
-        /* first touch: the unit's manager decides who is home */
-        cvia_spin_unlock(d->lk);
-        fault_request(d, u, FK_CLAIM);
-        cvia_spin_lock(d->lk);
+        /* first touch: the unit's manager decides who is home; this rank,
+         * if it is the manager (what the service thread would do for a
+         * claim of its own, without the message to itself) */
+        if (x->mgr == d->rank) {
+            dsm_claimed(d, x, d->rank);
+        } else {
+            cvia_spin_unlock(d->lk);
+            fault_request(d, u, FK_CLAIM);
+            cvia_spin_lock(d->lk);
+        }
     }
     if (d->xg)
         return fault_xg(d, u, write, t0);

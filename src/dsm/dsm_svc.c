@@ -383,16 +383,20 @@ static void fault_done(struct dsm *d)
     d->woke_app = 1;
 }
 
-static void on_claimed(struct dsm *d, const struct dsm_hdr *h)
+/* Unit @x's home is @home, as its manager decided. Under lock. */
+void dsm_claimed(struct dsm *d, struct dsm_unit *x, int home)
 {
-    struct dsm_unit *x = &d->u[h->a];
-
-    cvia_spin_lock(d->lk);
-    x->home = (int16_t)h->b;
-    if (h->b == (uint32_t)d->rank) {
+    x->home = (int16_t)home;
+    if (home == d->rank) {
         /* never written before: every rank's zero copy is valid */
         x->copyset = dsm_all_others(d, d->rank);
     }
+}
+
+static void on_claimed(struct dsm *d, const struct dsm_hdr *h)
+{
+    cvia_spin_lock(d->lk);
+    dsm_claimed(d, &d->u[h->a], (int)h->b);
     cvia_spin_unlock(d->lk);
     fault_done(d);
 }
@@ -557,7 +561,7 @@ static int poll_fault(struct dsm *d)
         dest = d->u[h.a].home;
     } else {
         h.type = M_CLAIM;
-        dest = (int)(h.a % (uint32_t)d->size);
+        dest = d->u[h.a].mgr;
     }
     cvia_spin_unlock(d->lk);
     dsm_send(d, dest, &h, NULL, 0);
