@@ -130,7 +130,9 @@ struct dsm_buf {
 
 enum {
     M_FETCH = 1,    /* a = unit, b = requester's barrier epoch, c = landing slot
-                       + 1 (0: straight into the page); pad = 1: a prefetch */
+                       + 1 (0: straight into the page); pad = 1: a prefetch,
+                       payload: more units to prefetch, (unit, slot + 1)
+                       uint32 pairs */
     M_CLAIM,        /* a = unit: first touch, to the unit's manager */
     M_CLAIMED,      /* a = unit, b = home */
     M_LOCK_REQ,     /* a = lock; payload = requester's vector time */
@@ -311,6 +313,8 @@ struct dsm {
     size_t    ahead_end;      /* svc, fetch-ahead: one past the last unit the
                                  latest fault fetch (or its fetch-ahead) asked for */
     size_t    run[3];         /* svc, fetch-ahead: starts of the latest runs */
+    size_t    stride, slen;   /* svc, fetch-ahead: the last stride followed and
+                                 its runs' length (0: none yet) */
     uint32_t  ahead_asked, ahead_used; /* fetch-ahead's recent units, and those
                                  touched (under lock): below half, it probes */
     uint32_t  ahead_skips;    /* svc: patterns not followed meanwhile */
@@ -421,7 +425,15 @@ void dsm_unit_prot(struct dsm *d, size_t u, int prot); /* under lock */
 void dsm_claimed(struct dsm *d, struct dsm_unit *x, int home); /* under lock */
 void dsm_prot_all(struct dsm *d);                     /* under lock: apply every due protection */
 void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n);
-void dsm_pf_send(struct dsm *d, struct dsm_unit *x, struct dsm_hdr *h, int home);
+#define DSM_PFB_MAX 64        /* units in one prefetch request */
+struct dsm_pfb {              /* prefetch requests to one home, gathered */
+    int      home;
+    uint32_t epoch;
+    size_t   n;
+    uint32_t pair[2 * DSM_PFB_MAX];   /* unit, landing slot + 1 (copy) or 0 */
+};
+void dsm_pf_add(struct dsm *d, struct dsm_pfb *b, struct dsm_unit *x, uint32_t u, int home);
+void dsm_pf_flush(struct dsm *d, struct dsm_pfb *b);
 void dsm_pf_wait(cvia_req_t *reqs, const uint32_t *units, size_t np);
 void dsm_pf_pulled(struct dsm *d, struct dsm_unit *x);
 void dsm_page_landed(struct dsm *d, uint64_t imm);    /* svc */

@@ -294,38 +294,58 @@ struct dsm_mail *dsm_mbox_wait(struct dsm *d, int type, int src, uint32_t a)
 
 /* ---- pages and homes ------------------------------------------------------------- */
 
-static void defer(struct dsm *d, const struct dsm_hdr *h)
+static void defer(struct dsm *d, const struct dsm_hdr *h, const char *p, size_t len)
 {
     struct dsm_mail *m = calloc(1, sizeof(*m));
 
-    if (!m)
+    if (!m || (len && !(m->data = malloc(len))))
         dsm_fatal(-ENOMEM, "out of memory");
+    if (len)
+        memcpy(m->data, p, len);
+    m->len = len;
     m->h = *h;
     m->next = d->deferred;
     d->deferred = m;
 }
 
-/* As home: send unit h->a to h->src, straight into its faulting page. */
-static void on_fetch(struct dsm *d, const struct dsm_hdr *h)
+static void serve_unit(struct dsm *d, const struct dsm_hdr *h, size_t u, uint64_t c);
+
+/* As home: send unit h->a to h->src, straight into its faulting page (or
+ * its landing slot), and the units of the payload's pairs too. */
+static void on_fetch(struct dsm *d, const struct dsm_hdr *h, const char *p, size_t len)
 {
-    size_t u = h->a, off = u * d->unit;
+    if (len % (2 * sizeof(uint32_t)) || (len && !h->pad))
+        dsm_fatal(-CVIA_EPROTO, "a malformed fetch from rank %d", h->src);
+    cvia_spin_lock(d->lk);
+    if (h->b > d->epoch) {
+        /* the requester passed a barrier this rank is still finishing:
+         * serve it once the barrier's copyset changes are done */
+        cvia_spin_unlock(d->lk);
+        defer(d, h, p, len);
+        return;
+    }
+    cvia_spin_unlock(d->lk);
+    serve_unit(d, h, h->a, h->c);
+    for (size_t i = 0; i < len; i += 2 * sizeof(uint32_t)) {
+        uint32_t pr[2];
+        memcpy(pr, p + i, sizeof(pr));
+        serve_unit(d, h, pr[0], pr[1]);
+    }
+}
+
+static void serve_unit(struct dsm *d, const struct dsm_hdr *h, size_t u, uint64_t c)
+{
+    size_t off = u * d->unit;
     int src = h->src, rc;
     struct dsm_unit *x;
     cvia_req_t req = NULL;
     void *bounce = NULL;
 
     cvia_spin_lock(d->lk);
-    if (h->b > d->epoch) {
-        /* the requester passed a barrier this rank is still finishing:
-         * serve it once the barrier's copyset changes are done */
-        cvia_spin_unlock(d->lk);
-        defer(d, h);
-        return;
-    }
-    x = &d->u[u];
-    if (u >= d->nunits || x->home != d->rank)
+    if (u >= d->nunits || d->u[u].home != d->rank)
         dsm_fatal(-CVIA_EPROTO, "rank %d fetched unit %zu from rank %d, not its home",
                   src, u, d->rank);
+    x = &d->u[u];
     /* from now on a write here must be noticed: the copy exists; and since
      * the requester may later read the unit without asking (pull), it stays
      * tracked for good */
@@ -343,13 +363,13 @@ static void on_fetch(struct dsm *d, const struct dsm_hdr *h)
     cvia_spin_unlock(d->lk);
 
     /* the tag tells the requester a fault's unit (0) from a prefetch's */
-    uint64_t tag = h->pad ? (h->c ? h->c - 1 : 1) : 0;
+    uint64_t tag = h->pad ? (c ? c - 1 : 1) : 0;
     uint64_t imm = ((uint64_t)IMM_PAGE << 56) | (tag << 40) | u;
-    if (h->c) {   /* copy mode: through a send buffer into a receive buffer */
+    if (c) {   /* copy mode: through a send buffer into a receive buffer */
         if (!(bounce = malloc(d->unit)))
             dsm_fatal(-ENOMEM, "out of memory");
         memcpy(bounce, d->pview + off, d->unit);
-        rc = cvia_write(bounce, d->unit, &d->peer_land[src], (h->c - 1) * d->unit,
+        rc = cvia_write(bounce, d->unit, &d->peer_land[src], (c - 1) * d->unit,
                         CVIA_WRITE_IMM, imm, &req);
     } else {
         rc = cvia_write(d->pview + off, d->unit, &d->peer_view[src], off, CVIA_WRITE_IMM,
@@ -421,6 +441,7 @@ static void on_claimed(struct dsm *d, const struct dsm_hdr *h)
  * F_SENT (the application thread waits, so nothing of this rank faults
  * meanwhile). @first: the fault's own RDMA read (pull), waited for with
  * the others. */
+#define AHEAD_GAP 16
 static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
 {
     const size_t k = d->cfg.ahead > 0 && !d->xg ? (size_t)d->cfg.ahead : 0;
@@ -429,7 +450,7 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
     uint32_t pulled[65];
     size_t adv_s = 0, adv_m = 0, adv_len = 0;
 
-    if (u >= d->ahead_end && u <= d->ahead_end + 2 * k) {   /* the run goes on */
+    if (u >= d->ahead_end && u <= d->ahead_end + AHEAD_GAP) {   /* the run goes on */
         d->ahead_end = u + 1;
         if (u >= d->run[0] + 2)                              /* a stream */
             for (size_t v = u + 1; v < d->nunits && nc < k; v++)
@@ -440,8 +461,15 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
         d->run[1] = d->run[0];
         d->run[0] = u;
         d->ahead_end = u + 1;
-        if (k && d->run[2] < d->run[1] && d->run[1] < u &&
-            u - d->run[1] == d->run[1] - d->run[2] && len <= k && len > 0) {
+        /* a stride: three runs S apart; or two, S being the stride
+         * followed last (LU's next column: its first two blocks, not
+         * three, tell the pattern) */
+        int again = d->stride && d->run[1] < u && u - d->run[1] == d->stride;
+        if (again)
+            len = d->slen;
+        if (k && len <= k && len > 0 &&
+            (again || (d->run[2] < d->run[1] && d->run[1] < u &&
+                       u - d->run[1] == d->run[1] - d->run[2]))) {
             size_t s = u - d->run[1], m;
             for (size_t v = u + 1; v < u + len && v < d->nunits; v++)
                 cand[nc++] = v;
@@ -453,6 +481,11 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
                 adv_m = m;
                 adv_len = len;
             }
+        } else if (k && len > 1 && len <= k) {
+            /* no pattern yet: a run as long as the previous one (LU's
+             * 8 KiB blocks are two units; the second one no fault) */
+            for (size_t v = u + 1; v < u + len && v < d->nunits; v++)
+                cand[nc++] = v;
         }
     }
     if (first) {
@@ -471,6 +504,8 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
     if (nc && adv_m > 1) {   /* as if the runs asked for were faults; a
                               * skipped guess leaves the stride as it
                               * was, so the next run still continues it */
+        d->stride = adv_s;
+        d->slen = adv_len;
         d->run[0] = u + (adv_m - 1) * adv_s;
         d->run[1] = d->run[0] - adv_s;
         d->ahead_end = d->run[0] + adv_len;
@@ -480,10 +515,10 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
         d->ahead_used /= 2;
     }
     cvia_spin_unlock(d->lk);
+    struct dsm_pfb b = { .n = 0 };
     for (size_t i = 0; i < nc; i++) {
         size_t v = cand[i];
         struct dsm_unit *x = &d->u[v];
-        struct dsm_hdr h = { .type = M_FETCH, .a = (uint32_t)v, .pad = 1 };
         int home;
 
         if (v >= d->ahead_end)
@@ -510,8 +545,9 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
         }
         x->ahead = 1;
         d->ahead_asked++;
-        dsm_pf_send(d, x, &h, home);
+        dsm_pf_add(d, &b, x, (uint32_t)v, home);
     }
+    dsm_pf_flush(d, &b);
     dsm_pf_wait(reqs, pulled, np);
     if (first) {   /* the fault's unit: the handler makes it valid */
         ADD(rdma_bytes, d->unit);
@@ -607,7 +643,7 @@ static void dispatch(struct dsm *d, const struct dsm_hdr *h, char *data, size_t 
                      int owned)
 {
     switch (h->type) {
-    case M_FETCH:       on_fetch(d, h); break;
+    case M_FETCH:       on_fetch(d, h, data, len); break;
     case M_CLAIM:       on_claim(d, h); break;
     case M_CLAIMED:     on_claimed(d, h); break;
     case M_LOCK_REQ:    dsm_on_lock_req(d, h, data, len); break;
@@ -748,8 +784,8 @@ static int retry_deferred(struct dsm *d, uint32_t *seen)
     d->deferred = NULL;
     while ((m = list)) {
         list = m->next;
-        on_fetch(d, &m->h);   /* may defer it again */
-        free(m);
+        on_fetch(d, &m->h, m->data, m->len);   /* may defer it again */
+        dsm_mail_free(m);
     }
     return 1;
 }
