@@ -189,7 +189,9 @@ struct dsm_fault_slot {
 
 /* One-sided immediate data: kind in the top byte. */
 #define IMM_KIND(imm)  ((unsigned)((imm) >> 56))
-#define IMM_PAGE  1u          /* bits 40..55: landing slot (0: a fault), low 40: unit */
+#define IMM_PAGE  1u          /* bits 40..55: 0 a fault; a prefetch: its landing slot
+                                 (copy mode), or how many units from the low 40
+                                 bits (zcopy, pull: one write) */
 #define IMM_DIFF  2u          /* bits 48..55: buffer (0/1), low 48: sequence */
 #define IMM_ACK   3u          /* a diff buffer was freed */
 #define IMM_MSG   4u          /* a control message in an inbox slot */

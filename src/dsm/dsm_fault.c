@@ -464,31 +464,38 @@ void dsm_page_landed(struct dsm *d, uint64_t imm)
     unsigned tag = (unsigned)((imm >> 40) & 0xffff);
     struct dsm_unit *x;
 
+    /* a prefetch: copy mode names its landing slot, the others how many
+     * consecutive units the write carried (the home's one write for them) */
+    size_t n = d->cfg.fetch == DSM_FETCH_COPY ? 1 : tag;
+
     if (!tag) {
         fault_done(d);
         return;
     }
-    if (u >= d->nunits)
-        dsm_fatal(-CVIA_EPROTO, "a unit %zu beyond the region arrived", u);
-    x = &d->u[u];
+    if (u >= d->nunits || n > d->nunits - u)
+        dsm_fatal(-CVIA_EPROTO, "a unit %zu beyond the region arrived", u + n - 1);
     cvia_spin_lock(d->lk);
-    if (d->cfg.fetch == DSM_FETCH_COPY) {
-        if (x->pf == PF_FLIGHT)
-            memcpy(d->pview + u * d->unit, d->land + (size_t)tag * d->unit, d->unit);
-        d->pf_free[d->npf_free++] = (uint16_t)tag;
+    for (size_t v = u; v < u + n; v++) {
+        x = &d->u[v];
+        if (d->cfg.fetch == DSM_FETCH_COPY) {
+            if (x->pf == PF_FLIGHT)
+                memcpy(d->pview + v * d->unit, d->land + (size_t)tag * d->unit, d->unit);
+            d->pf_free[d->npf_free++] = (uint16_t)tag;
+        }
+        if (x->pf == PF_FLIGHT && x->state == U_INVALID) {
+            /* valid, but left inaccessible: the first touch tells whether
+             * the prefetch was used, which decides whether to prefetch it
+             * again */
+            x->state = U_CLEAN;
+            ADD(fetches, 1);
+            ADD(pages_fetched, d->unit / d->page);
+            ADD(fetch_bytes, d->unit);
+        }
+        x->pf = PF_NONE;
+        if (atomic_load(&d->fault.state) == F_SENT && d->fault.kind == FK_WAITPF &&
+            d->fault.unit == v)
+            fault_done(d);
     }
-    if (x->pf == PF_FLIGHT && x->state == U_INVALID) {
-        /* valid, but left inaccessible: the first touch tells whether the
-         * prefetch was used, which decides whether to prefetch it again */
-        x->state = U_CLEAN;
-        ADD(fetches, 1);
-        ADD(pages_fetched, d->unit / d->page);
-        ADD(fetch_bytes, d->unit);
-    }
-    x->pf = PF_NONE;
-    if (atomic_load(&d->fault.state) == F_SENT && d->fault.kind == FK_WAITPF &&
-        d->fault.unit == u)
-        fault_done(d);
     cvia_spin_unlock(d->lk);
 }
 

@@ -308,12 +308,17 @@ static void defer(struct dsm *d, const struct dsm_hdr *h, const char *p, size_t 
     d->deferred = m;
 }
 
-static void serve_unit(struct dsm *d, const struct dsm_hdr *h, size_t u, uint64_t c);
+static void serve_run(struct dsm *d, const struct dsm_hdr *h, size_t u, size_t n, uint64_t c);
 
 /* As home: send unit h->a to h->src, straight into its faulting page (or
- * its landing slot), and the units of the payload's pairs too. */
+ * its landing slot), and the units of the payload's pairs too; consecutive
+ * units that go straight into the pages (a prefetch in zcopy or pull mode)
+ * in one RDMA write (LU's 8 KiB blocks, ocean's rows: one TCP message and
+ * one event at the requester instead of one a unit). */
 static void on_fetch(struct dsm *d, const struct dsm_hdr *h, const char *p, size_t len)
 {
+    const size_t np = len / (2 * sizeof(uint32_t)) + 1;
+
     if (len % (2 * sizeof(uint32_t)) || (len && !h->pad))
         dsm_fatal(-CVIA_EPROTO, "a malformed fetch from rank %d", h->src);
     cvia_spin_lock(d->lk);
@@ -325,45 +330,57 @@ static void on_fetch(struct dsm *d, const struct dsm_hdr *h, const char *p, size
         return;
     }
     cvia_spin_unlock(d->lk);
-    serve_unit(d, h, h->a, h->c);
-    for (size_t i = 0; i < len; i += 2 * sizeof(uint32_t)) {
-        uint32_t pr[2];
-        memcpy(pr, p + i, sizeof(pr));
-        serve_unit(d, h, pr[0], pr[1]);
+    for (size_t i = 0, n; i < np; i += n) {
+        /* pair i: the header's unit (i = 0), or the payload's pair i - 1 */
+        uint32_t pr[2] = { h->a, (uint32_t)h->c }, nx[2];
+        if (i)
+            memcpy(pr, p + (i - 1) * sizeof(pr), sizeof(pr));
+        for (n = 1; h->pad && !pr[1] && i + n < np && n < DSM_PFB_MAX; n++) {
+            memcpy(nx, p + (i + n - 1) * sizeof(nx), sizeof(nx));
+            if (nx[1] || nx[0] != pr[0] + n)
+                break;
+        }
+        serve_run(d, h, pr[0], n, pr[1]);
     }
 }
 
-static void serve_unit(struct dsm *d, const struct dsm_hdr *h, size_t u, uint64_t c)
+/* Units @u .. @u + @n - 1 to h->src: the copy exists from now on. */
+static void serve_run(struct dsm *d, const struct dsm_hdr *h, size_t u, size_t n, uint64_t c)
 {
     size_t off = u * d->unit;
     int src = h->src, rc;
-    struct dsm_unit *x;
     cvia_req_t req = NULL;
     void *bounce = NULL;
 
     cvia_spin_lock(d->lk);
-    if (u >= d->nunits || d->u[u].home != d->rank)
-        dsm_fatal(-CVIA_EPROTO, "rank %d fetched unit %zu from rank %d, not its home",
-                  src, u, d->rank);
-    x = &d->u[u];
-    /* from now on a write here must be noticed: the copy exists; and since
-     * the requester may later read the unit without asking (pull), it stays
-     * tracked for good */
-    x->copyset |= 1ull << src;
-    x->sticky = 1;
-    if (x->state == U_EXCL) {
-        x->state = U_CLEAN;
-        /* groups: the other ranks of this host may write it without a
-         * fault until they take this in (their next release, poll tick) */
-        if (d->xg)
-            d->tracked[d->xctl->ntracked++] = (uint32_t)u;
+    if (u >= d->nunits || n > d->nunits - u)
+        dsm_fatal(-CVIA_EPROTO, "rank %d fetched unit %zu from rank %d, beyond the region",
+                  src, u + n - 1, d->rank);
+    for (size_t v = u; v < u + n; v++) {
+        struct dsm_unit *x = &d->u[v];
+        if (x->home != d->rank)
+            dsm_fatal(-CVIA_EPROTO, "rank %d fetched unit %zu from rank %d, not its home",
+                      src, v, d->rank);
+        /* from now on a write here must be noticed: the copy exists; and since
+         * the requester may later read the unit without asking (pull), it stays
+         * tracked for good */
+        x->copyset |= 1ull << src;
+        x->sticky = 1;
+        if (x->state == U_EXCL) {
+            x->state = U_CLEAN;
+            /* groups: the other ranks of this host may write it without a
+             * fault until they take this in (their next release, poll tick) */
+            if (d->xg)
+                d->tracked[d->xctl->ntracked++] = (uint32_t)v;
+        }
+        if (x->state == U_CLEAN)
+            dsm_unit_prot(d, v, P_READ);
     }
-    if (x->state == U_CLEAN)
-        dsm_unit_prot(d, u, P_READ);
     cvia_spin_unlock(d->lk);
 
-    /* the tag tells the requester a fault's unit (0) from a prefetch's */
-    uint64_t tag = h->pad ? (c ? c - 1 : 1) : 0;
+    /* the tag tells the requester a fault's unit (0) from a prefetch's:
+     * its landing slot (copy mode), or how many units the write carries */
+    uint64_t tag = h->pad ? (c ? c - 1 : n) : 0;
     uint64_t imm = ((uint64_t)IMM_PAGE << 56) | (tag << 40) | u;
     if (c) {   /* copy mode: through a send buffer into a receive buffer */
         if (!(bounce = malloc(d->unit)))
@@ -372,15 +389,15 @@ static void serve_unit(struct dsm *d, const struct dsm_hdr *h, size_t u, uint64_
         rc = cvia_write(bounce, d->unit, &d->peer_land[src], (c - 1) * d->unit,
                         CVIA_WRITE_IMM, imm, &req);
     } else {
-        rc = cvia_write(d->pview + off, d->unit, &d->peer_view[src], off, CVIA_WRITE_IMM,
+        rc = cvia_write(d->pview + off, n * d->unit, &d->peer_view[src], off, CVIA_WRITE_IMM,
                         imm, &req);
     }
     if (rc)
         dsm_fatal(rc, "writing unit %zu to rank %d: %s", u, src, cvia_strerror(rc));
     dsm_pending_add(d, req, bounce);
-    ADD(pages_served, 1);
+    ADD(pages_served, n);
     ADD(rdma_writes, 1);
-    ADD(rdma_bytes, d->unit);
+    ADD(rdma_bytes, n * d->unit);
 }
 
 /* As a unit's manager (first touch): the first claimer becomes home. */

@@ -11,7 +11,9 @@
 # so LU's column became a stream of the wrong units, 15% used), and the
 # requests of one pattern go to the home in one message (dsm18b: fewer
 # messages than with fetch-ahead off; before, one message a unit, 1.7x as
-# many). Counts, not times.
+# many), and in zcopy and pull mode the home writes consecutive units of
+# a request in one RDMA write (fewer one-sided writes than units served;
+# before, one a unit, plus the credits). Counts, not times.
 set -u
 run=$1 lu=$2
 fail=0
@@ -35,6 +37,12 @@ for mode in zcopy copy pull; do
              "messages ${ms[$a]}"
         if [ "$a" = 0 ] && [ "$pf" != 0 ]; then
             echo "FAIL: $mode AHEAD=0 prefetched $pf units (LU reads no unit twice)"
+            fail=1
+        fi
+        wr=$(field rdma_writes) served=$(field pages_served)
+        if [ "$a" = 32 ] && [ "$mode" != copy ] && [ "$wr" -ge "$served" ]; then
+            echo "FAIL: $mode AHEAD=32: $wr RDMA writes for $served units served: consecutive" \
+                 "units not written together"
             fail=1
         fi
         if [ "$a" != 0 ] && { [ "$pf" -eq 0 ] || [ $((2 * (hits + waits))) -lt "$pf" ]; }; then
