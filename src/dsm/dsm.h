@@ -78,7 +78,9 @@ struct dsm_unit {
     uint8_t  mpend;      /* groups: a barrier's merge of it is pending */
     int16_t  home;       /* -1: not decided yet (first touch) */
     uint8_t  pf;         /* PF_*: a prefetch of this unit is on its way */
-    uint8_t  pad;
+    uint8_t  mgr;        /* first touch: the rank that decides its home (the
+                            allocation's block placement, so a rank that
+                            writes its own block claims with no message) */
     uint8_t  used;       /* touched since it was fetched: worth a prefetch */
     uint8_t  fetched:1;  /* non-home: fetched before, so the home tracks it */
     uint8_t  sticky:1;   /* home: fetched by somebody once, tracked for good */
@@ -128,7 +130,9 @@ struct dsm_buf {
 
 enum {
     M_FETCH = 1,    /* a = unit, b = requester's barrier epoch, c = landing slot
-                       + 1 (0: straight into the page); pad = 1: a prefetch */
+                       + 1 (0: straight into the page); pad = 1: a prefetch,
+                       payload: more units to prefetch, (unit, slot + 1)
+                       uint32 pairs */
     M_CLAIM,        /* a = unit: first touch, to the unit's manager */
     M_CLAIMED,      /* a = unit, b = home */
     M_LOCK_REQ,     /* a = lock; payload = requester's vector time */
@@ -185,7 +189,9 @@ struct dsm_fault_slot {
 
 /* One-sided immediate data: kind in the top byte. */
 #define IMM_KIND(imm)  ((unsigned)((imm) >> 56))
-#define IMM_PAGE  1u          /* bits 40..55: landing slot (0: a fault), low 40: unit */
+#define IMM_PAGE  1u          /* bits 40..55: 0 a fault; a prefetch: its landing slot
+                                 (copy mode), or how many units from the low 40
+                                 bits (zcopy, pull: one write) */
 #define IMM_DIFF  2u          /* bits 48..55: buffer (0/1), low 48: sequence */
 #define IMM_ACK   3u          /* a diff buffer was freed */
 #define IMM_MSG   4u          /* a control message in an inbox slot */
@@ -309,6 +315,8 @@ struct dsm {
     size_t    ahead_end;      /* svc, fetch-ahead: one past the last unit the
                                  latest fault fetch (or its fetch-ahead) asked for */
     size_t    run[3];         /* svc, fetch-ahead: starts of the latest runs */
+    size_t    stride, slen;   /* svc, fetch-ahead: the last stride followed and
+                                 its runs' length (0: none yet) */
     uint32_t  ahead_asked, ahead_used; /* fetch-ahead's recent units, and those
                                  touched (under lock): below half, it probes */
     uint32_t  ahead_skips;    /* svc: patterns not followed meanwhile */
@@ -416,9 +424,18 @@ int  dsm_fault_install(struct dsm *d);
 void dsm_fault_remove(struct dsm *d);
 int  dsm_fault(struct dsm *d, size_t u, int write);   /* also from cvia_dsm_touch */
 void dsm_unit_prot(struct dsm *d, size_t u, int prot); /* under lock */
+void dsm_claimed(struct dsm *d, struct dsm_unit *x, int home); /* under lock */
 void dsm_prot_all(struct dsm *d);                     /* under lock: apply every due protection */
 void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n);
-void dsm_pf_send(struct dsm *d, struct dsm_unit *x, struct dsm_hdr *h, int home);
+#define DSM_PFB_MAX 64        /* units in one prefetch request */
+struct dsm_pfb {              /* prefetch requests to one home, gathered */
+    int      home;
+    uint32_t epoch;
+    size_t   n;
+    uint32_t pair[2 * DSM_PFB_MAX];   /* unit, landing slot + 1 (copy) or 0 */
+};
+void dsm_pf_add(struct dsm *d, struct dsm_pfb *b, struct dsm_unit *x, uint32_t u, int home);
+void dsm_pf_flush(struct dsm *d, struct dsm_pfb *b);
 void dsm_pf_wait(cvia_req_t *reqs, const uint32_t *units, size_t np);
 void dsm_pf_pulled(struct dsm *d, struct dsm_unit *x);
 void dsm_page_landed(struct dsm *d, uint64_t imm);    /* svc */

@@ -42,11 +42,17 @@ static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
         int h = home >= 0 ? home :
                 home == CVIA_DSM_HOME_RR ? (int)((u0 + i) % (size_t)d->size) :
                 home == CVIA_DSM_HOME_BLOCK ? (int)(i * (size_t)d->size / nu) : -1;
+        /* first touch: the claims of the allocation's i-th block are
+         * decided by the rank its block placement would make home (the
+         * same on every rank); a band written by the rank whose block it
+         * is claims its units with no message */
+        int mgr = (int)(i * (size_t)d->size / nu);
         if (d->xg) {
             /* the host's table: installed by the first member to get here
              * (the others may be using it already); as with one level,
              * every copy starts valid (zeros) and every home unit tracked */
             if (x->state == U_NONE) {
+                x->mgr = (uint8_t)mgr;
                 x->home = (int16_t)h;
                 x->state = U_CLEAN;
             }
@@ -54,6 +60,7 @@ static void units_install(struct dsm *d, size_t u0, size_t nu, int home)
                                x->state == U_EXCL ? P_RW : P_READ;
             continue;
         }
+        x->mgr = (uint8_t)mgr;
         x->home = (int16_t)h;
         /* every copy starts valid: the memory reads as zeros everywhere;
          * with the region shared on this host, every rank writes it as its

@@ -201,10 +201,16 @@ int dsm_fault(struct dsm *d, size_t u, int write)
         return -EFAULT;
     }
     if (x->home < 0 && (write || x->state == U_INVALID)) {
-        /* first touch: the unit's manager decides who is home */
-        cvia_spin_unlock(d->lk);
-        fault_request(d, u, FK_CLAIM);
-        cvia_spin_lock(d->lk);
+        /* first touch: the unit's manager decides who is home; this rank,
+         * if it is the manager (what the service thread would do for a
+         * claim of its own, without the message to itself) */
+        if (x->mgr == d->rank) {
+            dsm_claimed(d, x, d->rank);
+        } else {
+            cvia_spin_unlock(d->lk);
+            fault_request(d, u, FK_CLAIM);
+            cvia_spin_lock(d->lk);
+        }
     }
     if (d->xg)
         return fault_xg(d, u, write, t0);
@@ -310,20 +316,45 @@ int dsm_pull(struct dsm *d, size_t u)
     return 0;
 }
 
+/* Send the requests gathered in @b, one M_FETCH for all (the first unit
+ * in the header, the others as (unit, landing slot + 1) pairs after it):
+ * the home serves them in one pass. One message instead of one a unit
+ * matters across hosts: a message is a TCP send, the home's service
+ * thread handles each, and past DSM_SLOTS of them the rest wait for
+ * credits, a round trip for each DSM_SLOTS / 2. */
+void dsm_pf_flush(struct dsm *d, struct dsm_pfb *b)
+{
+    struct dsm_hdr h = { .type = M_FETCH, .pad = 1 };
+
+    if (!b->n)
+        return;
+    h.a = b->pair[0];
+    h.c = b->pair[1];
+    h.b = b->epoch;
+    dsm_send(d, b->home, &h, b->pair + 2, (b->n - 1) * 2 * sizeof(uint32_t));
+    b->n = 0;
+}
+
 /* A unit asked for by message, ahead of its touch (barrier prefetch,
  * fetch-ahead): called with d->lk held and the unit eligible (invalid,
  * nothing in flight, another's home, a landing slot free in copy mode);
- * returns with it released. */
-void dsm_pf_send(struct dsm *d, struct dsm_unit *x, struct dsm_hdr *h, int home)
+ * returns with it released. The request joins @b (sent by dsm_pf_flush,
+ * or here when @b is full or for another home). */
+void dsm_pf_add(struct dsm *d, struct dsm_pfb *b, struct dsm_unit *x, uint32_t u, int home)
 {
-    if (d->cfg.fetch == DSM_FETCH_COPY) {
-        int slot = d->pf_free[--d->npf_free];
-        h->c = (uint64_t)slot + 1;
-    }
+    uint32_t c = 0;
+
+    if (d->cfg.fetch == DSM_FETCH_COPY)
+        c = (uint32_t)d->pf_free[--d->npf_free] + 1;
     x->pf = PF_FLIGHT;
-    h->b = d->epoch;
+    b->epoch = d->epoch;
     cvia_spin_unlock(d->lk);
-    dsm_send(d, home, h, NULL, 0);
+    if (b->n && (b->home != home || b->n == DSM_PFB_MAX))
+        dsm_pf_flush(d, b);
+    b->home = home;
+    b->pair[2 * b->n] = u;
+    b->pair[2 * b->n + 1] = c;
+    b->n++;
     ADD(prefetches, 1);
 }
 
@@ -358,6 +389,7 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
     cvia_req_t *reqs = NULL;
     uint32_t *pulled = NULL;
     size_t np = 0;
+    struct dsm_pfb b = { .n = 0 };
 
     if (d->cfg.fetch == DSM_FETCH_PULL && n) {
         reqs = calloc(n, sizeof(*reqs));
@@ -367,7 +399,6 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
     }
     for (size_t i = 0; i < n; i++) {
         struct dsm_unit *x = &d->u[units[i]];
-        struct dsm_hdr h = { .type = M_FETCH, .a = units[i], .pad = 1 };
         int home;
 
         cvia_spin_lock(d->lk);
@@ -392,8 +423,9 @@ void dsm_prefetch(struct dsm *d, const uint32_t *units, size_t n)
             pulled[np++] = units[i];
             continue;
         }
-        dsm_pf_send(d, x, &h, home);
+        dsm_pf_add(d, &b, x, units[i], home);
     }
+    dsm_pf_flush(d, &b);
     dsm_pf_wait(reqs, pulled, np);
     cvia_spin_lock(d->lk);
     for (size_t i = 0; i < np; i++) {
@@ -432,31 +464,38 @@ void dsm_page_landed(struct dsm *d, uint64_t imm)
     unsigned tag = (unsigned)((imm >> 40) & 0xffff);
     struct dsm_unit *x;
 
+    /* a prefetch: copy mode names its landing slot, the others how many
+     * consecutive units the write carried (the home's one write for them) */
+    size_t n = d->cfg.fetch == DSM_FETCH_COPY ? 1 : tag;
+
     if (!tag) {
         fault_done(d);
         return;
     }
-    if (u >= d->nunits)
-        dsm_fatal(-CVIA_EPROTO, "a unit %zu beyond the region arrived", u);
-    x = &d->u[u];
+    if (u >= d->nunits || n > d->nunits - u)
+        dsm_fatal(-CVIA_EPROTO, "a unit %zu beyond the region arrived", u + n - 1);
     cvia_spin_lock(d->lk);
-    if (d->cfg.fetch == DSM_FETCH_COPY) {
-        if (x->pf == PF_FLIGHT)
-            memcpy(d->pview + u * d->unit, d->land + (size_t)tag * d->unit, d->unit);
-        d->pf_free[d->npf_free++] = (uint16_t)tag;
+    for (size_t v = u; v < u + n; v++) {
+        x = &d->u[v];
+        if (d->cfg.fetch == DSM_FETCH_COPY) {
+            if (x->pf == PF_FLIGHT)
+                memcpy(d->pview + v * d->unit, d->land + (size_t)tag * d->unit, d->unit);
+            d->pf_free[d->npf_free++] = (uint16_t)tag;
+        }
+        if (x->pf == PF_FLIGHT && x->state == U_INVALID) {
+            /* valid, but left inaccessible: the first touch tells whether
+             * the prefetch was used, which decides whether to prefetch it
+             * again */
+            x->state = U_CLEAN;
+            ADD(fetches, 1);
+            ADD(pages_fetched, d->unit / d->page);
+            ADD(fetch_bytes, d->unit);
+        }
+        x->pf = PF_NONE;
+        if (atomic_load(&d->fault.state) == F_SENT && d->fault.kind == FK_WAITPF &&
+            d->fault.unit == v)
+            fault_done(d);
     }
-    if (x->pf == PF_FLIGHT && x->state == U_INVALID) {
-        /* valid, but left inaccessible: the first touch tells whether the
-         * prefetch was used, which decides whether to prefetch it again */
-        x->state = U_CLEAN;
-        ADD(fetches, 1);
-        ADD(pages_fetched, d->unit / d->page);
-        ADD(fetch_bytes, d->unit);
-    }
-    x->pf = PF_NONE;
-    if (atomic_load(&d->fault.state) == F_SENT && d->fault.kind == FK_WAITPF &&
-        d->fault.unit == u)
-        fault_done(d);
     cvia_spin_unlock(d->lk);
 }
 

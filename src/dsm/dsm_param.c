@@ -82,14 +82,18 @@ static const struct cvia_param dsm_params[] = {
       "At a barrier, how many of the units it invalidates (among those this "
       "rank had touched since it fetched them) a rank fetches again at once, "
       "before they are touched; 0: fetch on fault only.", 0, 4096, NULL },
-    { "AHEAD", "8", CVIA_PARAM_INT, offsetof(struct dsm_cfg, ahead),
+    { "AHEAD", "32", CVIA_PARAM_INT, offsetof(struct dsm_cfg, ahead),
       "Fetch-ahead: when a rank's fault fetches follow a pattern, each such "
       "fetch also asks for up to this many of the units the pattern says "
-      "come next, in the same moment, so that their round trips overlap: "
+      "come next, in the same moment and in one message to each home, so "
+      "that their round trips overlap: "
       "a stream (the third consecutive unit of a run of fetches, or later: "
-      "the units that follow) or a stride (runs of at most CVIA_DSM_AHEAD "
-      "units starting S units apart, twice: the rest of this run and the next "
-      "runs at S, 2S, ...). Units of this rank and valid ones are skipped; "
+      "the units that follow; a run goes on over gaps of up to 16 units) or "
+      "a stride (runs of at most CVIA_DSM_AHEAD "
+      "units starting S units apart, twice, or once if S is the stride "
+      "followed last: the rest of this run and the next "
+      "runs at S, 2S, ...); with no pattern, a new run asks for as many "
+      "units as the previous run had. Units of this rank and valid ones are skipped; "
       "one that arrives is made accessible on its first touch, without a "
       "message. While fewer than half of the recent units it fetched were "
       "touched, only one pattern in 8 is followed. One level only (not "

@@ -294,73 +294,110 @@ struct dsm_mail *dsm_mbox_wait(struct dsm *d, int type, int src, uint32_t a)
 
 /* ---- pages and homes ------------------------------------------------------------- */
 
-static void defer(struct dsm *d, const struct dsm_hdr *h)
+static void defer(struct dsm *d, const struct dsm_hdr *h, const char *p, size_t len)
 {
     struct dsm_mail *m = calloc(1, sizeof(*m));
 
-    if (!m)
+    if (!m || (len && !(m->data = malloc(len))))
         dsm_fatal(-ENOMEM, "out of memory");
+    if (len)
+        memcpy(m->data, p, len);
+    m->len = len;
     m->h = *h;
     m->next = d->deferred;
     d->deferred = m;
 }
 
-/* As home: send unit h->a to h->src, straight into its faulting page. */
-static void on_fetch(struct dsm *d, const struct dsm_hdr *h)
-{
-    size_t u = h->a, off = u * d->unit;
-    int src = h->src, rc;
-    struct dsm_unit *x;
-    cvia_req_t req = NULL;
-    void *bounce = NULL;
+static void serve_run(struct dsm *d, const struct dsm_hdr *h, size_t u, size_t n, uint64_t c);
 
+/* As home: send unit h->a to h->src, straight into its faulting page (or
+ * its landing slot), and the units of the payload's pairs too; consecutive
+ * units that go straight into the pages (a prefetch in zcopy or pull mode)
+ * in one RDMA write (LU's 8 KiB blocks, ocean's rows: one TCP message and
+ * one event at the requester instead of one a unit). */
+static void on_fetch(struct dsm *d, const struct dsm_hdr *h, const char *p, size_t len)
+{
+    const size_t np = len / (2 * sizeof(uint32_t)) + 1;
+
+    if (len % (2 * sizeof(uint32_t)) || (len && !h->pad))
+        dsm_fatal(-CVIA_EPROTO, "a malformed fetch from rank %d", h->src);
     cvia_spin_lock(d->lk);
     if (h->b > d->epoch) {
         /* the requester passed a barrier this rank is still finishing:
          * serve it once the barrier's copyset changes are done */
         cvia_spin_unlock(d->lk);
-        defer(d, h);
+        defer(d, h, p, len);
         return;
     }
-    x = &d->u[u];
-    if (u >= d->nunits || x->home != d->rank)
-        dsm_fatal(-CVIA_EPROTO, "rank %d fetched unit %zu from rank %d, not its home",
-                  src, u, d->rank);
-    /* from now on a write here must be noticed: the copy exists; and since
-     * the requester may later read the unit without asking (pull), it stays
-     * tracked for good */
-    x->copyset |= 1ull << src;
-    x->sticky = 1;
-    if (x->state == U_EXCL) {
-        x->state = U_CLEAN;
-        /* groups: the other ranks of this host may write it without a
-         * fault until they take this in (their next release, poll tick) */
-        if (d->xg)
-            d->tracked[d->xctl->ntracked++] = (uint32_t)u;
+    cvia_spin_unlock(d->lk);
+    for (size_t i = 0, n; i < np; i += n) {
+        /* pair i: the header's unit (i = 0), or the payload's pair i - 1 */
+        uint32_t pr[2] = { h->a, (uint32_t)h->c }, nx[2];
+        if (i)
+            memcpy(pr, p + (i - 1) * sizeof(pr), sizeof(pr));
+        for (n = 1; h->pad && !pr[1] && i + n < np && n < DSM_PFB_MAX; n++) {
+            memcpy(nx, p + (i + n - 1) * sizeof(nx), sizeof(nx));
+            if (nx[1] || nx[0] != pr[0] + n)
+                break;
+        }
+        serve_run(d, h, pr[0], n, pr[1]);
     }
-    if (x->state == U_CLEAN)
-        dsm_unit_prot(d, u, P_READ);
+}
+
+/* Units @u .. @u + @n - 1 to h->src: the copy exists from now on. */
+static void serve_run(struct dsm *d, const struct dsm_hdr *h, size_t u, size_t n, uint64_t c)
+{
+    size_t off = u * d->unit;
+    int src = h->src, rc;
+    cvia_req_t req = NULL;
+    void *bounce = NULL;
+
+    cvia_spin_lock(d->lk);
+    if (u >= d->nunits || n > d->nunits - u)
+        dsm_fatal(-CVIA_EPROTO, "rank %d fetched unit %zu from rank %d, beyond the region",
+                  src, u + n - 1, d->rank);
+    for (size_t v = u; v < u + n; v++) {
+        struct dsm_unit *x = &d->u[v];
+        if (x->home != d->rank)
+            dsm_fatal(-CVIA_EPROTO, "rank %d fetched unit %zu from rank %d, not its home",
+                      src, v, d->rank);
+        /* from now on a write here must be noticed: the copy exists; and since
+         * the requester may later read the unit without asking (pull), it stays
+         * tracked for good */
+        x->copyset |= 1ull << src;
+        x->sticky = 1;
+        if (x->state == U_EXCL) {
+            x->state = U_CLEAN;
+            /* groups: the other ranks of this host may write it without a
+             * fault until they take this in (their next release, poll tick) */
+            if (d->xg)
+                d->tracked[d->xctl->ntracked++] = (uint32_t)v;
+        }
+        if (x->state == U_CLEAN)
+            dsm_unit_prot(d, v, P_READ);
+    }
     cvia_spin_unlock(d->lk);
 
-    /* the tag tells the requester a fault's unit (0) from a prefetch's */
-    uint64_t tag = h->pad ? (h->c ? h->c - 1 : 1) : 0;
+    /* the tag tells the requester a fault's unit (0) from a prefetch's:
+     * its landing slot (copy mode), or how many units the write carries */
+    uint64_t tag = h->pad ? (c ? c - 1 : n) : 0;
     uint64_t imm = ((uint64_t)IMM_PAGE << 56) | (tag << 40) | u;
-    if (h->c) {   /* copy mode: through a send buffer into a receive buffer */
+    if (c) {   /* copy mode: through a send buffer into a receive buffer */
         if (!(bounce = malloc(d->unit)))
             dsm_fatal(-ENOMEM, "out of memory");
         memcpy(bounce, d->pview + off, d->unit);
-        rc = cvia_write(bounce, d->unit, &d->peer_land[src], (h->c - 1) * d->unit,
+        rc = cvia_write(bounce, d->unit, &d->peer_land[src], (c - 1) * d->unit,
                         CVIA_WRITE_IMM, imm, &req);
     } else {
-        rc = cvia_write(d->pview + off, d->unit, &d->peer_view[src], off, CVIA_WRITE_IMM,
+        rc = cvia_write(d->pview + off, n * d->unit, &d->peer_view[src], off, CVIA_WRITE_IMM,
                         imm, &req);
     }
     if (rc)
         dsm_fatal(rc, "writing unit %zu to rank %d: %s", u, src, cvia_strerror(rc));
     dsm_pending_add(d, req, bounce);
-    ADD(pages_served, 1);
+    ADD(pages_served, n);
     ADD(rdma_writes, 1);
-    ADD(rdma_bytes, d->unit);
+    ADD(rdma_bytes, n * d->unit);
 }
 
 /* As a unit's manager (first touch): the first claimer becomes home. */
@@ -383,16 +420,20 @@ static void fault_done(struct dsm *d)
     d->woke_app = 1;
 }
 
-static void on_claimed(struct dsm *d, const struct dsm_hdr *h)
+/* Unit @x's home is @home, as its manager decided. Under lock. */
+void dsm_claimed(struct dsm *d, struct dsm_unit *x, int home)
 {
-    struct dsm_unit *x = &d->u[h->a];
-
-    cvia_spin_lock(d->lk);
-    x->home = (int16_t)h->b;
-    if (h->b == (uint32_t)d->rank) {
+    x->home = (int16_t)home;
+    if (home == d->rank) {
         /* never written before: every rank's zero copy is valid */
         x->copyset = dsm_all_others(d, d->rank);
     }
+}
+
+static void on_claimed(struct dsm *d, const struct dsm_hdr *h)
+{
+    cvia_spin_lock(d->lk);
+    dsm_claimed(d, &d->u[h->a], (int)h->b);
     cvia_spin_unlock(d->lk);
     fault_done(d);
 }
@@ -417,6 +458,7 @@ static void on_claimed(struct dsm *d, const struct dsm_hdr *h)
  * F_SENT (the application thread waits, so nothing of this rank faults
  * meanwhile). @first: the fault's own RDMA read (pull), waited for with
  * the others. */
+#define AHEAD_GAP 16
 static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
 {
     const size_t k = d->cfg.ahead > 0 && !d->xg ? (size_t)d->cfg.ahead : 0;
@@ -425,7 +467,7 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
     uint32_t pulled[65];
     size_t adv_s = 0, adv_m = 0, adv_len = 0;
 
-    if (u >= d->ahead_end && u <= d->ahead_end + 2 * k) {   /* the run goes on */
+    if (u >= d->ahead_end && u <= d->ahead_end + AHEAD_GAP) {   /* the run goes on */
         d->ahead_end = u + 1;
         if (u >= d->run[0] + 2)                              /* a stream */
             for (size_t v = u + 1; v < d->nunits && nc < k; v++)
@@ -436,8 +478,15 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
         d->run[1] = d->run[0];
         d->run[0] = u;
         d->ahead_end = u + 1;
-        if (k && d->run[2] < d->run[1] && d->run[1] < u &&
-            u - d->run[1] == d->run[1] - d->run[2] && len <= k && len > 0) {
+        /* a stride: three runs S apart; or two, S being the stride
+         * followed last (LU's next column: its first two blocks, not
+         * three, tell the pattern) */
+        int again = d->stride && d->run[1] < u && u - d->run[1] == d->stride;
+        if (again)
+            len = d->slen;
+        if (k && len <= k && len > 0 &&
+            (again || (d->run[2] < d->run[1] && d->run[1] < u &&
+                       u - d->run[1] == d->run[1] - d->run[2]))) {
             size_t s = u - d->run[1], m;
             for (size_t v = u + 1; v < u + len && v < d->nunits; v++)
                 cand[nc++] = v;
@@ -449,6 +498,11 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
                 adv_m = m;
                 adv_len = len;
             }
+        } else if (k && len > 1 && len <= k) {
+            /* no pattern yet: a run as long as the previous one (LU's
+             * 8 KiB blocks are two units; the second one no fault) */
+            for (size_t v = u + 1; v < u + len && v < d->nunits; v++)
+                cand[nc++] = v;
         }
     }
     if (first) {
@@ -467,6 +521,8 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
     if (nc && adv_m > 1) {   /* as if the runs asked for were faults; a
                               * skipped guess leaves the stride as it
                               * was, so the next run still continues it */
+        d->stride = adv_s;
+        d->slen = adv_len;
         d->run[0] = u + (adv_m - 1) * adv_s;
         d->run[1] = d->run[0] - adv_s;
         d->ahead_end = d->run[0] + adv_len;
@@ -476,10 +532,10 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
         d->ahead_used /= 2;
     }
     cvia_spin_unlock(d->lk);
+    struct dsm_pfb b = { .n = 0 };
     for (size_t i = 0; i < nc; i++) {
         size_t v = cand[i];
         struct dsm_unit *x = &d->u[v];
-        struct dsm_hdr h = { .type = M_FETCH, .a = (uint32_t)v, .pad = 1 };
         int home;
 
         if (v >= d->ahead_end)
@@ -506,8 +562,9 @@ static void fetch_ahead(struct dsm *d, size_t u, cvia_req_t first)
         }
         x->ahead = 1;
         d->ahead_asked++;
-        dsm_pf_send(d, x, &h, home);
+        dsm_pf_add(d, &b, x, (uint32_t)v, home);
     }
+    dsm_pf_flush(d, &b);
     dsm_pf_wait(reqs, pulled, np);
     if (first) {   /* the fault's unit: the handler makes it valid */
         ADD(rdma_bytes, d->unit);
@@ -557,7 +614,7 @@ static int poll_fault(struct dsm *d)
         dest = d->u[h.a].home;
     } else {
         h.type = M_CLAIM;
-        dest = (int)(h.a % (uint32_t)d->size);
+        dest = d->u[h.a].mgr;
     }
     cvia_spin_unlock(d->lk);
     dsm_send(d, dest, &h, NULL, 0);
@@ -603,7 +660,7 @@ static void dispatch(struct dsm *d, const struct dsm_hdr *h, char *data, size_t 
                      int owned)
 {
     switch (h->type) {
-    case M_FETCH:       on_fetch(d, h); break;
+    case M_FETCH:       on_fetch(d, h, data, len); break;
     case M_CLAIM:       on_claim(d, h); break;
     case M_CLAIMED:     on_claimed(d, h); break;
     case M_LOCK_REQ:    dsm_on_lock_req(d, h, data, len); break;
@@ -744,8 +801,8 @@ static int retry_deferred(struct dsm *d, uint32_t *seen)
     d->deferred = NULL;
     while ((m = list)) {
         list = m->next;
-        on_fetch(d, &m->h);   /* may defer it again */
-        free(m);
+        on_fetch(d, &m->h, m->data, m->len);   /* may defer it again */
+        dsm_mail_free(m);
     }
     return 1;
 }

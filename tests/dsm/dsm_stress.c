@@ -35,6 +35,13 @@
  *             host reads it (the home tracks it again), then rank 2 writes
  *             it once more with no synchronization in between: after the
  *             next barrier every rank must read rank 2's last value
+ *   claims    first-touch homes: each rank writes the units of its own
+ *             block of a first-touch allocation (64 units a rank), which
+ *             it manages, and must send no message for it (counters, run
+ *             with CVIA_DSM_POLL=0); after a barrier each rank writes one
+ *             unit of the next rank's block (a claim by message); after
+ *             another every unit must be homed at its first writer and read
+ *             as written
  * Every rank prints "ok CASE" on success. */
 #include <errno.h>
 #include <fcntl.h>
@@ -327,6 +334,48 @@ static int t_big(void)
     return 0;
 }
 
+static int t_claims(void)
+{
+    const size_t unit = cvia_dsm_unit(), per = 64, nu = per * (size_t)np;
+    cvia_dsm_stats_t s0, s1;
+    char *a;
+
+    CHECK(cvia_dsm_alloc(nu * unit, CVIA_DSM_HOME_FIRST_TOUCH, (void **)&a));
+    CHECK(cvia_dsm_barrier());
+    /* this rank's block, but its first unit (the previous rank's to write) */
+    CHECK(cvia_dsm_stats(&s0));
+    for (size_t u = per * (size_t)me + 1; u < per * (size_t)(me + 1); u++)
+        *(long *)(a + u * unit) = (long)(u * 3 + 1);
+    CHECK(cvia_dsm_stats(&s1));
+    /* none of its own; rank 0's service thread may still be sending the
+     * barrier's releases (np - 1), and nobody claims from it until the
+     * next barrier. Before dsm18b: a claim (and its answer) a unit. */
+    if (s1.msgs_sent - s0.msgs_sent >= (uint64_t)np)
+        FAIL("claiming %zu units of its own block sent %llu messages", per - 1,
+             (unsigned long long)(s1.msgs_sent - s0.msgs_sent));
+    if (s1.write_faults - s0.write_faults != per - 1)
+        FAIL("%llu write faults for %zu first writes",
+             (unsigned long long)(s1.write_faults - s0.write_faults), per - 1);
+    CHECK(cvia_dsm_barrier());
+    /* the first unit of the next rank's block: claimed from that rank */
+    size_t v = per * (size_t)((me + 1) % np);
+    *(long *)(a + v * unit) = (long)(v * 3 + 1);
+    CHECK(cvia_dsm_barrier());
+    for (size_t u = 0; u < nu; u++) {
+        int writer = (int)(u / per), h;
+        if (u % per == 0)
+            writer = (writer + np - 1) % np;
+        /* the read learns the home (a rank that did not write the unit
+         * asks its manager when it first needs the copy) */
+        if (*(long *)(a + u * unit) != (long)(u * 3 + 1))
+            FAIL("unit %zu reads %ld, expected %ld", u, *(long *)(a + u * unit),
+                 (long)(u * 3 + 1));
+        if ((h = cvia_dsm_home_of(a + u * unit)) != writer)
+            FAIL("unit %zu homed at %d, first written by rank %d", u, h, writer);
+    }
+    return 0;
+}
+
 /* The race groups across hosts must survive (DESIGN.md, "Why it is still
  * not built"): rank 0's acquire brings a notice for unit b, written by
  * rank 1 (its home, on the other host), while rank 2 (rank 0's host) keeps
@@ -567,6 +616,7 @@ int main(int argc, char **argv)
     else if (!strcmp(c, "hostmerge")) rc = t_hostmerge();
     else if (!strcmp(c, "excl"))      rc = t_excl();
     else if (!strcmp(c, "big"))       rc = t_big();
+    else if (!strcmp(c, "claims"))    rc = t_claims();
     else if (!strcmp(c, "all"))
         rc = t_counter() || t_merge() || t_barrier() || t_migrate() || t_touch();
     else {
