@@ -34,7 +34,10 @@ while [ $# -gt 0 ]; do
 done
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 1 ]] || { echo "bench-thread-levels.sh: --rounds: a positive number" >&2; exit 2; }
 [[ $ITERS =~ ^[0-9]+$ && $ITERS -ge 1000 ]] || { echo "bench-thread-levels.sh: --iters: 1000 or more" >&2; exit 2; }
-if [ ! -x "$BUILD/cvia-bench" ]; then
+# this tree's build-rel is brought up to date every time (incremental: a
+# build-rel left by an earlier checkout would measure old code); a build
+# given with --build is used as it is, and built from this tree if empty
+if [ "$BUILD" = "$top/build-rel" ] || [ ! -x "$BUILD/cvia-bench" ]; then
     echo "building this tree (Release) into $BUILD" >&2
     cmake -S "$top" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
     cmake --build "$BUILD" -j"$(nproc)" --target cvia-run cvia-bench >/dev/null
