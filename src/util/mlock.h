@@ -71,8 +71,11 @@ static inline void cvia_mlock_init(cvia_mlock_t *m)
 
 /* CVIA_MLOCK_ON: 1 if the bias owner took @m with plain stores; 0 if @m
  * must be taken with the spinlock (after revoking the bias, for a thread
- * that is not its owner). */
-static inline int cvia__mlock_bias_take(cvia_mlock_t *m)
+ * that is not its owner); for a trylock (@try), -1 if the owner already
+ * holds @m biased: held, as the spinlock word would have said (its word is
+ * 0, so a trylock of it would take the lock a second time, and the inner
+ * unlock would leave the depth count one too high for good). */
+static inline int cvia__mlock_bias_take(cvia_mlock_t *m, int try)
 {
     unsigned d;
 
@@ -82,6 +85,8 @@ static inline int cvia__mlock_bias_take(cvia_mlock_t *m)
             cvia__mlock_revoke();
         return 0;
     }
+    if (try && m->biased)   /* written by this thread alone */
+        return -1;
     if (atomic_load_explicit(&cvia__mlock_bias, memory_order_relaxed) != CVIA_BIAS_ON)
         return 0;
     d = atomic_load_explicit(&cvia__mlock_depth, memory_order_relaxed);
@@ -126,8 +131,10 @@ static inline int cvia_mlock_trylock(cvia_mlock_t *m)
 {
     if (__builtin_expect(m->mode == CVIA_MLOCK_OFF, 1))
         return 1;
-    if (m->mode == CVIA_MLOCK_ON)
-        return cvia__mlock_bias_take(m) || cvia_spin_trylock(&m->l);
+    if (m->mode == CVIA_MLOCK_ON) {
+        int b = cvia__mlock_bias_take(m, 1);
+        return b > 0 || (b == 0 && cvia_spin_trylock(&m->l));
+    }
     cvia__mlock_check_take(m);
     return 1;
 }
@@ -137,7 +144,7 @@ static inline void cvia_mlock_lock(cvia_mlock_t *m)
     if (__builtin_expect(m->mode == CVIA_MLOCK_OFF, 1))
         return;
     if (m->mode == CVIA_MLOCK_ON) {
-        if (!cvia__mlock_bias_take(m))
+        if (!cvia__mlock_bias_take(m, 0))
             cvia_spin_lock(&m->l);
     } else {
         cvia__mlock_check_take(m);

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <corevia/corevia.h>
 #include "util/mlock.h"
@@ -68,12 +69,58 @@ static void *other(void *arg)
     return NULL;
 }
 
+/* A trylock of a lock its caller already holds fails, biased or not (the
+ * spinlock's word says held): progress tries its locks, and a thread that
+ * re-enters it (a signal handler, a callback) must not take one twice.
+ * Then a second thread revokes the bias (it hangs on a depth left at 1 by
+ * a second entry: alarm). */
+static void *take_b(void *arg)
+{
+    (void)arg;
+    cvia_mlock_lock(&b);
+    cvia_mlock_unlock(&b);
+    return NULL;
+}
+
+static void trylock_held(void)
+{
+    pthread_t t;
+    int again, during;
+
+    cvia__mlock_set_level(CVIA_THREAD_MULTIPLE, 0);
+    cvia_mlock_init(&a);
+    cvia_mlock_init(&b);
+    alarm(60);
+    cvia_mlock_lock(&a);
+    if ((again = cvia_mlock_trylock(&a)))
+        cvia_mlock_unlock(&a);   /* what its caller does with a lock it got */
+    /* the second thread's revocation waits for this hold: the owner's
+     * trylock of @a then finds the bias REVOKING */
+    if (pthread_create(&t, NULL, take_b, NULL)) {
+        perror("pthread_create");
+        exit(1);
+    }
+    while (atomic_load(&cvia__mlock_bias) == CVIA_BIAS_ON)
+        cvia_cpu_relax();
+    if ((during = cvia_mlock_trylock(&a)))
+        cvia_mlock_unlock(&a);
+    cvia_mlock_unlock(&a);
+    pthread_join(t, NULL);   /* alarm: the depth never came back to 0 */
+    alarm(0);
+    tap_ok(!again, "the owner's trylock of a lock it holds biased fails");
+    tap_ok(!during, "... and fails while another thread revokes the bias");
+    tap_ok(atomic_load(&cvia__mlock_depth) == 0 && !atomic_load(&a.l.held) &&
+           atomic_load(&cvia__mlock_bias) == CVIA_BIAS_OFF,
+           "the revocation ended with no lock held");
+}
+
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 200;
     int biased_seen = 1, held_word = 0, bad = 0, off_after = 1, sum_ok = 1;
 
-    printf("1..4\n");
+    printf("1..7\n");
+    trylock_held();
     for (int r = 0; r < rounds; r++) {
         pthread_t t;
         long start = (r * 7919) % N_OWNER;   /* where the other thread starts */
