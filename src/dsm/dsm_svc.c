@@ -1003,10 +1003,10 @@ void dsm_svc_stop(struct dsm *d)
     }
     d->pend_tail = &d->pend;
     d->npend = 0;
-    while (d->deferred) {
+    while (d->deferred) {   /* a deferred list fetch has its pairs (dsm18b) */
         struct dsm_mail *m = d->deferred;
         d->deferred = m->next;
-        free(m);
+        dsm_mail_free(m);
     }
     while (d->mbox) {
         struct dsm_mail *m = d->mbox;

@@ -20,6 +20,11 @@
  *              the launcher knows nothing of a stopped process.
  *   silent-rx  the same, rank 1 stopping in the middle of a large message
  *              it sends: rank 0 only receives.
+ *   poll       a ping-pong of 2,000 8 B messages completed by cvia_test
+ *              loops alone (no call that may block): with CVIA_UDP_WAIT=yes
+ *              on one core the counters must show no receive that waited
+ *              in the kernel for it (cvia_test never blocks; init's and
+ *              finalize's blocking waits may).
  *   garbage    rank 0 sends, from a plain UDP socket of its own, garbage at
  *              rank 1's corevia port (CVIA_UDP_PORT, set here): random
  *              bytes, truncated headers, another job's datagrams, a bad
@@ -483,6 +488,31 @@ static int case_stream(void)
 /* Rank 1 (on the other host) stops; rank 0 must be told by the provider.
  * @rx: rank 1 stops while sending rank 0 a large message, rank 0 sending
  * nothing; else while receiving a stream of large messages from rank 0. */
+static int case_poll(void)
+{
+    const int n = 2000, partner = rank ^ 1;
+    long v = 0;
+
+    if (size != 2)
+        FAIL("poll needs 2 ranks");
+    for (int i = 0; i < n; i++) {
+        cvia_req_t q;
+        int done = 0;
+        if ((i & 1) == rank) {
+            long w = i;
+            CHECK_RC(cvia_isend(&w, sizeof(w), partner, 7, &q));
+        } else {
+            CHECK_RC(cvia_irecv(&v, sizeof(v), partner, 7, &q));
+        }
+        while (!done)
+            CHECK_RC(cvia_test(&q, &done, NULL));
+        if ((i & 1) != rank && v != i)
+            FAIL("message %d reads %ld", i, v);
+    }
+    printf("rank %d: ok poll (%d messages by cvia_test alone)\n", rank, n);
+    return 0;
+}
+
 static int case_silent(int rx)
 {
     enum { BIG = 256u << 10, NBUF = 8, BEFORE = 40 };
@@ -1105,6 +1135,7 @@ int main(int argc, char **argv)
         }
     }
     if (!strcmp(argv[1], "stream"))         ret = case_stream();
+    else if (!strcmp(argv[1], "poll"))      ret = case_poll();
     else if (!strcmp(argv[1], "silent"))    return case_silent(0);
     else if (!strcmp(argv[1], "silent-rx")) return case_silent(1);
     else if (!strcmp(argv[1], "garbage"))   ret = case_garbage();

@@ -784,6 +784,68 @@ static int undo_loss_case(void)
     return ok;
 }
 
+static int net_frame(int dst, int take, uint8_t *buf, size_t *len);
+
+/* A timeout that real loss caused: after the round trip is learnt, every
+ * segment of a message of 6 is lost on its first try (a blackout). The
+ * timeouts resend the oldest, which arrive (no duplicates); the others go
+ * again by SACK, all needed. Then one datagram comes three times (the
+ * network duplicates it): the receiver reports two duplicates, as many as
+ * the timeouts resent. The cut must stand: two duplicates do not say that
+ * six retransmissions were not needed. Before the fix the relaxed rule (a
+ * decrease a timeout began is undone once the duplicates cover the
+ * timeouts' retransmissions) restored the window and the threshold from
+ * before the blackout and doubled the RTO. */
+static int undo_burst_case(void)
+{
+    const int window = 64;
+    const size_t seg = 4096;
+    struct dg_ep a, b;
+    struct dg_peer *pp;
+    int ok, rounds, duped = 0;
+    uint32_t cwnd, ssthresh, rel;
+    uint64_t rtos, undos, fretx;
+    uint8_t buf[9216];
+    size_t len;
+
+    directed_setup(&a, &b, window, seg, 0.001);
+    pp = &a.peers[1];
+    rounds = learn_rtt(&a, &b);
+    ok = rounds > 0;
+    cwnd = pp->cwnd;
+    ssthresh = pp->ssthresh;
+    rtos = a.st.rtos;
+    undos = a.st.undos;
+    fretx = a.st.fretx;
+    rel = pp->snd_nxt - isn0;
+    for (int i = 0; i < 6; i++)
+        drop_first[rel + i] = 1;
+    directed_post(&a, rounds + 1, 6 * seg);
+    for (int step = 0; ok && step < 100000 && !failed; step++) {
+        run(&a);
+        run(&b);
+        clk += STEP_S;
+        if (!duped && a.st.fretx >= fretx + 4 && net_frame(1, 0, buf, &len)) {
+            net_put(1, buf, len, clk + 0.0005);   /* two copies more: as many */
+            net_put(1, buf, len, clk + 0.0006);   /* duplicates as timeouts */
+            duped = 1;
+        }
+        if (duped && pp->snd_una == pp->snd_nxt && b.st.dups >= 1 && step > 2000)
+            break;
+    }
+    ok = tap_ok(ok && !failed && ndelivered == rounds + 1 && duped && a.st.rtos > rtos &&
+                a.st.fretx >= fretx + 4 && b.st.dups >= 1 && a.st.undos == undos &&
+                pp->ssthresh < ssthresh,
+                "a timeout real loss caused (6 of 6 lost, resent: %llu by timeouts, %llu by "
+                "SACK) and a datagram duplicated twice on the way (%llu at the receiver): not undone (%llu "
+                "undos), window %u -> %u, threshold %u -> %u", (unsigned long long)(a.st.rtos - rtos),
+                (unsigned long long)(a.st.fretx - fretx),
+                (unsigned long long)b.st.dups, (unsigned long long)(a.st.undos - undos), cwnd,
+                pp->cwnd, ssthresh, pp->ssthresh);
+    directed_free(&a, &b);
+    return ok;
+}
+
 /* ---- directed case: extended sequence numbers ------------------------------ */
 
 /* The first datagram in the network for @dst into @buf (*@len bytes); taken
@@ -928,6 +990,7 @@ int main(int argc, char **argv)
     ok &= rto_case(0.005);
     ok &= undo_case();
     ok &= undo_loss_case();
+    ok &= undo_burst_case();
     ok &= esn_case();
     for (int m = 0; m <= NMSG; m++) {
         free(rbuf[m]);

@@ -473,6 +473,8 @@ struct dg_peer {
     int      undo_rto;        /* a timeout was part of it */
     int      undo_by_rto;     /* a timeout began it (no recovery was under way) */
     uint32_t undo_rto_retx;   /* the timeouts' retransmissions not yet reported duplicate */
+    uint32_t undo_flight;     /* a timeout began it: what was in flight then */
+    uint32_t undo_fretx;      /* fast retransmissions since (by SACK) */
     uint32_t dups_rcvd;       /* receiving: duplicates from the peer, in every ACK */
     uint32_t dups_seen;       /* sending: the peer's dups_rcvd last seen */
     struct dg_ext ack_ext;    /* a standalone ACK's further SACK bits */

@@ -494,6 +494,8 @@ static void dg_undo_mark(struct dg_peer *pp)
     pp->undo_rto = 0;
     pp->undo_by_rto = 0;
     pp->undo_rto_retx = 0;
+    pp->undo_flight = 0;
+    pp->undo_fretx = 0;
 }
 
 /* A segment found lost. When a window of data (until snd_una passes what
@@ -558,14 +560,23 @@ static int dg_resend(struct dg_ep *ep, int peer, struct dg_slot *s)
  * timeouts, 177 of their segments duplicates at the receiver, 30 undone).
  * The count does not say which segments were duplicates: a spurious fast
  * retransmission beside a real timeout can undo it, costing the floor's
- * protection for one loss. */
+ * protection for one loss. Only while the fast retransmissions stay
+ * scattered (at most an eighth of the flight the timeout found): after a
+ * burst, duplicates as many as the timeouts' retransmissions (the network's,
+ * a reordered segment's) restored the window the burst had cut. */
 static void dg_undo(struct dg_ep *ep, struct dg_peer *pp, uint32_t d)
 {
     if (!pp->undo_valid || !pp->undo_retx)
         return;
     pp->undo_retx = d >= pp->undo_retx ? 0 : pp->undo_retx - d;
     pp->undo_rto_retx = d >= pp->undo_rto_retx ? 0 : pp->undo_rto_retx - d;
-    if (pp->undo_retx && !(pp->undo_by_rto && !pp->undo_rto_retx))
+    /* the relaxed rule holds for scattered loss only (as dg_cwnd_loss
+     * tells it: no more than an eighth of what was in flight when the
+     * timeout came lost and sent again by SACK); a burst that took most of
+     * the flight is real loss whatever duplicates come, and those needed
+     * retransmissions must be reported duplicate too */
+    if (pp->undo_retx && !(pp->undo_by_rto && !pp->undo_rto_retx &&
+                           pp->undo_fretx <= pp->undo_flight / 8))
         return;
     if (pp->cwnd < pp->undo_cwnd)
         pp->cwnd = pp->undo_cwnd;
@@ -690,6 +701,7 @@ static void dg_detect_loss(struct dg_ep *ep, int peer, struct dg_peer *pp, uint3
         if (dg_resend(ep, peer, s))
             break;   /* the link is full: the next acknowledgement comes back */
         ep->st.fretx++;
+        pp->undo_fretx++;
     }
 }
 
@@ -875,8 +887,10 @@ int cvia__dg_timers(struct dg_ep *ep)
                 dg_undo_mark(pp);
                 if (!dg_resend(ep, peer, s)) {
                     ep->st.rtos++;
-                    if (fresh)
+                    if (fresh) {
                         pp->undo_by_rto = 1;
+                        pp->undo_flight = flight;
+                    }
                     pp->undo_rto_retx++;
                     pp->undo_rto = 1;
                     pp->ssthresh = flight / 2 > min ? flight / 2 : min;
