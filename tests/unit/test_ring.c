@@ -25,7 +25,7 @@ struct test_ring {
 
 static void ring_new(struct test_ring *t, uint32_t nslots, uint32_t slot_size)
 {
-    size_t bytes = (size_t)nslots * slot_size;
+    size_t bytes = cvia_ring_bytes(nslots, slot_size);
 
     t->mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!t->mem) {
@@ -33,9 +33,7 @@ static void ring_new(struct test_ring *t, uint32_t nslots, uint32_t slot_size)
         exit(1);
     }
     memset(t->mem, 0xa5, bytes);   /* init must not rely on zeroed memory */
-    t->r.base = t->mem;
-    t->r.nslots = nslots;
-    t->r.slot_size = slot_size;
+    cvia_ring_layout(&t->r, t->mem, nslots, slot_size);
     cvia_ring_init(&t->r);
 }
 
@@ -68,6 +66,50 @@ static uint64_t mix(uint64_t x)
 }
 
 /* -------------------------------------------------- single-threaded tests */
+
+/* The layout (ring.h): slots of slot_size bytes that do not overlap, each on
+ * a 64-byte line, inside cvia_ring_bytes(), and no two of 64 consecutive
+ * headers in the same L1 set (address bits 6..11), so the headers a stream
+ * of small messages polls do not evict one another. With slot k at
+ * k * slot_size, the default 16 KiB slot put every header in one set. */
+static void test_layout(void)
+{
+    static const uint32_t sizes[] = { 64, 128, 192, 4096, 4160, 8192, 10240,
+                                      16384, 16448, 65536 };
+    const uint32_t nslots = 128;
+
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        struct test_ring t;
+        size_t bytes = cvia_ring_bytes(nslots, sizes[k]);
+        int good = 1;
+
+        ring_new(&t, nslots, sizes[k]);
+        for (uint32_t i = 0; i < nslots && good; i++) {
+            uintptr_t a = (uintptr_t)cvia_ring_seq(&t.r, i);
+            uintptr_t off = a - (uintptr_t)t.mem;
+            uint64_t sets = 0;
+
+            if (a % 64 || off + sizes[k] > bytes ||
+                (i && a - (uintptr_t)cvia_ring_seq(&t.r, i - 1) < sizes[k])) {
+                tap_diag("slot %u of %u bytes at offset %zu of %zu", i, sizes[k],
+                         (size_t)off, bytes);
+                good = 0;
+            }
+            for (uint32_t j = i; j < i + 64 && j < nslots && good; j++) {
+                uint64_t set = 1ull << (((uintptr_t)cvia_ring_seq(&t.r, j) >> 6) & 63);
+                if (sets & set) {
+                    tap_diag("%u-byte slots: header %u in the set of one of %u..%u",
+                             sizes[k], j, i, j - 1);
+                    good = 0;
+                }
+                sets |= set;
+            }
+        }
+        tap_ok(good, "layout: %u-byte slots apart, aligned, 64 consecutive headers "
+               "in 64 sets", sizes[k]);
+        free(t.mem);
+    }
+}
 
 static void test_init(void)
 {
@@ -484,8 +526,9 @@ int main(void)
      * bounded when the machine is loaded (2 vCPUs, other tests running) */
     const uint64_t base = 400000 / STRESS_SCALE;
 
-    printf("1..%d\n", 10 + 4 + 1 + 12 + 2 + 4);
+    printf("1..%d\n", 10 + 10 + 4 + 1 + 12 + 2 + 4);
     fflush(stdout);
+    test_layout();              /* 10 */
     test_init();                /* 10 */
     test_fill_drain();          /* 4 */
     test_wrong_lap();           /* 1 */

@@ -53,7 +53,8 @@
 #include "util/ring.h"
 #include "util/copy.h"
 
-#define SHM_MAGIC       0x316d687361697663ull   /* "cviashm1" */
+#define SHM_MAGIC       0x326d687361697663ull   /* "cviashm2": slots at
+                                                  * cvia_ring_stride() */
 #define SHM_CACHELINE   64
 #define SHM_NAME_MAX    64
 
@@ -374,6 +375,15 @@ static inline void shm_rx_next(struct shm_peer *pp, void *s)
         cvia_mcount_add(&(pp)->rv_pending, (v));                              \
         cvia_mcount_add(&(ep)->rv_total, (v));                                \
     } while (0)
+
+/* Describe ring @k of the segment mapped at @seg (its slots at
+ * cvia_ring_stride(slot_size), util/ring.h). */
+static inline void shm_ring_at(const struct cvia_prov_ep *ep, void *seg, size_t k,
+                               struct cvia_ring *r)
+{
+    cvia_ring_layout(r, (unsigned char *)seg + ep->ring_off + k * ep->ring_bytes,
+                     ep->nslots, ep->slot_size);
+}
 
 static inline struct shm_claim *shm_claims(struct shm_seg_hdr *h)
 {

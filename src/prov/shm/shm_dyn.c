@@ -197,8 +197,8 @@ static int dyn_reserve(struct cvia_prov_ep *ep, int32_t pid, uint64_t seg_rand)
         uint32_t want = SHM_CLAIM_FREE;
         if (!atomic_compare_exchange_strong(&cl[k].state, &want, SHM_CLAIM_BUSY))
             continue;
-        struct cvia_ring r = { (unsigned char *)ep->seg + ep->ring_off + (size_t)k * ep->ring_bytes,
-                               ep->nslots, ep->slot_size };
+        struct cvia_ring r;
+        shm_ring_at(ep, ep->seg, (size_t)k, &r);
         cvia_ring_init(&r);
         cl[k].pid = pid;
         cl[k].seg_rand = seg_rand;
@@ -225,13 +225,9 @@ static void dyn_publish(struct cvia_prov_ep *ep, int j, struct shm_seg_hdr *h, i
     pp->pid = pid;
     pp->seg_rand = seg_rand;
     pp->remote_idx = remote_idx;
-    pp->tx_ring.base = (unsigned char *)h + ep->ring_off + (size_t)tx_ring * ep->ring_bytes;
-    pp->tx_ring.nslots = ep->nslots;
-    pp->tx_ring.slot_size = ep->slot_size;
+    shm_ring_at(ep, h, (size_t)tx_ring, &pp->tx_ring);
     pp->tx_pos = 0;
-    pp->rx_ring.base = (unsigned char *)ep->seg + ep->ring_off + (size_t)rx_ring * ep->ring_bytes;
-    pp->rx_ring.nslots = ep->nslots;
-    pp->rx_ring.slot_size = ep->slot_size;
+    shm_ring_at(ep, ep->seg, (size_t)rx_ring, &pp->rx_ring);
     pp->rx_pos = 0;
     shm_look_set(pp);
     ep->lidx[j] = rx_ring;
@@ -323,8 +319,8 @@ static int dyn_accept(struct cvia_prov_ep *ep)
         int cma = dyn_probe_cma(c->pid, h, ep->cfg.cma);
         /* the claimer writes into ring k only once accepted: reset it from
          * whatever an earlier, dead peer left there */
-        struct cvia_ring ring = { (unsigned char *)ep->seg + ep->ring_off + (size_t)k * ep->ring_bytes,
-                                  ep->nslots, ep->slot_size };
+        struct cvia_ring ring;
+        shm_ring_at(ep, ep->seg, (size_t)k, &ring);
         cvia_ring_init(&ring);
         dyn_publish(ep, j, h, c->pid, c->seg_rand, (int)c->ring_back, k, (int)c->idx,
                     cma, (int)c->cma);

@@ -163,10 +163,9 @@ static int piece_measure(uint32_t slot_size, double best[PIECE_NSIZES][PIECE_NCH
     if (posix_memalign((void **)&t, 64, sizeof(*t)))
         return -ENOMEM;
     memset(t, 0, sizeof(*t));
-    t->ring.nslots = PIECE_NSLOTS;
-    t->ring.slot_size = slot_size;
     t->cap = slot_size - SHM_SLOT_HDR;
-    if (posix_memalign((void **)&t->ring.base, 4096, (size_t)PIECE_NSLOTS * slot_size) ||
+    cvia_ring_layout(&t->ring, NULL, PIECE_NSLOTS, slot_size);
+    if (posix_memalign((void **)&t->ring.base, 4096, cvia_ring_bytes(PIECE_NSLOTS, slot_size)) ||
         !(t->src = malloc(max)) || !(t->dst = malloc(max))) {
         rc = -ENOMEM;
         goto out;

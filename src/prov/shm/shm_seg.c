@@ -103,7 +103,7 @@ void shm_seg_layout(struct cvia_prov_ep *ep)
         off += (size_t)ep->nlocal * sizeof(struct shm_claim);
     }
     ep->ring_off = align_up(off, page);
-    ep->ring_bytes = align_up((size_t)ep->nslots * ep->slot_size, page);
+    ep->ring_bytes = align_up(cvia_ring_bytes(ep->nslots, ep->slot_size), page);
     ep->seg_bytes = ep->ring_off + (size_t)ep->nlocal * ep->ring_bytes;
 }
 
@@ -205,16 +205,14 @@ int shm_seg_create(struct cvia_prov_ep *ep)
         struct cvia_ring *r = &ep->peers[p].rx_ring;
         if (ep->lidx[p] < 0)
             continue;   /* on another host: no ring */
-        r->base = (unsigned char *)addr + ep->ring_off + (size_t)ep->lidx[p] * ep->ring_bytes;
-        r->nslots = ep->nslots;
-        r->slot_size = ep->slot_size;
+        shm_ring_at(ep, addr, (size_t)ep->lidx[p], r);
         cvia_ring_init(r);
         ep->peers[p].rx_pos = 0;
     }
     /* dynamic: every ring may be claimed later; claims start FREE (zero) */
     for (int k = 1; ep->args.dynamic && k < ep->nlocal; k++) {
-        struct cvia_ring r = { (unsigned char *)addr + ep->ring_off + (size_t)k * ep->ring_bytes,
-                               ep->nslots, ep->slot_size };
+        struct cvia_ring r;
+        shm_ring_at(ep, addr, (size_t)k, &r);
         cvia_ring_init(&r);
     }
     /* magic last: a reader that sees it sees an initialized segment */
@@ -302,10 +300,7 @@ int shm_seg_attach(struct cvia_prov_ep *ep, int peer, const char *name)
 found:
     if (pp->rx_ring.base)
         shm_look_set(pp);   /* the empty poll reads its ring from now */
-    pp->tx_ring.base = (unsigned char *)hdr + ep->ring_off +
-                       (size_t)ep->lidx[ep->args.rank] * ep->ring_bytes;
-    pp->tx_ring.nslots = ep->nslots;
-    pp->tx_ring.slot_size = ep->slot_size;
+    shm_ring_at(ep, hdr, (size_t)ep->lidx[ep->args.rank], &pp->tx_ring);
     pp->tx_pos = 0;
     pp->pid = hdr->pid;
     pp->pidfd = -1;

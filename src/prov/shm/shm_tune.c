@@ -228,11 +228,10 @@ static int tune_measure(uint32_t nslots, uint32_t slot_size, size_t coop_from,
     if (posix_memalign((void **)&t, 64, sizeof(*t)))
         return -ENOMEM;
     memset(t, 0, sizeof(*t));
-    t->ring.nslots = nslots;
-    t->ring.slot_size = slot_size;
+    cvia_ring_layout(&t->ring, NULL, nslots, slot_size);
     t->payload = slot_size - SHM_SLOT_HDR;
     t->chunk = coop_chunk;
-    if (posix_memalign((void **)&t->ring.base, 4096, (size_t)nslots * slot_size) ||
+    if (posix_memalign((void **)&t->ring.base, 4096, cvia_ring_bytes(nslots, slot_size)) ||
         !(t->src = malloc(max)) || !(t->dst = malloc(max))) {
         rc = -ENOMEM;
         goto out;
