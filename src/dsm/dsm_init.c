@@ -273,7 +273,7 @@ static int alloc_tables(struct dsm *d)
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (d->inbox == MAP_FAILED)
         d->inbox = NULL;
-    d->credit = zalloc(P * sizeof(*d->credit));
+    d->credit = zalloc(2 * P * sizeof(*d->credit));
     d->tx_seq = calloc(P * 4, sizeof(uint64_t));
     d->out_head = calloc(P, sizeof(*d->out_head));
     d->out_tail = calloc(P, sizeof(*d->out_tail));
@@ -287,6 +287,7 @@ static int alloc_tables(struct dsm *d)
     d->consumed = d->tx_seq + P;
     d->returned = d->tx_seq + 2 * P;
     d->cons_src = d->tx_seq + 3 * P;
+    d->credit_land = (uint64_t *)(d->credit + P);
     for (size_t r = 0; r < P; r++)
         d->out_tail[r] = &d->out_head[r];
     d->peer_diff = d->peer_view + P;
@@ -315,7 +316,7 @@ static int register_and_exchange(struct dsm *d)
                           CVIA_MR_REMOTE_WRITE, &d->mr_land)) ||
         (rc = cvia_mr_reg(d->inbox, P * DSM_SLOTS * DSM_SLOT, CVIA_MR_REMOTE_WRITE,
                           &d->mr_inbox)) ||
-        (rc = cvia_mr_reg((void *)d->credit, P * sizeof(*d->credit), CVIA_MR_REMOTE_WRITE,
+        (rc = cvia_mr_reg(d->credit_land, P * sizeof(*d->credit_land), CVIA_MR_REMOTE_WRITE,
                           &d->mr_credit))) {
         dsm_err("registering the DSM's memory: %s", cvia_strerror(rc));
         return rc;
