@@ -198,7 +198,8 @@ struct dsm_fault_slot {
                                  (copy mode), or how many units from the low 40
                                  bits (zcopy, pull: one write) */
 #define IMM_DIFF  2u          /* bits 48..55: buffer (0/1), low 48: sequence */
-#define IMM_ACK   3u          /* a diff buffer was freed */
+#define IMM_ACK   3u          /* a diff buffer was freed: bit 48 the buffer,
+                                 low 48 bits the sequence acked */
 #define IMM_MSG   4u          /* a control message in an inbox slot */
 #define IMM_CREDIT 5u         /* low 56 bits: the receiver's consumed count */
 #define IMM_CREDIT_MASK ((UINT64_C(1) << 56) - 1)
@@ -316,7 +317,10 @@ struct dsm {
     struct dsm_out **out_head, ***out_tail; /* [receiver], send_lock */
     int       nout;           /* messages in outboxes (send_lock) */
     char    *diffarea;        /* as home: [writer][2] buffers of diff_buf */
-    _Atomic uint64_t *flags;  /* as writer: [home][2] sequence acked by the home */
+    _Atomic uint64_t *flags;  /* as writer: [home][2] sequence acked by the home
+                                 (stored by the svc from IMM_ACK events) */
+    uint64_t *flags_land;     /* as writer: [home][2] where the acks land
+                                 (registered; read by nobody: see IMM_CREDIT) */
     uint64_t *ack_src;        /* as home: [writer][2] value written back */
     char    *land;            /* copy mode: [slot] where a fetched unit lands;
                                  slot 0 for faults, the others for prefetches */

@@ -253,7 +253,7 @@ static int alloc_tables(struct dsm *d)
     d->vt = calloc(P, sizeof(*d->vt));
     d->bar_vt = calloc(P, sizeof(*d->bar_vt));
     d->log = calloc(P, sizeof(*d->log));
-    d->flags = zalloc(P * 2 * sizeof(*d->flags));
+    d->flags = zalloc(P * 4 * sizeof(*d->flags));
     d->ack_src = zalloc(P * 2 * sizeof(*d->ack_src));
     d->dw_seq = calloc(P * 2, sizeof(*d->dw_seq));
     d->dw_next = calloc(P, 1);
@@ -288,6 +288,7 @@ static int alloc_tables(struct dsm *d)
     d->returned = d->tx_seq + 2 * P;
     d->cons_src = d->tx_seq + 3 * P;
     d->credit_land = (uint64_t *)(d->credit + P);
+    d->flags_land = (uint64_t *)(d->flags + 2 * P);
     for (size_t r = 0; r < P; r++)
         d->out_tail[r] = &d->out_head[r];
     d->peer_diff = d->peer_view + P;
@@ -310,7 +311,7 @@ static int register_and_exchange(struct dsm *d)
                           &d->mr_view)) ||
         (rc = cvia_mr_reg(d->diffarea, P * 2 * d->cfg.diff_buf, CVIA_MR_REMOTE_WRITE,
                           &d->mr_diff)) ||
-        (rc = cvia_mr_reg((void *)d->flags, P * 2 * sizeof(*d->flags), CVIA_MR_REMOTE_WRITE,
+        (rc = cvia_mr_reg(d->flags_land, P * 2 * sizeof(*d->flags_land), CVIA_MR_REMOTE_WRITE,
                           &d->mr_flags)) ||
         (rc = cvia_mr_reg(d->land, d->unit * (size_t)(1 + d->cfg.prefetch),
                           CVIA_MR_REMOTE_WRITE, &d->mr_land)) ||

@@ -657,7 +657,11 @@ static int poll_imm(struct dsm *d)
         case IMM_DIFF:
             dsm_diff_apply(d, ev[i].source, ev[i].off, ev[i].len, ev[i].imm);
             break;
-        case IMM_ACK:
+        case IMM_ACK:   /* from the event, not the landed word: see IMM_CREDIT */
+            if (ev[i].source < 0 || ev[i].source >= d->size)
+                dsm_fatal(-CVIA_EPROTO, "an ack from rank %d", ev[i].source);
+            atomic_store_explicit(&d->flags[ev[i].source * 2 + ((ev[i].imm >> 48) & 1)],
+                                  ev[i].imm & ((UINT64_C(1) << 48) - 1), memory_order_release);
             atomic_fetch_add(&d->ack_word, 1);
             dsm_futex_wake(&d->ack_word);
             d->woke_app = 1;
