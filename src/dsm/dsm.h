@@ -377,7 +377,7 @@ struct dsm {
     cvia_dsm_stats_t st;
     int       stats_mode;     /* DSM_STATS_* */
     FILE     *stats_out;
-    cvia_dsm_fatal_fn fatal_fn;
+    _Atomic(cvia_dsm_fatal_fn) fatal_fn; /* set by the application at any time */
     _Atomic int fatal;
     _Atomic int finishing;    /* the last end message arrived: peers may be gone */
 };

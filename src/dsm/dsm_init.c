@@ -42,8 +42,9 @@ void dsm_fatal(int err, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     cvia_error(DSM, "dsm: %s; ending this rank", msg);
-    if (d->fatal_fn)
-        d->fatal_fn(err, msg);
+    cvia_dsm_fatal_fn fn = atomic_load(&d->fatal_fn);
+    if (fn)
+        fn(err, msg);
     fflush(stdout);
     fflush(stderr);
     _exit(1);
@@ -51,7 +52,7 @@ void dsm_fatal(int err, const char *fmt, ...)
 
 void cvia_dsm_on_fatal(cvia_dsm_fatal_fn fn)
 {
-    dsm__g.fatal_fn = fn;
+    atomic_store(&dsm__g.fatal_fn, fn);
 }
 
 /* ---- the region ------------------------------------------------------------ */
