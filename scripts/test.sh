@@ -63,9 +63,12 @@ run_ctest asan build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 
 echo "== build with ThreadSanitizer and test"
 # Left out, and why (DESIGN.md, "Testing on one machine"):
-#  dsm.*        the DSM polls words its peers write one-sided; the provider
-#               lands those bytes with memcpy/recv, which TSan cannot order
-#               against the poller's atomic loads (the NIC's job on RDMA)
+#  dsm.*        all but a subset, for time (120 tests, 74 s on 2 cores):
+#               the DSM no longer reads a word its peers write one-sided
+#               (credits and diff acks travel in the immediate since race18),
+#               and every dsm.* test passes here; the subset, run below,
+#               covers each race that TSan found then (shm, tcp and udp
+#               between hosts, a rank's death)
 #  fabric.mpi*  Open MPI is not instrumented: its own locks and atomics are
 #               invisible to TSan, so every request it completes "races"
 #  tools.*      the tools run one thread (none of them starts one), and
@@ -81,6 +84,9 @@ echo "== build with ThreadSanitizer and test"
 ./scripts/build.sh build-tsan -DCVIA_TSAN=ON
 run_ctest tsan build-tsan TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     CVIA_TEST_TIMEOUT_MULTIPLIER=4 -- -E '^(dsm\.|fabric\.mpi|tools\.|topo\.|slurm\.lab$|fuzz\.dgram$)'
+run_ctest tsan-dsm build-tsan TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    CVIA_TEST_TIMEOUT_MULTIPLIER=4 -- \
+    -R '^dsm\.(counter\.np4|shared-death\.np4|hosts\.tcp\.(shmfull|dsm_stress-counter|death)\.np4|hosts\.udp\.dsm_stress-counter\.np4)$'
 
 max=$(grep -v '^#' .ci/max-skips | head -1)
 skips=$(cat "$logs"/*.log | grep -c -- '\*\*\*Skipped' || true)

@@ -94,7 +94,8 @@ struct cvia_ctx {
     } prov[CVIA_MAX_PROV];
     int      nprov;
     uint8_t *peer_prov;        /* provider index per peer */
-    uint8_t *peer_lost;        /* once a peer is gone: 1 (CVIA_ENOPEER), 2 (CVIA_EABORT) */
+    _Atomic uint8_t *peer_lost; /* once a peer is gone: 1 (CVIA_ENOPEER), 2 (CVIA_EABORT);
+                                  written under lock, read without it too */
     int      lost_err;         /* the error the first lost peer was failed with */
     uint8_t *same_host;        /* 1 for ranks on this host */
     int      nremote;          /* ranks elsewhere */

@@ -122,7 +122,12 @@ struct dsm_buf {
  * Control messages travel as the paper's requests do: an RDMA write with
  * immediate data into the receiver's inbox, DSM_SLOTS slots per sender,
  * used in turn; the receiver returns credits by writing how many it has
- * consumed into the sender's credit word (a flag written back). A message
+ * consumed back to the sender with immediate data (IMM_CREDIT, the count in
+ * the immediate); the sender's service thread takes the count from the
+ * event, never from the landed bytes, which the provider may write in
+ * pieces from another thread (tcp receives straight into the region, from
+ * whichever thread progresses it: the watchdog's liveness check too), and
+ * publishes it in d->credit. A message
  * with no credit left waits in the sender's outbox, which the service
  * thread drains. A payload longer than a slot follows as a tagged message
  * (DSM_TAG_BODY), posted with the header so that per-sender order pairs
@@ -193,8 +198,11 @@ struct dsm_fault_slot {
                                  (copy mode), or how many units from the low 40
                                  bits (zcopy, pull: one write) */
 #define IMM_DIFF  2u          /* bits 48..55: buffer (0/1), low 48: sequence */
-#define IMM_ACK   3u          /* a diff buffer was freed */
+#define IMM_ACK   3u          /* a diff buffer was freed: bit 48 the buffer,
+                                 low 48 bits the sequence acked */
 #define IMM_MSG   4u          /* a control message in an inbox slot */
+#define IMM_CREDIT 5u         /* low 56 bits: the receiver's consumed count */
+#define IMM_CREDIT_MASK ((UINT64_C(1) << 56) - 1)
 
 struct dsm_pending {          /* a send or write whose buffer we own */
     struct dsm_pending *next;
@@ -299,14 +307,20 @@ struct dsm {
     cvia_mr_t mr_view, mr_diff, mr_flags, mr_land, mr_inbox, mr_credit;
     cvia_mr_desc_t *peer_view, *peer_diff, *peer_flags, *peer_land, *peer_inbox, *peer_credit;
     char    *inbox;           /* [sender][DSM_SLOTS] slots of DSM_SLOT bytes */
-    _Atomic uint64_t *credit; /* as sender: [receiver] slots it has consumed */
+    _Atomic uint64_t *credit; /* as sender: [receiver] slots it has consumed
+                                 (stored by the svc from IMM_CREDIT events) */
+    uint64_t *credit_land;    /* as sender: [receiver] where the credit writes
+                                 land (registered; read by nobody) */
     uint64_t *tx_seq;         /* as sender: [receiver] messages written (send_lock) */
     uint64_t *consumed, *returned; /* as receiver: [sender], svc only */
     uint64_t *cons_src;       /* as receiver: [sender] value written back */
     struct dsm_out **out_head, ***out_tail; /* [receiver], send_lock */
     int       nout;           /* messages in outboxes (send_lock) */
     char    *diffarea;        /* as home: [writer][2] buffers of diff_buf */
-    _Atomic uint64_t *flags;  /* as writer: [home][2] sequence acked by the home */
+    _Atomic uint64_t *flags;  /* as writer: [home][2] sequence acked by the home
+                                 (stored by the svc from IMM_ACK events) */
+    uint64_t *flags_land;     /* as writer: [home][2] where the acks land
+                                 (registered; read by nobody: see IMM_CREDIT) */
     uint64_t *ack_src;        /* as home: [writer][2] value written back */
     char    *land;            /* copy mode: [slot] where a fetched unit lands;
                                  slot 0 for faults, the others for prefetches */
@@ -363,7 +377,7 @@ struct dsm {
     cvia_dsm_stats_t st;
     int       stats_mode;     /* DSM_STATS_* */
     FILE     *stats_out;
-    cvia_dsm_fatal_fn fatal_fn;
+    _Atomic(cvia_dsm_fatal_fn) fatal_fn; /* set by the application at any time */
     _Atomic int fatal;
     _Atomic int finishing;    /* the last end message arrived: peers may be gone */
 };

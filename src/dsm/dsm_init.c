@@ -42,8 +42,9 @@ void dsm_fatal(int err, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     cvia_error(DSM, "dsm: %s; ending this rank", msg);
-    if (d->fatal_fn)
-        d->fatal_fn(err, msg);
+    cvia_dsm_fatal_fn fn = atomic_load(&d->fatal_fn);
+    if (fn)
+        fn(err, msg);
     fflush(stdout);
     fflush(stderr);
     _exit(1);
@@ -51,7 +52,7 @@ void dsm_fatal(int err, const char *fmt, ...)
 
 void cvia_dsm_on_fatal(cvia_dsm_fatal_fn fn)
 {
-    dsm__g.fatal_fn = fn;
+    atomic_store(&dsm__g.fatal_fn, fn);
 }
 
 /* ---- the region ------------------------------------------------------------ */
@@ -253,7 +254,7 @@ static int alloc_tables(struct dsm *d)
     d->vt = calloc(P, sizeof(*d->vt));
     d->bar_vt = calloc(P, sizeof(*d->bar_vt));
     d->log = calloc(P, sizeof(*d->log));
-    d->flags = zalloc(P * 2 * sizeof(*d->flags));
+    d->flags = zalloc(P * 4 * sizeof(*d->flags));
     d->ack_src = zalloc(P * 2 * sizeof(*d->ack_src));
     d->dw_seq = calloc(P * 2, sizeof(*d->dw_seq));
     d->dw_next = calloc(P, 1);
@@ -273,7 +274,7 @@ static int alloc_tables(struct dsm *d)
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (d->inbox == MAP_FAILED)
         d->inbox = NULL;
-    d->credit = zalloc(P * sizeof(*d->credit));
+    d->credit = zalloc(2 * P * sizeof(*d->credit));
     d->tx_seq = calloc(P * 4, sizeof(uint64_t));
     d->out_head = calloc(P, sizeof(*d->out_head));
     d->out_tail = calloc(P, sizeof(*d->out_tail));
@@ -287,6 +288,8 @@ static int alloc_tables(struct dsm *d)
     d->consumed = d->tx_seq + P;
     d->returned = d->tx_seq + 2 * P;
     d->cons_src = d->tx_seq + 3 * P;
+    d->credit_land = (uint64_t *)(d->credit + P);
+    d->flags_land = (uint64_t *)(d->flags + 2 * P);
     for (size_t r = 0; r < P; r++)
         d->out_tail[r] = &d->out_head[r];
     d->peer_diff = d->peer_view + P;
@@ -309,13 +312,13 @@ static int register_and_exchange(struct dsm *d)
                           &d->mr_view)) ||
         (rc = cvia_mr_reg(d->diffarea, P * 2 * d->cfg.diff_buf, CVIA_MR_REMOTE_WRITE,
                           &d->mr_diff)) ||
-        (rc = cvia_mr_reg((void *)d->flags, P * 2 * sizeof(*d->flags), CVIA_MR_REMOTE_WRITE,
+        (rc = cvia_mr_reg(d->flags_land, P * 2 * sizeof(*d->flags_land), CVIA_MR_REMOTE_WRITE,
                           &d->mr_flags)) ||
         (rc = cvia_mr_reg(d->land, d->unit * (size_t)(1 + d->cfg.prefetch),
                           CVIA_MR_REMOTE_WRITE, &d->mr_land)) ||
         (rc = cvia_mr_reg(d->inbox, P * DSM_SLOTS * DSM_SLOT, CVIA_MR_REMOTE_WRITE,
                           &d->mr_inbox)) ||
-        (rc = cvia_mr_reg((void *)d->credit, P * sizeof(*d->credit), CVIA_MR_REMOTE_WRITE,
+        (rc = cvia_mr_reg(d->credit_land, P * sizeof(*d->credit_land), CVIA_MR_REMOTE_WRITE,
                           &d->mr_credit))) {
         dsm_err("registering the DSM's memory: %s", cvia_strerror(rc));
         return rc;

@@ -909,7 +909,8 @@ void dsm_diff_apply(struct dsm *d, int src, uint64_t off, uint64_t len, uint64_t
     d->ack_src[src * 2 + b] = imm & ((1ull << 48) - 1);
     rc = cvia_write(&d->ack_src[src * 2 + b], sizeof(uint64_t), &d->peer_flags[src],
                     ((uint64_t)d->rank * 2 + (uint64_t)b) * sizeof(uint64_t), CVIA_WRITE_IMM,
-                    (uint64_t)IMM_ACK << 56, &req);
+                    ((uint64_t)IMM_ACK << 56) | ((uint64_t)b << 48) | d->ack_src[src * 2 + b],
+                    &req);
     if (rc)
         dsm_fatal(rc, "freeing rank %d's diff buffer: %s", src, cvia_strerror(rc));
     dsm_pending_add(d, req, NULL);

@@ -625,6 +625,23 @@ static int poll_fault(struct dsm *d)
 
 static void on_msg(struct dsm *d, int src, uint64_t off, uint64_t len);
 
+/* Credits from receiver @src: its consumed count, low 56 bits (from the
+ * event: the landed word may still be in pieces). Only this thread stores
+ * d->credit; the count only grows, so it moves by the distance modulo 2^56
+ * (an older count, were one ever seen late, changes nothing). Release:
+ * pairs with has_credit()'s acquire. */
+static void on_credit(struct dsm *d, int src, uint64_t low)
+{
+    uint64_t c, step;
+
+    if (src < 0 || src >= d->size)
+        dsm_fatal(-CVIA_EPROTO, "credits from rank %d", src);
+    c = atomic_load_explicit(&d->credit[src], memory_order_relaxed);
+    step = (low - c) & IMM_CREDIT_MASK;
+    if (step && step <= IMM_CREDIT_MASK / 2)
+        atomic_store_explicit(&d->credit[src], c + step, memory_order_release);
+}
+
 static int poll_imm(struct dsm *d)
 {
     cvia_imm_event_t ev[16];
@@ -640,13 +657,20 @@ static int poll_imm(struct dsm *d)
         case IMM_DIFF:
             dsm_diff_apply(d, ev[i].source, ev[i].off, ev[i].len, ev[i].imm);
             break;
-        case IMM_ACK:
+        case IMM_ACK:   /* from the event, not the landed word: see IMM_CREDIT */
+            if (ev[i].source < 0 || ev[i].source >= d->size)
+                dsm_fatal(-CVIA_EPROTO, "an ack from rank %d", ev[i].source);
+            atomic_store_explicit(&d->flags[ev[i].source * 2 + ((ev[i].imm >> 48) & 1)],
+                                  ev[i].imm & ((UINT64_C(1) << 48) - 1), memory_order_release);
             atomic_fetch_add(&d->ack_word, 1);
             dsm_futex_wake(&d->ack_word);
             d->woke_app = 1;
             break;
         case IMM_MSG:
             on_msg(d, ev[i].source, ev[i].off, ev[i].len);
+            break;
+        case IMM_CREDIT:
+            on_credit(d, ev[i].source, ev[i].imm & IMM_CREDIT_MASK);
             break;
         default:
             dsm_warn("unknown immediate 0x%llx from rank %d",
@@ -735,7 +759,9 @@ static void on_msg(struct dsm *d, int src, uint64_t off, uint64_t len)
         d->cons_src[src] = d->consumed[src];
         d->returned[src] = d->consumed[src];
         rc = cvia_write(&d->cons_src[src], sizeof(uint64_t), &d->peer_credit[src],
-                        (uint64_t)d->rank * sizeof(uint64_t), 0, 0, &req);
+                        (uint64_t)d->rank * sizeof(uint64_t), CVIA_WRITE_IMM,
+                        ((uint64_t)IMM_CREDIT << 56) | (d->consumed[src] & IMM_CREDIT_MASK),
+                        &req);
         /* a sender that has already left sends nothing more: its refusal
          * (its region withdrawn at the very end) is no error */
         if (!rc)
@@ -913,9 +939,9 @@ static void *svc_main(void *arg)
                 napping_since = t;
             /* nothing owed, the application computes, and nothing came
              * for CVIA_DSM_IDLE: sleep until a peer writes or the
-             * application kicks (credits come back without an event, and
-             * deferred fetches wait for the epoch, so with either pending
-             * it naps). Until then nap: a fault's request is served
+             * application kicks (with messages waiting for credits, or
+             * fetches deferred to the epoch, it naps, as measured; the
+             * credits' IMM_CREDIT event would wake it now). Until then nap: a fault's request is served
              * within a nap, without a wake-up through the kernel */
             if (!waiting && !d->nout && !d->deferred && t - napping_since >= d->cfg.idle) {
                 /* announced, then the kick looked at again: a kicker that
