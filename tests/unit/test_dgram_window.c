@@ -739,6 +739,30 @@ static int undo_case(void)
     return ok;
 }
 
+/* The undo cases' start: a directed pair (window 64 of 4 KiB segments),
+ * its round trip learnt, and the sender's state before the loss. */
+struct undo_start {
+    int rounds;
+    uint32_t cwnd, ssthresh, rel;
+    uint64_t rtos, undos, fretx;
+};
+
+static int undo_begin(struct dg_ep *a, struct dg_ep *b, struct undo_start *u)
+{
+    struct dg_peer *pp;
+
+    directed_setup(a, b, 64, 4096, 0.001);
+    pp = &a->peers[1];
+    u->rounds = learn_rtt(a, b);
+    u->cwnd = pp->cwnd;
+    u->ssthresh = pp->ssthresh;
+    u->rtos = a->st.rtos;
+    u->undos = a->st.undos;
+    u->fretx = a->st.fretx;
+    u->rel = pp->snd_nxt - isn0;
+    return u->rounds > 0;
+}
+
 /* A spurious timeout in a lossy stream: as undo_case, but the delayed
  * stream is 4 messages of 6 segments, of which two (not the first) are
  * lost on their first try. The timeouts resend the first segment, which the receiver
@@ -753,21 +777,11 @@ static int undo_loss_case(void)
     const int window = 64;
     const size_t seg = 4096;
     struct dg_ep a, b;
-    struct dg_peer *pp;
-    int ok, rounds;
-    uint32_t cwnd, ssthresh, floor_seen, rel;
-    uint64_t rtos, undos, fretx;
-
-    directed_setup(&a, &b, window, seg, 0.001);
-    pp = &a.peers[1];
-    rounds = learn_rtt(&a, &b);
-    ok = rounds > 0;
-    cwnd = pp->cwnd;
-    ssthresh = pp->ssthresh;
-    rtos = a.st.rtos;
-    undos = a.st.undos;
-    fretx = a.st.fretx;
-    rel = pp->snd_nxt - isn0;
+    struct undo_start u;
+    int ok = undo_begin(&a, &b, &u), rounds = u.rounds;
+    struct dg_peer *pp = &a.peers[1];
+    uint32_t cwnd = u.cwnd, ssthresh = u.ssthresh, floor_seen, rel = u.rel;
+    uint64_t rtos = u.rtos, undos = u.undos, fretx = u.fretx;
     drop_first[rel + 2] = drop_first[rel + 4] = 1;
     floor_seen = ok ? slow_spell(&a, &b, rounds + 4, 6 * seg, undos) : cwnd;
     ok = tap_ok(ok && !failed && ndelivered == rounds + 4 && a.st.rtos > rtos &&
@@ -798,26 +812,16 @@ static int net_frame(int dst, int take, uint8_t *buf, size_t *len);
  * before the blackout and doubled the RTO. */
 static int undo_burst_case(void)
 {
-    const int window = 64;
     const size_t seg = 4096;
     struct dg_ep a, b;
-    struct dg_peer *pp;
-    int ok, rounds, duped = 0;
-    uint32_t cwnd, ssthresh, rel;
-    uint64_t rtos, undos, fretx;
+    struct undo_start u;
+    int ok = undo_begin(&a, &b, &u), rounds = u.rounds, duped = 0;
+    struct dg_peer *pp = &a.peers[1];
+    uint32_t cwnd = u.cwnd, ssthresh = u.ssthresh, rel = u.rel;
+    uint64_t rtos = u.rtos, undos = u.undos, fretx = u.fretx;
     uint8_t buf[9216];
     size_t len;
 
-    directed_setup(&a, &b, window, seg, 0.001);
-    pp = &a.peers[1];
-    rounds = learn_rtt(&a, &b);
-    ok = rounds > 0;
-    cwnd = pp->cwnd;
-    ssthresh = pp->ssthresh;
-    rtos = a.st.rtos;
-    undos = a.st.undos;
-    fretx = a.st.fretx;
-    rel = pp->snd_nxt - isn0;
     for (int i = 0; i < 6; i++)
         drop_first[rel + i] = 1;
     directed_post(&a, rounds + 1, 6 * seg);
